@@ -1,0 +1,36 @@
+# The two entry points: `make demo` and `make test`. Both do all set-up themselves.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+SANITIZER ?=
+JOBS ?= $(shell nproc)
+
+.PHONY: all bootstrap configure build test demo bench clean format
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap
+
+$(BUILD_DIR)/build.ninja:
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DSANITIZER=$(SANITIZER) >/dev/null
+
+configure: bootstrap $(BUILD_DIR)/build.ninja
+
+build: configure
+	@ninja -C $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 --timeout 600
+
+demo: build
+	@scripts/demo $(BUILD_DIR)/shoal
+
+bench: build
+	@bench/run $(if $(QUICK),--quick,)
+
+clean:
+	rm -rf $(BUILD_DIR)
+
+format:
+	@clang-format -i $$(git ls-files '*.h' '*.cc')

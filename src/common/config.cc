@@ -1,0 +1,315 @@
+#include "common/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/units.h"
+
+namespace shoal {
+namespace {
+
+// Reads one YAML mapping, checking that every key is known.
+class Reader {
+ public:
+  Reader(const std::string& source) : source_(source) {}
+
+  Status Fail(const YAML::Node& n, const std::string& key, const std::string& what) const {
+    std::string where = source_;
+    if (n.IsDefined() && n.Mark().line >= 0) where += ":" + std::to_string(n.Mark().line + 1);
+    return Status(Code::kInvalidArgument, "config error at " + where + ": key '" + key + "': " + what);
+  }
+
+  Status CheckKeys(const YAML::Node& map, const std::string& prefix, std::initializer_list<const char*> known) const {
+    if (!map.IsDefined() || map.IsNull()) return {};
+    if (!map.IsMap()) return Fail(map, prefix, "expected a mapping");
+    std::set<std::string> ok(known.begin(), known.end());
+    for (const auto& kv : map) {
+      auto k = kv.first.as<std::string>();
+      if (!ok.contains(k)) {
+        std::string list;
+        for (auto* s : known) list += std::string(list.empty() ? "" : ", ") + s;
+        return Fail(kv.first, prefix.empty() ? k : prefix + "." + k, "unknown key (known: " + list + ")");
+      }
+    }
+    return {};
+  }
+
+  Status String(const YAML::Node& n, const std::string& key, std::string* out) const {
+    if (!n.IsDefined() || n.IsNull()) return {};
+    if (!n.IsScalar()) return Fail(n, key, "expected a string");
+    *out = n.as<std::string>();
+    return {};
+  }
+  Status Size(const YAML::Node& n, const std::string& key, uint64_t* out) const {
+    if (!n.IsDefined() || n.IsNull()) return {};
+    if (!n.IsScalar()) return Fail(n, key, "expected a size such as 64MiB");
+    auto v = ParseSize(n.as<std::string>());
+    if (!v) return Fail(n, key, v.error().message());
+    *out = *v;
+    return {};
+  }
+  Status Duration(const YAML::Node& n, const std::string& key, std::chrono::milliseconds* out) const {
+    if (!n.IsDefined() || n.IsNull()) return {};
+    if (!n.IsScalar()) return Fail(n, key, "expected a duration such as 60s");
+    auto v = ParseDuration(n.as<std::string>());
+    if (!v) return Fail(n, key, v.error().message());
+    *out = *v;
+    return {};
+  }
+  template <typename Int>
+  Status Integer(const YAML::Node& n, const std::string& key, Int* out, long long min, long long max) const {
+    if (!n.IsDefined() || n.IsNull()) return {};
+    long long v = 0;
+    try {
+      v = n.as<long long>();
+    } catch (const YAML::Exception&) {
+      return Fail(n, key, "expected an integer");
+    }
+    if (v < min || v > max) {
+      return Fail(n, key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    }
+    *out = static_cast<Int>(v);
+    return {};
+  }
+  Status Bool(const YAML::Node& n, const std::string& key, bool* out) const {
+    if (!n.IsDefined() || n.IsNull()) return {};
+    try {
+      *out = n.as<bool>();
+    } catch (const YAML::Exception&) {
+      return Fail(n, key, "expected true or false");
+    }
+    return {};
+  }
+
+ private:
+  const std::string& source_;
+};
+
+std::string NormaliseMountPath(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* out) {
+  std::string key = "mounts[" + std::to_string(i) + "]";
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key, {"path", "ufs", "consistency", "ttl", "read_only", "options"}));
+  SHOAL_RETURN_IF_ERROR(r.String(m["path"], key + ".path", &out->path));
+  SHOAL_RETURN_IF_ERROR(r.String(m["ufs"], key + ".ufs", &out->ufs));
+  if (out->path.empty() || out->path[0] != '/') return r.Fail(m, key + ".path", "must be an absolute path such as /data");
+  if (out->ufs.empty()) return r.Fail(m, key + ".ufs", "missing: give the under-store URI, e.g. file:///srv/datasets/");
+  out->path = NormaliseMountPath(out->path);
+  std::string mode;
+  SHOAL_RETURN_IF_ERROR(r.String(m["consistency"], key + ".consistency", &mode));
+  if (!mode.empty()) {
+    // "ttl=30s" is accepted as a shorthand for consistency: ttl + ttl: 30s.
+    std::string ttl_text;
+    if (mode.starts_with("ttl=")) {
+      ttl_text = mode.substr(4);
+      mode = "ttl";
+    }
+    if (mode == "immutable") out->consistency = Consistency::kImmutable;
+    else if (mode == "ttl") out->consistency = Consistency::kTtl;
+    else if (mode == "always") out->consistency = Consistency::kAlways;
+    else return r.Fail(m["consistency"], key + ".consistency", "must be immutable, ttl or always, not '" + mode + "'");
+    if (!ttl_text.empty()) {
+      auto d = ParseDuration(ttl_text);
+      if (!d) return r.Fail(m["consistency"], key + ".consistency", d.error().message());
+      out->ttl = *d;
+    }
+  }
+  SHOAL_RETURN_IF_ERROR(r.Duration(m["ttl"], key + ".ttl", &out->ttl));
+  SHOAL_RETURN_IF_ERROR(r.Bool(m["read_only"], key + ".read_only", &out->read_only));
+  const auto& opts = m["options"];
+  if (opts.IsDefined() && !opts.IsNull()) {
+    if (!opts.IsMap()) return r.Fail(opts, key + ".options", "expected a mapping of option: value");
+    for (const auto& kv : opts) {
+      if (!kv.second.IsScalar()) return r.Fail(kv.second, key + ".options." + kv.first.as<std::string>(), "expected a string");
+      out->options[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string_view ConsistencyName(Consistency c) {
+  switch (c) {
+    case Consistency::kImmutable: return "immutable";
+    case Consistency::kTtl: return "ttl";
+    case Consistency::kAlways: return "always";
+  }
+  return "?";
+}
+
+Result<Config> ParseConfig(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return Err(Code::kInvalidArgument,
+               "config error at " + source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  Config c;
+  c.source = source;
+  if (!root.IsDefined() || root.IsNull()) return c;
+  Reader r(source);
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client"}));
+
+  const auto& cl = root["cluster"];
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size"}));
+  if (cl.IsDefined() && cl["workers"].IsDefined() && !cl["workers"].IsNull()) {
+    if (!cl["workers"].IsSequence()) return Err(r.Fail(cl["workers"], "cluster.workers", "expected a list of host:port"));
+    for (const auto& w : cl["workers"]) {
+      auto s = w.as<std::string>();
+      if (s.find(':') == std::string::npos) return Err(r.Fail(w, "cluster.workers", "'" + s + "' is not host:port"));
+      c.cluster.workers.push_back(s);
+    }
+  }
+  if (cl.IsDefined()) SHOAL_RETURN_IF_ERROR(r.Size(cl["shard_size"], "cluster.shard_size", &c.cluster.shard_size));
+
+  const auto& ms = root["mounts"];
+  if (ms.IsDefined() && !ms.IsNull()) {
+    if (!ms.IsSequence()) return Err(r.Fail(ms, "mounts", "expected a list of {path, ufs}"));
+    for (size_t i = 0; i < ms.size(); ++i) {
+      MountConfig m;
+      SHOAL_RETURN_IF_ERROR(ParseMount(r, ms[i], i, &m));
+      c.mounts.push_back(std::move(m));
+    }
+  }
+
+  const auto& w = root["worker"];
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "page_size", "cache_dirs", "io_threads", "ufs_threads",
+                                                  "ufs_max_concurrency", "readahead", "metadata_entries"}));
+  if (w.IsDefined() && !w.IsNull()) {
+    SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
+    SHOAL_RETURN_IF_ERROR(r.Size(w["page_size"], "worker.page_size", &c.worker.page_size));
+    SHOAL_RETURN_IF_ERROR(r.Integer(w["io_threads"], "worker.io_threads", &c.worker.io_threads, 1, 256));
+    SHOAL_RETURN_IF_ERROR(r.Integer(w["ufs_threads"], "worker.ufs_threads", &c.worker.ufs_threads, 1, 1024));
+    SHOAL_RETURN_IF_ERROR(
+        r.Integer(w["ufs_max_concurrency"], "worker.ufs_max_concurrency", &c.worker.ufs_max_concurrency, 1, 4096));
+    SHOAL_RETURN_IF_ERROR(r.Size(w["readahead"], "worker.readahead", &c.worker.readahead));
+    SHOAL_RETURN_IF_ERROR(
+        r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
+    const auto& dirs = w["cache_dirs"];
+    if (dirs.IsDefined() && !dirs.IsNull()) {
+      if (!dirs.IsSequence()) return Err(r.Fail(dirs, "worker.cache_dirs", "expected a list of {path, capacity}"));
+      for (size_t i = 0; i < dirs.size(); ++i) {
+        std::string key = "worker.cache_dirs[" + std::to_string(i) + "]";
+        SHOAL_RETURN_IF_ERROR(r.CheckKeys(dirs[i], key, {"path", "capacity"}));
+        CacheDirConfig d;
+        SHOAL_RETURN_IF_ERROR(r.String(dirs[i]["path"], key + ".path", &d.path));
+        SHOAL_RETURN_IF_ERROR(r.Size(dirs[i]["capacity"], key + ".capacity", &d.capacity));
+        if (d.path.empty()) return Err(r.Fail(dirs[i], key + ".path", "missing"));
+        if (d.capacity == 0) return Err(r.Fail(dirs[i], key + ".capacity", "missing or zero: give a size such as 10GiB"));
+        c.worker.cache_dirs.push_back(std::move(d));
+      }
+    }
+  }
+
+  const auto& cc = root["client"];
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "ufs_fallback", "readahead",
+                                                   "max_parallel", "down_backoff"}));
+  if (cc.IsDefined() && !cc.IsNull()) {
+    SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
+    SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
+    SHOAL_RETURN_IF_ERROR(r.Bool(cc["ufs_fallback"], "client.ufs_fallback", &c.client.ufs_fallback));
+    SHOAL_RETURN_IF_ERROR(r.Size(cc["readahead"], "client.readahead", &c.client.readahead));
+    SHOAL_RETURN_IF_ERROR(r.Integer(cc["max_parallel"], "client.max_parallel", &c.client.max_parallel, 1, 256));
+    SHOAL_RETURN_IF_ERROR(r.Duration(cc["down_backoff"], "client.down_backoff", &c.client.down_backoff));
+  }
+  SHOAL_RETURN_IF_ERROR(Validate(c));
+  return c;
+}
+
+Status Validate(const Config& c) {
+  const std::string where = "config error in " + (c.source.empty() ? std::string("config") : c.source) + ": ";
+  auto& p = c.worker.page_size;
+  if (p < 4096 || p > (64ull << 20) || (p & (p - 1)) != 0) {
+    return Status(Code::kInvalidArgument, where + "key 'worker.page_size': must be a power of two between 4KiB and 64MiB");
+  }
+  if (c.cluster.shard_size < p || c.cluster.shard_size % p != 0) {
+    return Status(Code::kInvalidArgument,
+                  where + "key 'cluster.shard_size': must be a multiple of worker.page_size (" + FormatSize(p) + ")");
+  }
+  for (size_t i = 0; i < c.mounts.size(); ++i) {
+    for (size_t j = 0; j < c.mounts.size(); ++j) {
+      if (i == j) continue;
+      const auto& a = c.mounts[i].path;
+      const auto& b = c.mounts[j].path;
+      bool nested = a == b || a == "/" || (b.starts_with(a) && b.size() > a.size() && b[a.size()] == '/');
+      if (nested) {
+        return Status(Code::kInvalidArgument, where + "key 'mounts': mount '" + b + "' is " +
+                                                  (a == b ? "listed twice" : "nested inside mount '" + a + "'") +
+                                                  "; mounts cannot nest");
+      }
+    }
+  }
+  return {};
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Err(Code::kNotFound, "cannot read config file '" + path + "': " + std::strerror(errno) +
+                                    " (give --config FILE or set SHOAL_CONFIG)");
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseConfig(ss.str(), path);
+}
+
+std::string ToYaml(const Config& c) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "shard_size" << YAML::Value << std::to_string(c.cluster.shard_size);
+  e << YAML::Key << "workers" << YAML::Value << YAML::BeginSeq;
+  for (const auto& w : c.cluster.workers) e << w;
+  e << YAML::EndSeq << YAML::EndMap;
+  e << YAML::Key << "mounts" << YAML::Value << YAML::BeginSeq;
+  for (const auto& m : c.mounts) {
+    e << YAML::BeginMap;
+    e << YAML::Key << "path" << YAML::Value << m.path;
+    e << YAML::Key << "ufs" << YAML::Value << m.ufs;
+    e << YAML::Key << "consistency" << YAML::Value << std::string(ConsistencyName(m.consistency));
+    e << YAML::Key << "ttl" << YAML::Value << FormatDuration(m.ttl);
+    e << YAML::Key << "read_only" << YAML::Value << m.read_only;
+    if (!m.options.empty()) {
+      e << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
+      for (const auto& [k, v] : m.options) e << YAML::Key << k << YAML::Value << v;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+  e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "listen" << YAML::Value << c.worker.listen;
+  e << YAML::Key << "page_size" << YAML::Value << std::to_string(c.worker.page_size);
+  e << YAML::Key << "io_threads" << YAML::Value << c.worker.io_threads;
+  e << YAML::Key << "ufs_threads" << YAML::Value << c.worker.ufs_threads;
+  e << YAML::Key << "ufs_max_concurrency" << YAML::Value << c.worker.ufs_max_concurrency;
+  e << YAML::Key << "readahead" << YAML::Value << std::to_string(c.worker.readahead);
+  e << YAML::Key << "metadata_entries" << YAML::Value << c.worker.metadata_entries;
+  e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
+  for (const auto& d : c.worker.cache_dirs) {
+    e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value
+      << std::to_string(d.capacity) << YAML::EndMap;
+  }
+  e << YAML::EndSeq << YAML::EndMap;
+  e << YAML::Key << "client" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "timeout" << YAML::Value << FormatDuration(c.client.timeout);
+  e << YAML::Key << "connect_timeout" << YAML::Value << FormatDuration(c.client.connect_timeout);
+  e << YAML::Key << "ufs_fallback" << YAML::Value << c.client.ufs_fallback;
+  e << YAML::Key << "readahead" << YAML::Value << std::to_string(c.client.readahead);
+  e << YAML::Key << "max_parallel" << YAML::Value << c.client.max_parallel;
+  e << YAML::Key << "down_backoff" << YAML::Value << FormatDuration(c.client.down_backoff);
+  e << YAML::EndMap;
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace shoal

@@ -1,0 +1,13 @@
+// Azure under-store backend.
+#pragma once
+
+#include <memory>
+
+#include "ufs/under_store.h"
+#include "ufs/uri.h"
+
+namespace shoal {
+
+Result<std::shared_ptr<UnderStore>> MakeAzureStore(const UfsUri& uri, const MountConfig& mount);
+
+}  // namespace shoal

@@ -1,0 +1,187 @@
+#include "ufs/conformance_test.h"
+
+#include <cstring>
+#include <random>
+#include <set>
+
+namespace shoal {
+namespace {
+
+std::string RandomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+std::string ReadAll(UnderStore& s, const std::string& key, uint64_t off, size_t len) {
+  std::string buf(len, '\0');
+  auto n = s.Read(key, off, std::span<char>(buf.data(), buf.size()));
+  EXPECT_TRUE(n.has_value()) << (n ? "" : n.error().ToString());
+  if (!n) return {};
+  buf.resize(*n);
+  return buf;
+}
+
+std::vector<FileInfo> ListAll(UnderStore& s, const std::string& prefix, const std::string& delim, int page) {
+  std::vector<FileInfo> out;
+  ListOptions o;
+  o.delimiter = delim;
+  o.max_keys = page;
+  for (int guard = 0; guard < 1000; ++guard) {
+    auto p = s.List(prefix, o);
+    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().ToString());
+    if (!p) break;
+    out.insert(out.end(), p->entries.begin(), p->entries.end());
+    if (p->continuation.empty()) break;
+    o.continuation = p->continuation;
+  }
+  return out;
+}
+
+TEST_P(UnderStoreConformance, WriteStatRead) {
+  auto data = RandomBytes(100'000, 1);
+  ASSERT_TRUE(store_->Write("a/b/file.bin", data).ok());
+  auto st = store_->Stat("a/b/file.bin");
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_FALSE(st->is_dir);
+  EXPECT_EQ(st->size, data.size());
+  EXPECT_FALSE(st->Version().empty());
+  EXPECT_EQ(ReadAll(*store_, "a/b/file.bin", 0, data.size()), data);
+  EXPECT_EQ(ReadAll(*store_, "a/b/file.bin", 1234, 5000), data.substr(1234, 5000));
+  // A read that runs past the end returns the bytes up to the end.
+  EXPECT_EQ(ReadAll(*store_, "a/b/file.bin", data.size() - 10, 100), data.substr(data.size() - 10));
+}
+
+TEST_P(UnderStoreConformance, EmptyObject) {
+  ASSERT_TRUE(store_->Write("empty", std::string_view()).ok());
+  auto st = store_->Stat("empty");
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_EQ(st->size, 0u);
+}
+
+TEST_P(UnderStoreConformance, MissingKeyIsNotFound) {
+  auto st = store_->Stat("no/such/key");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kNotFound) << st.error().ToString();
+  char buf[16];
+  auto r = store_->Read("no/such/key", 0, buf);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), Code::kNotFound) << r.error().ToString();
+}
+
+TEST_P(UnderStoreConformance, DirectoryStat) {
+  ASSERT_TRUE(store_->Write("dir/x", std::string_view("x")).ok());
+  auto st = store_->Stat("dir");
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(st->is_dir);
+}
+
+TEST_P(UnderStoreConformance, ListWithDelimiterAndPagination) {
+  std::set<std::string> files;
+  for (int i = 0; i < 7; ++i) {
+    std::string k = "list/f" + std::to_string(i);
+    ASSERT_TRUE(store_->Write(k, std::string_view("data")).ok());
+    files.insert(k);
+  }
+  ASSERT_TRUE(store_->Write("list/sub/deep", std::string_view("d")).ok());
+  auto entries = ListAll(*store_, "list/", "/", 3);
+  std::set<std::string> got_files, got_dirs;
+  for (auto& e : entries) (e.is_dir ? got_dirs : got_files).insert(e.key);
+  EXPECT_EQ(got_files, files);
+  EXPECT_EQ(got_dirs, (std::set<std::string>{"list/sub"}));
+  for (auto& e : entries) {
+    if (!e.is_dir) EXPECT_EQ(e.size, 4u);
+  }
+  auto all = ListAll(*store_, "list/", "", 2);
+  std::set<std::string> keys;
+  for (auto& e : all) keys.insert(e.key);
+  files.insert("list/sub/deep");
+  EXPECT_EQ(keys, files);
+}
+
+TEST_P(UnderStoreConformance, ListEmptyPrefix) {
+  auto entries = ListAll(*store_, "nothing-here/", "/", 100);
+  EXPECT_TRUE(entries.empty());
+}
+
+TEST_P(UnderStoreConformance, OverwriteChangesVersion) {
+  auto a = RandomBytes(4096, 2), b = RandomBytes(4096, 3);
+  ASSERT_TRUE(store_->Write("v", a).ok());
+  auto v1 = store_->Stat("v");
+  ASSERT_TRUE(v1);
+  // Some stores keep mtime at one-second resolution: make sure the version still moves.
+  ASSERT_TRUE(store_->Write("v", b).ok());
+  auto v2 = store_->Stat("v");
+  ASSERT_TRUE(v2);
+  EXPECT_EQ(ReadAll(*store_, "v", 0, 4096), b);
+  if (v1->Version() != v2->Version()) {
+    ReadOptions o;
+    o.if_version = v1->Version();
+    std::string buf(16, '\0');
+    auto r = store_->Read("v", 0, std::span<char>(buf.data(), buf.size()), o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), Code::kVersionMismatch) << r.error().ToString();
+  }
+  ReadOptions ok;
+  ok.if_version = v2->Version();
+  std::string buf(16, '\0');
+  auto r = store_->Read("v", 0, std::span<char>(buf.data(), buf.size()), ok);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(buf, b.substr(0, 16));
+}
+
+TEST_P(UnderStoreConformance, StreamedLargeWrite) {
+  auto data = RandomBytes(12 << 20, 4);  // above every backend's multipart threshold in tests
+  auto w = store_->OpenWriter("big/object");
+  ASSERT_TRUE(w) << w.error().ToString();
+  for (size_t off = 0; off < data.size(); off += 1'000'000) {
+    size_t n = std::min<size_t>(1'000'000, data.size() - off);
+    ASSERT_TRUE((*w)->Append(std::span<const char>(data.data() + off, n)).ok());
+  }
+  auto st = (*w)->Close();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto info = store_->Stat("big/object");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->size, data.size());
+  EXPECT_EQ(ReadAll(*store_, "big/object", 5'000'000, 3'000'000), data.substr(5'000'000, 3'000'000));
+}
+
+TEST_P(UnderStoreConformance, AbortedWriteLeavesNothing) {
+  {
+    auto w = store_->OpenWriter("aborted");
+    ASSERT_TRUE(w);
+    ASSERT_TRUE((*w)->Append(std::string_view("partial")).ok());
+    (*w)->Abort();
+  }
+  auto st = store_->Stat("aborted");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kNotFound);
+}
+
+TEST_P(UnderStoreConformance, Delete) {
+  ASSERT_TRUE(store_->Write("del/x", std::string_view("x")).ok());
+  ASSERT_TRUE(store_->Delete("del/x").ok());
+  auto st = store_->Stat("del/x");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kNotFound);
+  EXPECT_TRUE(ListAll(*store_, "del/", "/", 10).empty());
+}
+
+TEST_P(UnderStoreConformance, Rename) {
+  ASSERT_TRUE(store_->Write("r/from", std::string_view("moved")).ok());
+  auto st = store_->Rename("r/from", "r/to");
+  if (!GetParam().has_rename) {
+    EXPECT_EQ(st.code(), Code::kNotSupported);
+    return;
+  }
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ReadAll(*store_, "r/to", 0, 100), "moved");
+  EXPECT_FALSE(store_->Stat("r/from"));
+}
+
+}  // namespace
+}  // namespace shoal

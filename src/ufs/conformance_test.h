@@ -1,0 +1,36 @@
+// One conformance suite for every UnderStore backend.
+//
+// A backend's test file instantiates it with a factory that returns a store
+// rooted at a fresh, empty prefix (and whatever server the backend needs):
+//
+//   INSTANTIATE_TEST_SUITE_P(S3, UnderStoreConformance, ::testing::Values(StoreFactory{"s3", MakeFreshS3}));
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ufs/under_store.h"
+
+namespace shoal {
+
+struct StoreFactory {
+  std::string name;
+  std::function<std::shared_ptr<UnderStore>()> make;  // a store at a fresh, empty root
+  bool has_rename = false;
+};
+
+inline std::string PrintToString(const StoreFactory& f) { return f.name; }
+
+class UnderStoreConformance : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  void SetUp() override {
+    store_ = GetParam().make();
+    ASSERT_NE(store_, nullptr);
+  }
+  std::shared_ptr<UnderStore> store_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,173 @@
+#include "ufs/http/http_transport.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <mutex>
+
+namespace shoal {
+namespace {
+
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+struct EasyHandle {
+  CURL* h = nullptr;
+  EasyHandle() {
+    static CurlGlobal global;
+    h = curl_easy_init();
+  }
+  ~EasyHandle() {
+    if (h) curl_easy_cleanup(h);
+  }
+};
+
+struct Sink {
+  HttpResponse* resp;
+  std::span<char> out;
+  bool use_out = false;
+  bool status_checked = false;
+  CURL* h;
+};
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  std::string_view line(data, size * n);
+  if (line.starts_with("HTTP/")) {
+    s->resp->headers.clear();  // a new response (after a redirect or 100-continue)
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view v = line.substr(colon + 1);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+    s->resp->headers[name] = std::string(v);
+  }
+  return size * n;
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  size_t len = size * n;
+  if (!s->status_checked) {
+    long code = 0;
+    curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+    s->use_out = !s->out.empty() && code >= 200 && code < 300;
+    s->status_checked = true;
+  }
+  if (s->use_out) {
+    size_t room = s->out.size() - s->resp->body_out_size;
+    if (len > room) {
+      s->resp->body_out_overflow = true;
+      return 0;  // aborts the transfer
+    }
+    std::memcpy(s->out.data() + s->resp->body_out_size, data, len);
+    s->resp->body_out_size += len;
+  } else {
+    s->resp->body.append(data, len);
+  }
+  return len;
+}
+
+struct ReadSource {
+  std::span<const char> body;
+  size_t pos = 0;
+};
+
+size_t OnRead(char* buf, size_t size, size_t n, void* user) {
+  auto* r = static_cast<ReadSource*>(user);
+  size_t len = std::min(size * n, r->body.size() - r->pos);
+  std::memcpy(buf, r->body.data() + r->pos, len);
+  r->pos += len;
+  return len;
+}
+
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* r = static_cast<ReadSource*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > r->body.size()) return CURL_SEEKFUNC_FAIL;
+  r->pos = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+}  // namespace
+
+Result<HttpResponse> PerformHttp(const HttpRequest& req) {
+  thread_local EasyHandle easy;
+  CURL* h = easy.h;
+  if (!h) return Err(Code::kInternal, "curl_easy_init failed");
+  curl_easy_reset(h);
+
+  HttpResponse resp;
+  Sink sink{&resp, req.body_out, false, false, h};
+  ReadSource src{req.body, 0};
+
+  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, req.follow_redirects ? 1L : 0L);
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  if (!req.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, req.ca_file.c_str());
+  if (!req.verify_tls) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+
+  if (req.method == "GET") {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  } else if (req.method == "HEAD") {
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  } else if (req.method == "PUT" || req.method == "POST") {
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+    curl_easy_setopt(h, CURLOPT_READDATA, &src);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, &src);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    if (req.method == "POST") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
+  } else {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  }
+
+  curl_slist* headers = nullptr;
+  bool has_expect = false;
+  for (const auto& [k, v] : req.headers) {
+    std::string line = k + ": " + v;
+    if (v.empty()) line = k + ";";  // curl's syntax for an empty header value
+    headers = curl_slist_append(headers, line.c_str());
+    if (strcasecmp(k.c_str(), "expect") == 0) has_expect = true;
+  }
+  if (!has_expect) headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+
+  CURLcode rc = curl_easy_perform(h);
+  curl_slist_free_all(headers);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+  char* eff = nullptr;
+  if (curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff) resp.effective_url = eff;
+
+  if (rc != CURLE_OK) {
+    if (rc == CURLE_WRITE_ERROR && resp.body_out_overflow) return resp;
+    std::string what = std::string(curl_easy_strerror(rc)) + " (" + req.method + " " + req.url + ")";
+    if (rc == CURLE_OPERATION_TIMEDOUT) return Err(Code::kTimeout, "request timed out after " +
+                                                                       std::to_string(req.timeout.count()) + " ms: " + what);
+    if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING ||
+        rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_SSL_CONNECT_ERROR) {
+      return Err(Code::kUnavailable, what);
+    }
+    return Err(Code::kUnavailable, what);
+  }
+  return resp;
+}
+
+}  // namespace shoal

@@ -1,0 +1,50 @@
+// HttpTransport: blocking HTTP(S) requests for the object-store backends
+// (S3/GCS, Azure Blob, WebHDFS), on libcurl with one reused easy handle per
+// thread, so connections stay alive between requests of the same thread.
+//
+// Thread safety: Perform() may be called from any number of threads.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shoal/status.h"
+
+namespace shoal {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::span<const char> body;              // request body (PUT/POST)
+  std::span<char> body_out;                // when non-empty, a 2xx body is written here instead of `body`
+  std::chrono::milliseconds timeout{30'000};
+  std::chrono::milliseconds connect_timeout{5'000};
+  bool follow_redirects = false;
+  std::string ca_file;                     // custom CA bundle; "" uses the system's
+  bool verify_tls = true;
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;                             // unless body_out was given (and the status was 2xx)
+  size_t body_out_size = 0;                     // bytes written into body_out
+  bool body_out_overflow = false;               // the server sent more than body_out holds
+  std::string effective_url;                    // after redirects
+
+  std::string Header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+// Sends one request. Transport failures (refused, reset, DNS) are kUnavailable,
+// a passed deadline is kTimeout; any HTTP status is a successful Result.
+Result<HttpResponse> PerformHttp(const HttpRequest& request);
+
+}  // namespace shoal

@@ -1,0 +1,255 @@
+#include "ufs/posix/posix_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "common/config.h"
+
+namespace shoal {
+namespace {
+
+Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
+  std::string msg = what + " '" + path + "': " + std::strerror(err);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR: return Status(Code::kNotFound, "no such file or directory: '" + path + "'");
+    case EACCES:
+    case EPERM: return Status(Code::kPermissionDenied, msg + " (check the file permissions)");
+    case ENOSPC:
+    case EDQUOT: return Status(Code::kNoSpace, msg);
+    case EEXIST: return Status(Code::kAlreadyExists, msg);
+    default: return Status(Code::kIo, msg);
+  }
+}
+
+FileInfo InfoFromStat(std::string key, const struct stat& st) {
+  FileInfo fi;
+  fi.key = std::move(key);
+  fi.is_dir = S_ISDIR(st.st_mode);
+  fi.size = fi.is_dir ? 0 : static_cast<uint64_t>(st.st_size);
+  fi.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return fi;
+}
+
+class PosixWriter final : public ObjectWriter {
+ public:
+  PosixWriter(int fd, std::string tmp, std::string dest) : fd_(fd), tmp_(std::move(tmp)), dest_(std::move(dest)) {}
+  ~PosixWriter() override { Abort(); }
+
+  Status Append(std::span<const char> data) override {
+    if (fd_ < 0) return Status(Code::kInvalidArgument, "write to a closed writer for '" + dest_ + "'");
+    while (!data.empty()) {
+      ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "cannot write", dest_);
+      }
+      data = data.subspan(static_cast<size_t>(n));
+    }
+    return {};
+  }
+
+  Status Close() override {
+    if (fd_ < 0) return Status(Code::kInvalidArgument, "writer for '" + dest_ + "' already closed");
+    if (::fsync(fd_) != 0) return ErrnoStatus(errno, "cannot fsync", dest_);
+    ::close(fd_);
+    fd_ = -1;
+    if (::rename(tmp_.c_str(), dest_.c_str()) != 0) {
+      int e = errno;
+      ::unlink(tmp_.c_str());
+      return ErrnoStatus(e, "cannot rename into place", dest_);
+    }
+    tmp_.clear();
+    return {};
+  }
+
+  void Abort() override {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+    tmp_.clear();
+  }
+
+ private:
+  int fd_;
+  std::string tmp_;
+  std::string dest_;
+};
+
+class PosixStore final : public UnderStore {
+ public:
+  PosixStore(std::string uri, std::string root) : uri_(std::move(uri)), root_(std::move(root)) {}
+
+  const std::string& uri() const override { return uri_; }
+
+  Result<FileInfo> Stat(std::string_view key) override {
+    auto path = Path(key);
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return Err(ErrnoStatus(errno, "cannot stat", path));
+    return InfoFromStat(std::string(key), st);
+  }
+
+  Result<ListPage> List(std::string_view prefix, const ListOptions& options) override {
+    // Object-store semantics over a directory tree. "a/b/" lists directory a/b;
+    // "a/b" lists entries of a/ whose names start with "b".
+    std::string p(prefix);
+    std::string dir_key = p.substr(0, p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
+    std::vector<FileInfo> all;
+    if (options.delimiter.empty()) {
+      SHOAL_RETURN_IF_ERROR(Walk(dir_key, p, &all));
+    } else {
+      SHOAL_RETURN_IF_ERROR(ListDir(dir_key, p, &all));
+    }
+    std::sort(all.begin(), all.end(), [](const FileInfo& a, const FileInfo& b) { return a.key < b.key; });
+    ListPage page;
+    auto it = all.begin();
+    if (!options.continuation.empty()) {
+      it = std::upper_bound(all.begin(), all.end(), options.continuation,
+                            [](const std::string& k, const FileInfo& f) { return k < f.key; });
+    }
+    int max = options.max_keys > 0 ? options.max_keys : 1000;
+    for (; it != all.end() && static_cast<int>(page.entries.size()) < max; ++it) page.entries.push_back(*it);
+    if (it != all.end() && !page.entries.empty()) page.continuation = page.entries.back().key;
+    return page;
+  }
+
+  Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options) override {
+    auto path = Path(key);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Err(ErrnoStatus(errno, "cannot open", path));
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int e = errno;
+      ::close(fd);
+      return Err(ErrnoStatus(e, "cannot stat", path));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      return Err(Code::kInvalidArgument, "'" + path + "' is a directory, not a file");
+    }
+    if (!options.if_version.empty() && InfoFromStat("", st).Version() != options.if_version) {
+      ::close(fd);
+      return Err(Code::kVersionMismatch, "'" + path + "' changed since it was opened");
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        ::close(fd);
+        return Err(ErrnoStatus(e, "cannot read", path));
+      }
+      if (n == 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return done;
+  }
+
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
+    if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri_);
+    auto dest = Path(key);
+    auto slash = dest.rfind('/');
+    SHOAL_RETURN_IF_ERROR(MakeDirs(dest.substr(0, slash)));
+    static std::atomic<uint64_t> counter{0};
+    std::string tmp = dest.substr(0, slash + 1) + ".shoal-tmp-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(counter.fetch_add(1));
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return Err(ErrnoStatus(errno, "cannot create", tmp));
+    return std::make_unique<PosixWriter>(fd, std::move(tmp), std::move(dest));
+  }
+
+  Status Delete(std::string_view key) override {
+    auto path = Path(key);
+    if (::unlink(path.c_str()) == 0) return {};
+    if (errno == EISDIR || errno == EPERM) {
+      if (::rmdir(path.c_str()) == 0) return {};
+    }
+    return ErrnoStatus(errno, "cannot delete", path);
+  }
+
+  Status Rename(std::string_view from, std::string_view to) override {
+    auto a = Path(from), b = Path(to);
+    SHOAL_RETURN_IF_ERROR(MakeDirs(b.substr(0, b.rfind('/'))));
+    if (::rename(a.c_str(), b.c_str()) != 0) return ErrnoStatus(errno, "cannot rename", a);
+    return {};
+  }
+
+ private:
+  std::string Path(std::string_view key) const {
+    std::string p = root_;
+    p.append(key);
+    if (p.size() > 1 && p.back() == '/') p.pop_back();
+    return p;
+  }
+
+  Status MakeDirs(const std::string& dir) {
+    if (dir.empty()) return {};
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0) return {};
+    auto slash = dir.rfind('/');
+    if (slash != std::string::npos && slash > 0) SHOAL_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus(errno, "cannot create directory", dir);
+    return {};
+  }
+
+  // Entries of directory `dir_key` (relative, "" or ending in '/') whose key starts with `prefix`.
+  Status ListDir(const std::string& dir_key, const std::string& prefix, std::vector<FileInfo>* out) {
+    std::string dir = root_ + dir_key;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) {
+      if (errno == ENOENT || errno == ENOTDIR) return {};  // an empty prefix, as object stores say
+      return ErrnoStatus(errno, "cannot list", dir);
+    }
+    while (auto* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == ".." || name.starts_with(".shoal-tmp-")) continue;
+      std::string key = dir_key + name;
+      if (!key.starts_with(prefix)) continue;
+      struct stat st;
+      if (::stat((dir + name).c_str(), &st) != 0) continue;  // vanished meanwhile
+      out->push_back(InfoFromStat(std::move(key), st));
+    }
+    ::closedir(d);
+    return {};
+  }
+
+  Status Walk(const std::string& dir_key, const std::string& prefix, std::vector<FileInfo>* out) {
+    std::vector<FileInfo> here;
+    SHOAL_RETURN_IF_ERROR(ListDir(dir_key, "", &here));
+    for (auto& f : here) {
+      if (f.is_dir) {
+        std::string sub = f.key + "/";
+        if (sub.starts_with(prefix) || prefix.starts_with(sub)) SHOAL_RETURN_IF_ERROR(Walk(sub, prefix, out));
+      } else if (f.key.starts_with(prefix)) {
+        out->push_back(std::move(f));
+      }
+    }
+    return {};
+  }
+
+  std::string uri_;
+  std::string root_;  // absolute, ends in '/'
+};
+
+}  // namespace
+
+Result<std::shared_ptr<UnderStore>> MakePosixStore(const UfsUri& uri, const MountConfig& mount) {
+  struct stat st;
+  if (::stat(uri.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Err(Code::kNotFound, "under-store directory '" + uri.path + "' of mount '" + mount.path +
+                                    "' does not exist or is not a directory");
+  }
+  return std::make_shared<PosixStore>(mount.ufs, uri.path);
+}
+
+}  // namespace shoal

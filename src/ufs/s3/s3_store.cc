@@ -1,0 +1,11 @@
+#include "ufs/s3/s3_store.h"
+
+#include "common/config.h"
+
+namespace shoal {
+
+Result<std::shared_ptr<UnderStore>> MakeS3Store(const UfsUri& uri, const MountConfig& mount) {
+  return Err(Code::kNotSupported, "the " + uri.scheme + ":// under-store is not built yet (mount '" + mount.path + "')");
+}
+
+}  // namespace shoal

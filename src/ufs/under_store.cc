@@ -1,0 +1,38 @@
+#include "ufs/under_store.h"
+
+#include "common/config.h"
+#include "ufs/azure/azure_store.h"
+#include "ufs/posix/posix_store.h"
+#include "ufs/s3/s3_store.h"
+#include "ufs/uri.h"
+#include "ufs/webhdfs/webhdfs_store.h"
+
+namespace shoal {
+
+std::string FileInfo::Version() const {
+  if (!etag.empty()) return etag;
+  return std::to_string(mtime_ns) + "-" + std::to_string(size);
+}
+
+Status UnderStore::Write(std::string_view key, std::span<const char> data) {
+  auto w = OpenWriter(key);
+  if (!w) return w.error();
+  auto st = (*w)->Append(data);
+  if (!st.ok()) {
+    (*w)->Abort();
+    return st;
+  }
+  return (*w)->Close();
+}
+
+Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
+  auto uri = ParseUfsUri(mount.ufs);
+  if (!uri) return Err(uri.error());
+  if (uri->scheme == "file") return MakePosixStore(*uri, mount);
+  if (uri->scheme == "s3" || uri->scheme == "gs") return MakeS3Store(*uri, mount);
+  if (uri->scheme == "az") return MakeAzureStore(*uri, mount);
+  if (uri->scheme == "hdfs" || uri->scheme == "webhdfs") return MakeWebHdfsStore(*uri, mount);
+  return Err(Code::kInvalidArgument, "unknown under-store scheme '" + uri->scheme + "'");
+}
+
+}  // namespace shoal

@@ -1,0 +1,105 @@
+// UnderStore: the interface every under-store (UFS) backend implements.
+//
+// Keys are relative to the store's root (the URI a mount points at), use '/'
+// as separator and never start with '/': for s3://bucket/prefix/ the key
+// "train/x.jpg" is the object "prefix/train/x.jpg". The empty key is the root.
+//
+// The interface is shaped for object stores: ranged reads, whole-object or
+// streamed writes, listing by prefix with pagination and a delimiter. Rename is
+// optional (kNotSupported where the store has none).
+//
+// Thread safety: every method may be called concurrently from many threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shoal/status.h"
+
+namespace shoal {
+
+struct MountConfig;
+
+// Metadata of one file/object or directory/common prefix.
+struct FileInfo {
+  std::string key;        // relative key (for List: the entry's full key relative to the root)
+  bool is_dir = false;    // a directory or a common prefix
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;   // modification time, ns since the epoch (0 if unknown)
+  std::string etag;       // object stores: the ETag without quotes
+
+  // The version that keys cached pages: the ETag when the store has one, else
+  // "<mtime_ns>-<size>". Two versions differ whenever the content may differ.
+  std::string Version() const;
+};
+
+struct ListOptions {
+  std::string delimiter = "/";   // "" lists every key under the prefix (recursive)
+  std::string continuation;      // token from a previous ListPage; "" starts
+  int max_keys = 1000;
+};
+
+struct ListPage {
+  std::vector<FileInfo> entries;  // files and (with a delimiter) common prefixes, in key order
+  std::string continuation;       // non-empty when more entries follow
+};
+
+struct ReadOptions {
+  // When set, the read fails with kVersionMismatch unless the object's current
+  // version equals this (If-Match on object stores, mtime+size on files).
+  std::string if_version;
+};
+
+// A streamed write of one object. Nothing is visible under the key until
+// Close() returns OK; Abort() (or destruction without Close) discards it.
+class ObjectWriter {
+ public:
+  virtual ~ObjectWriter() = default;
+  virtual Status Append(std::span<const char> data) = 0;
+  virtual Status Close() = 0;
+  virtual void Abort() = 0;
+};
+
+class UnderStore {
+ public:
+  virtual ~UnderStore() = default;
+
+  // The URI this store was opened with, for messages and metrics ("s3://bucket/prefix/").
+  virtual const std::string& uri() const = 0;
+
+  // kNotFound when the key is neither a file nor a directory/prefix.
+  virtual Result<FileInfo> Stat(std::string_view key) = 0;
+
+  // Lists entries whose key starts with `prefix` ("" for the root; a directory
+  // prefix ends with '/'). With delimiter "/", deeper keys fold into
+  // directory entries (is_dir, key ending without '/').
+  virtual Result<ListPage> List(std::string_view prefix, const ListOptions& options) = 0;
+
+  // Reads up to out.size() bytes at `offset`. Returns the count read, which is
+  // smaller only at the end of the object; a short read anywhere else is an
+  // error (kIo), so truncated responses are never mistaken for data.
+  virtual Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out,
+                              const ReadOptions& options = {}) = 0;
+
+  virtual Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) = 0;
+
+  // Whole-object write; the default streams through OpenWriter.
+  virtual Status Write(std::string_view key, std::span<const char> data);
+
+  virtual Status Delete(std::string_view key) = 0;
+
+  virtual Status Rename(std::string_view from, std::string_view to) {
+    return Status(Code::kNotSupported, "rename is not supported by " + uri());
+  }
+};
+
+// Opens the store for `mount.ufs` with the mount's options. Schemes: file://,
+// s3://, gs://, az://, hdfs:// (WebHDFS). Unknown schemes and malformed URIs
+// return kInvalidArgument naming the URI.
+Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount);
+
+}  // namespace shoal

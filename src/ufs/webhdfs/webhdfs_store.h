@@ -1,0 +1,13 @@
+// WebHdfs under-store backend.
+#pragma once
+
+#include <memory>
+
+#include "ufs/under_store.h"
+#include "ufs/uri.h"
+
+namespace shoal {
+
+Result<std::shared_ptr<UnderStore>> MakeWebHdfsStore(const UfsUri& uri, const MountConfig& mount);
+
+}  // namespace shoal
