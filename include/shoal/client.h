@@ -1,0 +1,113 @@
+// shoal::Client — the native client library. The CLI, the FUSE mount, the S3
+// endpoint and the Python SDK are all built on it.
+//
+// A Client reads a Shoal config (cluster membership + mount table), resolves
+// paths through the mount table, and routes every request itself: metadata to
+// the worker that owns the path, data shard by shard to the worker that owns
+// (path, version, shard) on the consistent-hash ring. There is no master.
+//
+// Paths are namespace paths ("/data/train/x.jpg") or physical URIs inside a
+// mount ("s3://bucket/prefix/train/x.jpg").
+//
+// Failure: every call has a deadline (client.timeout). When the owning worker
+// is down, reads go to the under-store directly (client.ufs_fallback, on by
+// default), so a dead node never stops or hangs a reader.
+//
+// Thread safety: Client and File are safe for concurrent use from any number
+// of threads without external synchronisation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shoal/status.h"
+
+namespace shoal {
+
+struct FileStatus {
+  std::string path;        // namespace path
+  bool is_dir = false;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  std::string version;     // ETag, or "<mtime_ns>-<size>"; empty for directories
+};
+
+struct WorkerStatus {
+  std::string address;     // host:port
+  bool up = false;
+  std::string error;       // why it is down
+  uint64_t cache_used_bytes = 0;
+  uint64_t cache_capacity_bytes = 0;
+  uint64_t hit_bytes = 0;
+  uint64_t miss_bytes = 0;
+  uint64_t ufs_read_bytes = 0;
+  double hit_ratio() const {
+    auto t = hit_bytes + miss_bytes;
+    return t ? static_cast<double>(hit_bytes) / static_cast<double>(t) : 0.0;
+  }
+};
+
+struct MountInfo {
+  std::string path;         // "/data"
+  std::string ufs;          // "s3://bucket/prefix/"
+  std::string consistency;  // "immutable", "ttl=60s" or "always"
+  bool read_only = false;
+};
+
+// Counters of one Client, for tests and benchmarks.
+struct ClientStats {
+  uint64_t worker_read_bytes = 0;    // bytes read from workers
+  uint64_t fallback_read_bytes = 0;  // bytes read from the under-store directly (worker failed)
+  uint64_t worker_failures = 0;      // requests to a worker that failed
+};
+
+class File;
+
+class Client {
+ public:
+  // From a config file; "" uses $SHOAL_CONFIG.
+  static Result<std::unique_ptr<Client>> Open(const std::string& config_path);
+  // From YAML text (tests, embedding).
+  static Result<std::unique_ptr<Client>> FromYaml(const std::string& yaml, const std::string& source = "<yaml>");
+  ~Client();
+
+  Result<FileStatus> Stat(std::string_view path);
+  // Entries of a directory (or prefix), sorted by path. A file lists as itself.
+  Result<std::vector<FileStatus>> List(std::string_view path);
+  Result<std::unique_ptr<File>> OpenFile(std::string_view path);
+
+  // Drops cached metadata under `path` on every worker (and cached pages too with `data`).
+  Status Refresh(std::string_view path, bool recursive, bool data);
+
+  std::vector<WorkerStatus> ClusterStatus();
+  std::vector<MountInfo> Mounts() const;
+  ClientStats stats() const;
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// An open file at the version seen when it was opened: every byte read comes
+// from that version, or the read fails with kVersionMismatch.
+class File {
+ public:
+  virtual ~File() = default;
+  virtual const FileStatus& status() const = 0;
+
+  // Reads up to out.size() bytes at `offset`; returns the count (0 at or past
+  // the end). A read spanning shards fetches them in parallel.
+  virtual Result<size_t> Pread(uint64_t offset, std::span<char> out) = 0;
+
+  // Reads from the file position and advances it. Sequential readers get
+  // read-ahead (client.readahead bytes are fetched in the background).
+  virtual Result<size_t> Read(std::span<char> out) = 0;
+};
+
+}  // namespace shoal
