@@ -1,0 +1,503 @@
+#include "cache/page_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/metrics.h"
+
+namespace shoal {
+namespace {
+
+// Page file header layout; see docs/page-format.md.
+constexpr char kMagic[8] = {'S', 'H', 'O', 'A', 'L', 'P', 'G', '1'};
+constexpr size_t kFixedHeader = 48;
+
+void PutU16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
+void PutU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void PutU64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint16_t GetU16(const char* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
+uint32_t GetU32(const char* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+uint64_t GetU64(const char* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+std::string EncodeHeader(const PageKey& key, std::span<const char> data) {
+  std::string h(kFixedHeader + key.path.size() + key.version.size(), '\0');
+  std::memcpy(h.data(), kMagic, 8);
+  PutU32(h.data() + 8, static_cast<uint32_t>(h.size()));
+  PutU32(h.data() + 12, static_cast<uint32_t>(data.size()));
+  PutU64(h.data() + 16, key.offset);
+  PutU64(h.data() + 24, XXH3_64bits(data.data(), data.size()));
+  PutU16(h.data() + 32, static_cast<uint16_t>(key.path.size()));
+  PutU16(h.data() + 34, static_cast<uint16_t>(key.version.size()));
+  std::memcpy(h.data() + kFixedHeader, key.path.data(), key.path.size());
+  std::memcpy(h.data() + kFixedHeader + key.path.size(), key.version.data(), key.version.size());
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, h.data(), 40);
+  XXH3_64bits_update(&st, h.data() + kFixedHeader, h.size() - kFixedHeader);
+  PutU64(h.data() + 40, XXH3_64bits_digest(&st));
+  return h;
+}
+
+struct DecodedHeader {
+  PageKey key;
+  uint32_t header_len = 0;
+  uint32_t data_len = 0;
+  uint64_t data_checksum = 0;
+};
+
+std::optional<DecodedHeader> DecodeHeader(std::string_view h) {
+  if (h.size() < kFixedHeader || std::memcmp(h.data(), kMagic, 8) != 0) return std::nullopt;
+  DecodedHeader d;
+  d.header_len = GetU32(h.data() + 8);
+  d.data_len = GetU32(h.data() + 12);
+  d.key.offset = GetU64(h.data() + 16);
+  d.data_checksum = GetU64(h.data() + 24);
+  uint16_t plen = GetU16(h.data() + 32), vlen = GetU16(h.data() + 34);
+  if (d.header_len != kFixedHeader + plen + vlen || h.size() < d.header_len) return std::nullopt;
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, h.data(), 40);
+  XXH3_64bits_update(&st, h.data() + kFixedHeader, d.header_len - kFixedHeader);
+  if (XXH3_64bits_digest(&st) != GetU64(h.data() + 40)) return std::nullopt;
+  d.key.path.assign(h.data() + kFixedHeader, plen);
+  d.key.version.assign(h.data() + kFixedHeader + plen, vlen);
+  return d;
+}
+
+std::string Hex(uint64_t v) {
+  static const char* k = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = k[v & 15];
+  return s;
+}
+
+Status MakeDir(const std::string& d) {
+  if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status(Code::kIo, "cannot create cache directory '" + d + "': " + std::strerror(errno));
+  }
+  return {};
+}
+
+}  // namespace
+
+struct PageStore::Dir {
+  std::string path;
+  uint64_t capacity = 0;
+  uint64_t effective_capacity = 0;  // lowered when the disk reports ENOSPC
+  uint64_t used = 0;
+  std::unique_ptr<EvictionPolicy> policy;
+};
+
+struct PageStore::Slot {
+  Id id;
+  uint16_t dir = 0;
+  bool live = false;
+  bool verified = false;
+  uint32_t header_len = 0;
+  uint32_t data_len = 0;
+  PageKey key;
+  uint64_t bytes() const { return header_len + data_len; }
+};
+
+PageRef& PageRef::operator=(PageRef&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    data_offset_ = o.data_offset_;
+    length_ = o.length_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+PageRef::~PageRef() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status PageFileWriter::WriteNew(const std::string& path, std::span<const char> header, std::span<const char> data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status(errno == ENOSPC ? Code::kNoSpace : Code::kIo,
+                  "cannot create page file '" + path + "': " + std::strerror(errno));
+  }
+  iovec iov[2] = {{const_cast<char*>(header.data()), header.size()}, {const_cast<char*>(data.data()), data.size()}};
+  size_t total = header.size() + data.size(), done = 0;
+  while (done < total) {
+    ssize_t n = ::writev(fd, iov, 2);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return Status(e == ENOSPC || e == EDQUOT ? Code::kNoSpace : Code::kIo,
+                    "cannot write page file '" + path + "': " + std::strerror(e));
+    }
+    done += static_cast<size_t>(n);
+    // Advance the iovecs past what was written.
+    size_t adv = static_cast<size_t>(n);
+    for (auto& v : iov) {
+      size_t take = std::min(adv, v.iov_len);
+      v.iov_base = static_cast<char*>(v.iov_base) + take;
+      v.iov_len -= take;
+      adv -= take;
+    }
+  }
+  if (::close(fd) != 0) {
+    return Status(errno == ENOSPC ? Code::kNoSpace : Code::kIo,
+                  "cannot close page file '" + path + "': " + std::strerror(errno));
+  }
+  return {};
+}
+
+PageStore::Id PageStore::IdOf(const PageKey& key) {
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  XXH3_128bits_update(&st, key.path.data(), key.path.size());
+  XXH3_128bits_update(&st, "\n", 1);
+  XXH3_128bits_update(&st, key.version.data(), key.version.size());
+  XXH3_128bits_update(&st, "\n", 1);
+  XXH3_128bits_update(&st, &key.offset, sizeof key.offset);
+  auto h = XXH3_128bits_digest(&st);
+  return Id{h.high64, h.low64};
+}
+
+std::string PageStore::PathOf(const Dir& dir, const Id& id) const {
+  std::string hex = Hex(id.hi) + Hex(id.lo);
+  return dir.path + "/" + hex.substr(0, 2) + "/" + hex + ".pg";
+}
+
+Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
+  if (options.dirs.empty()) {
+    return Err(Code::kInvalidArgument, "no cache directories configured (worker.cache_dirs, or --cache-dir)");
+  }
+  std::unique_ptr<PageStore> s(new PageStore());
+  s->page_size_ = options.page_size;
+  s->writer_ = options.writer ? options.writer : std::make_shared<PageFileWriter>();
+  auto& m = options.metrics ? *options.metrics : MetricsRegistry::Global();
+  s->evicted_bytes_ = &m.GetCounter("shoal_cache_evicted_bytes_total", "Bytes of pages evicted from the cache");
+  s->used_gauge_ = &m.GetGauge("shoal_cache_used_bytes", "Bytes of the cache in use (headers included)");
+  s->capacity_gauge_ = &m.GetGauge("shoal_cache_capacity_bytes", "Configured cache capacity in bytes");
+  s->pages_gauge_ = &m.GetGauge("shoal_cache_pages", "Pages in the cache");
+  s->corrupt_ = &m.GetCounter("shoal_cache_corrupt_pages_total", "Pages dropped because their checksum failed");
+
+  for (const auto& d : options.dirs) {
+    SHOAL_RETURN_IF_ERROR(MakeDir(d.path));
+    SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/tmp"));
+    for (int i = 0; i < 256; ++i) SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/" + Hex(static_cast<uint64_t>(i)).substr(14)));
+    auto dir = std::make_unique<Dir>();
+    dir->path = d.path;
+    dir->capacity = dir->effective_capacity = d.capacity;
+    auto policy = MakeEvictionPolicy(options.policy);
+    if (!policy) return Err(policy.error());
+    dir->policy = std::move(*policy);
+    s->dirs_.push_back(std::move(dir));
+  }
+
+  // Warm restart: scan every directory in parallel, then insert into the
+  // policies oldest first so recency survives the restart.
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> found(s->dirs_.size());
+  std::vector<Status> results(s->dirs_.size());
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 0; i < s->dirs_.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = s->ScanDir(i, &found[i]); });
+    }
+  }
+  for (const auto& r : results) SHOAL_RETURN_IF_ERROR(r);
+  std::lock_guard lock(s->mu_);
+  for (size_t i = 0; i < s->dirs_.size(); ++i) {
+    auto& f = found[i];
+    std::sort(f.begin(), f.end());
+    for (auto [mtime, slot] : f) s->dirs_[i]->policy->Insert(slot);
+    // A capacity lowered since the last run: evict down to it now.
+    auto& dir = *s->dirs_[i];
+    while (dir.used > dir.effective_capacity) {
+      auto v = dir.policy->Victim();
+      if (!v) break;
+      s->evicted_bytes_->Add(s->slots_[*v].bytes());
+      s->RemoveSlotLocked(*v, true);
+    }
+  }
+  uint64_t cap = 0;
+  for (auto& d : s->dirs_) cap += d->capacity;
+  s->capacity_gauge_->Set(static_cast<int64_t>(cap));
+  return s;
+}
+
+PageStore::~PageStore() = default;
+
+Status PageStore::ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found) {
+  const std::string& root = dirs_[dir_index]->path;
+  // Half-written pages from a crash.
+  if (DIR* t = ::opendir((root + "/tmp").c_str())) {
+    while (auto* e = ::readdir(t)) {
+      if (e->d_name[0] != '.') ::unlink((root + "/tmp/" + e->d_name).c_str());
+    }
+    ::closedir(t);
+  }
+  std::string header(4096, '\0');
+  for (int b = 0; b < 256; ++b) {
+    std::string sub = root + "/" + Hex(static_cast<uint64_t>(b)).substr(14);
+    DIR* d = ::opendir(sub.c_str());
+    if (!d) continue;
+    while (auto* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() != 35 || !name.ends_with(".pg")) continue;
+      std::string file = sub + "/" + name;
+      int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      struct stat st;
+      ssize_t n = ::fstat(fd, &st) == 0 ? ::pread(fd, header.data(), header.size(), 0) : -1;
+      std::optional<DecodedHeader> h;
+      if (n > 0) {
+        h = DecodeHeader(std::string_view(header.data(), static_cast<size_t>(n)));
+        if (!h && n >= static_cast<ssize_t>(kFixedHeader) && GetU32(header.data() + 8) > n) {
+          std::string big(GetU32(header.data() + 8), '\0');
+          if (::pread(fd, big.data(), big.size(), 0) == static_cast<ssize_t>(big.size())) h = DecodeHeader(big);
+        }
+      }
+      ::close(fd);
+      bool ok = h && static_cast<uint64_t>(st.st_size) == uint64_t{h->header_len} + h->data_len &&
+                h->data_len <= page_size_ && h->key.offset % page_size_ == 0;
+      Id id;
+      if (ok) {
+        id = IdOf(h->key);
+        ok = PathOf(*dirs_[dir_index], id) == file;
+      }
+      if (!ok) {
+        ::unlink(file.c_str());  // corrupt header, foreign file, or a page size change
+        corrupt_->Add(1);
+        continue;
+      }
+      Slot s;
+      s.id = id;
+      s.dir = static_cast<uint16_t>(dir_index);
+      s.live = true;
+      s.verified = false;
+      s.header_len = h->header_len;
+      s.data_len = h->data_len;
+      s.key = std::move(h->key);
+      std::lock_guard lock(mu_);
+      if (index_.contains(id)) continue;
+      uint32_t slot = AddSlotLocked(std::move(s));
+      found->emplace_back(static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, slot);
+    }
+    ::closedir(d);
+  }
+  return {};
+}
+
+uint32_t PageStore::AddSlotLocked(Slot s) {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  auto& dir = *dirs_[s.dir];
+  dir.used += s.bytes();
+  index_[s.id] = slot;
+  by_path_[s.key.path][s.key.version].insert(slot);
+  slots_[slot] = std::move(s);
+  used_gauge_->Add(static_cast<int64_t>(slots_[slot].bytes()));
+  pages_gauge_->Add(1);
+  return slot;
+}
+
+void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
+  auto& s = slots_[slot];
+  if (!s.live) return;
+  auto& dir = *dirs_[s.dir];
+  dir.policy->Erase(slot);
+  dir.used -= s.bytes();
+  used_gauge_->Add(-static_cast<int64_t>(s.bytes()));
+  pages_gauge_->Add(-1);
+  index_.erase(s.id);
+  auto pit = by_path_.find(s.key.path);
+  if (pit != by_path_.end()) {
+    auto vit = pit->second.find(s.key.version);
+    if (vit != pit->second.end()) {
+      vit->second.erase(slot);
+      if (vit->second.empty()) pit->second.erase(vit);
+    }
+    if (pit->second.empty()) by_path_.erase(pit);
+  }
+  if (unlink_file) ::unlink(PathOf(dir, s.id).c_str());
+  s = Slot{};
+  free_slots_.push_back(slot);
+}
+
+bool PageStore::VerifyLocked(uint32_t slot) {
+  auto& s = slots_[slot];
+  std::string path = PathOf(*dirs_[s.dir], s.id);
+  std::string buf(s.bytes(), '\0');
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && ::pread(fd, buf.data(), buf.size(), 0) == static_cast<ssize_t>(buf.size());
+  if (fd >= 0) ::close(fd);
+  if (ok) {
+    auto h = DecodeHeader(buf);
+    ok = h && XXH3_64bits(buf.data() + s.header_len, s.data_len) == h->data_checksum;
+  }
+  if (!ok) {
+    corrupt_->Add(1);
+    RemoveSlotLocked(slot, true);
+    return false;
+  }
+  s.verified = true;
+  return true;
+}
+
+std::optional<PageRef> PageStore::Get(const PageKey& key) {
+  Id id = IdOf(key);
+  std::string path;
+  uint64_t data_off;
+  uint32_t len;
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(id);
+    if (it == index_.end()) return std::nullopt;
+    uint32_t slot = it->second;
+    if (!slots_[slot].verified && !VerifyLocked(slot)) return std::nullopt;
+    auto& s = slots_[slot];
+    dirs_[s.dir]->policy->Touch(slot);
+    path = PathOf(*dirs_[s.dir], s.id);
+    data_off = s.header_len;
+    len = s.data_len;
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;  // evicted between the lookup and the open
+  return PageRef(fd, data_off, len);
+}
+
+bool PageStore::Contains(const PageKey& key) {
+  std::lock_guard lock(mu_);
+  return index_.contains(IdOf(key));
+}
+
+size_t PageStore::ChooseDirLocked(uint64_t bytes) const {
+  size_t best = 0;
+  double best_fill = 2;
+  for (size_t i = 0; i < dirs_.size(); ++i) {
+    const auto& d = *dirs_[i];
+    if (d.effective_capacity < bytes) continue;
+    double fill = static_cast<double>(d.used) / static_cast<double>(d.effective_capacity);
+    if (fill < best_fill) {
+      best_fill = fill;
+      best = i;
+    }
+  }
+  return best;
+}
+
+Status PageStore::Put(const PageKey& key, std::span<const char> data) {
+  if (data.size() > page_size_ || key.offset % page_size_ != 0) {
+    return Status(Code::kInternal, "PageStore::Put: page of " + std::to_string(data.size()) + " bytes at offset " +
+                                       std::to_string(key.offset) + " does not fit the page size");
+  }
+  Id id = IdOf(key);
+  std::string header = EncodeHeader(key, data);
+  uint64_t bytes = header.size() + data.size();
+  size_t dir_index;
+  std::string tmp, final_path;
+  {
+    std::lock_guard lock(mu_);
+    if (index_.contains(id)) return {};
+    dir_index = ChooseDirLocked(bytes);
+    auto& dir = *dirs_[dir_index];
+    if (dir.effective_capacity < bytes) {
+      return Status(Code::kNoSpace, "cache directory '" + dir.path + "' has no room for a page");
+    }
+    // Reserve the space now, evicting as needed, so concurrent Puts cannot overshoot.
+    while (dir.used + bytes > dir.effective_capacity) {
+      auto v = dir.policy->Victim();
+      if (!v) break;
+      evicted_bytes_->Add(slots_[*v].bytes());
+      RemoveSlotLocked(*v, true);
+    }
+    dir.used += bytes;
+    tmp = dir.path + "/tmp/" + std::to_string(tmp_counter_.fetch_add(1)) + ".pg";
+    final_path = PathOf(dir, id);
+  }
+  Status st = writer_->WriteNew(tmp, header, data);
+  if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    st = Status(Code::kIo, "cannot rename page into '" + final_path + "': " + std::strerror(errno));
+  }
+  std::lock_guard lock(mu_);
+  auto& dir = *dirs_[dir_index];
+  dir.used -= bytes;
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    if (st.code() == Code::kNoSpace) {
+      // The disk is fuller than our accounting thinks (shared disk): stop at what we hold.
+      dir.effective_capacity = std::min(dir.effective_capacity, dir.used);
+    }
+    return st;
+  }
+  if (index_.contains(id)) return {};  // a concurrent Put of the same page won; same bytes
+  Slot s;
+  s.id = id;
+  s.dir = static_cast<uint16_t>(dir_index);
+  s.live = true;
+  s.verified = true;
+  s.header_len = static_cast<uint32_t>(header.size());
+  s.data_len = static_cast<uint32_t>(data.size());
+  s.key = key;
+  uint32_t slot = AddSlotLocked(std::move(s));
+  dir.policy->Insert(slot);
+  return {};
+}
+
+size_t PageStore::DropPath(const std::string& path, bool recursive) {
+  std::lock_guard lock(mu_);
+  std::vector<uint32_t> victims;
+  auto collect = [&](const std::map<std::string, std::set<uint32_t>>& versions) {
+    for (const auto& [v, slots] : versions) victims.insert(victims.end(), slots.begin(), slots.end());
+  };
+  if (auto it = by_path_.find(path); it != by_path_.end()) collect(it->second);
+  if (recursive) {
+    std::string prefix = path == "/" ? "/" : path + "/";
+    for (auto it = by_path_.lower_bound(prefix); it != by_path_.end() && it->first.starts_with(prefix); ++it) {
+      collect(it->second);
+    }
+  }
+  for (auto slot : victims) RemoveSlotLocked(slot, true);
+  return victims.size();
+}
+
+size_t PageStore::DropOtherVersions(const std::string& path, const std::string& current) {
+  std::lock_guard lock(mu_);
+  auto it = by_path_.find(path);
+  if (it == by_path_.end()) return 0;
+  std::vector<uint32_t> victims;
+  for (const auto& [v, slots] : it->second) {
+    if (v != current) victims.insert(victims.end(), slots.begin(), slots.end());
+  }
+  for (auto slot : victims) RemoveSlotLocked(slot, true);
+  return victims.size();
+}
+
+PageStore::Stats PageStore::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s;
+  for (const auto& d : dirs_) {
+    s.used_bytes += d->used;
+    s.capacity_bytes += d->capacity;
+  }
+  s.pages = index_.size();
+  s.evicted_bytes = evicted_bytes_->value();
+  s.dropped_corrupt = corrupt_->value();
+  return s;
+}
+
+}  // namespace shoal

@@ -1,0 +1,157 @@
+// PageStore: the on-disk page cache of one worker.
+//
+// A cached file version is a set of fixed-size pages (the last one shorter),
+// each in its own file under one of the cache directories. A page file starts
+// with a header (key, offset, length, checksums; see docs/page-format.md),
+// is written under a temporary name and renamed into place, so a crash never
+// leaves a half page under a real name.
+//
+// Reads hand out a PageRef (an open fd plus the data's offset and length) that
+// the server sends with sendfile(2). An evicted page stays readable through
+// refs already handed out. The in-memory index is rebuilt at Open() by a
+// parallel scan of the directories (warm restart). Pages found by the scan are
+// verified against their checksum on first use; a page that fails is deleted
+// and reported as a miss, never served.
+//
+// Each directory has a capacity; when a Put would exceed it, pages are evicted
+// in the order of the EvictionPolicy. A full disk (ENOSPC) shrinks the
+// directory's effective capacity and fails the Put with kNoSpace: callers
+// serve the data they already hold and carry on.
+//
+// Thread safety: all methods are safe from any thread. No lock is held across
+// disk I/O except for the small reads of the first-use verification.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/policy/eviction_policy.h"
+#include "common/config.h"
+#include "shoal/status.h"
+
+namespace shoal {
+
+class MetricsRegistry;
+class Counter;
+class Gauge;
+
+// One page: the file version it belongs to and its offset in the file.
+struct PageKey {
+  std::string path;     // namespace path
+  std::string version;  // file version (ETag or mtime-size)
+  uint64_t offset = 0;  // multiple of the page size
+};
+
+// An open page file, positioned by data_offset. Move-only; closes on destruction.
+class PageRef {
+ public:
+  PageRef(int fd, uint64_t data_offset, uint32_t length) : fd_(fd), data_offset_(data_offset), length_(length) {}
+  PageRef(PageRef&& o) noexcept : fd_(o.fd_), data_offset_(o.data_offset_), length_(o.length_) { o.fd_ = -1; }
+  PageRef& operator=(PageRef&& o) noexcept;
+  PageRef(const PageRef&) = delete;
+  ~PageRef();
+
+  int fd() const { return fd_; }
+  uint64_t data_offset() const { return data_offset_; }
+  uint32_t length() const { return length_; }
+
+ private:
+  int fd_;
+  uint64_t data_offset_;
+  uint32_t length_;
+};
+
+// Writes a new page file. The seam tests use to inject ENOSPC and I/O errors.
+class PageFileWriter {
+ public:
+  virtual ~PageFileWriter() = default;
+  // Creates `path` (which must not exist) holding header then data.
+  virtual Status WriteNew(const std::string& path, std::span<const char> header, std::span<const char> data);
+};
+
+class PageStore {
+ public:
+  struct Options {
+    std::vector<CacheDirConfig> dirs;
+    uint64_t page_size = 1 << 20;
+    std::string policy = "lru";
+    std::shared_ptr<PageFileWriter> writer;  // null: the real one
+    MetricsRegistry* metrics = nullptr;      // null: MetricsRegistry::Global()
+  };
+
+  struct Stats {
+    uint64_t used_bytes = 0;
+    uint64_t capacity_bytes = 0;
+    uint64_t pages = 0;
+    uint64_t evicted_bytes = 0;
+    uint64_t dropped_corrupt = 0;
+  };
+
+  static Result<std::unique_ptr<PageStore>> Open(Options options);
+  ~PageStore();
+
+  uint64_t page_size() const { return page_size_; }
+
+  // A ref to the page, or nullopt on a miss (absent, evicted, or failed its checksum).
+  std::optional<PageRef> Get(const PageKey& key);
+  bool Contains(const PageKey& key);
+  // Caches one page. REQUIRES: data.size() <= page_size(); key.offset a multiple of it.
+  Status Put(const PageKey& key, std::span<const char> data);
+
+  // Deletes every page of `path` (every version), or of every path under it when
+  // `recursive`. Returns the number of pages dropped.
+  size_t DropPath(const std::string& path, bool recursive);
+  // Deletes the pages of every version of `path` other than `current`.
+  size_t DropOtherVersions(const std::string& path, const std::string& current);
+
+  Stats stats() const;
+
+ private:
+  struct Dir;
+  struct Slot;
+  struct Id {
+    uint64_t hi = 0, lo = 0;
+    bool operator==(const Id&) const = default;
+  };
+  struct IdHash {
+    size_t operator()(const Id& id) const { return id.lo ^ (id.hi * 0x9e3779b97f4a7c15ull); }
+  };
+
+  PageStore() = default;
+  static Id IdOf(const PageKey& key);
+  std::string PathOf(const Dir& dir, const Id& id) const;
+  Status ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found);
+  uint32_t AddSlotLocked(Slot slot);
+  void RemoveSlotLocked(uint32_t slot, bool unlink_file);
+  bool VerifyLocked(uint32_t slot);
+  size_t ChooseDirLocked(uint64_t bytes) const;
+
+  uint64_t page_size_ = 0;
+  std::shared_ptr<PageFileWriter> writer_;
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Dir>> dirs_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::unordered_map<Id, uint32_t, IdHash> index_;
+  // path -> version -> slots, for DropPath / DropOtherVersions.
+  std::map<std::string, std::map<std::string, std::set<uint32_t>>> by_path_;
+  std::atomic<uint64_t> tmp_counter_{0};
+
+  Counter* evicted_bytes_ = nullptr;
+  Gauge* used_gauge_ = nullptr;
+  Gauge* capacity_gauge_ = nullptr;
+  Gauge* pages_gauge_ = nullptr;
+  Counter* corrupt_ = nullptr;
+};
+
+}  // namespace shoal

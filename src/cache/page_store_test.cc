@@ -1,0 +1,241 @@
+#include "cache/page_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "common/metrics.h"
+
+namespace shoal {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t kPage = 64 * 1024;
+
+std::string Bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+std::string ReadRef(const PageRef& r) {
+  std::string out(r.length(), '\0');
+  EXPECT_EQ(::pread(r.fd(), out.data(), out.size(), static_cast<off_t>(r.data_offset())),
+            static_cast<ssize_t>(out.size()));
+  return out;
+}
+
+class PageStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/shoal-pages-XXXXXX";
+    root_ = ::mkdtemp(tmpl);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr) {
+    PageStore::Options o;
+    o.dirs = {{root_ + "/d0", capacity}};
+    o.page_size = kPage;
+    o.writer = std::move(writer);
+    o.metrics = &metrics_;
+    auto s = PageStore::Open(o);
+    EXPECT_TRUE(s) << s.error().ToString();
+    return s ? std::move(*s) : nullptr;
+  }
+
+  // Every page file on disk.
+  std::vector<std::string> PageFiles() {
+    std::vector<std::string> out;
+    for (auto& e : fs::recursive_directory_iterator(root_)) {
+      if (e.path().extension() == ".pg" && e.path().parent_path().filename() != "tmp") out.push_back(e.path());
+    }
+    return out;
+  }
+
+  std::string root_;
+  MetricsRegistry metrics_;
+};
+
+TEST_F(PageStoreTest, PutGetRoundTrip) {
+  auto s = Open(10 * kPage);
+  auto data = Bytes(kPage, 1);
+  PageKey k{"/data/a", "v1", 0};
+  EXPECT_FALSE(s->Get(k));
+  ASSERT_TRUE(s->Put(k, data).ok());
+  auto r = s->Get(k);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ReadRef(*r), data);
+  // Same path, other version or offset: different pages.
+  EXPECT_FALSE(s->Get(PageKey{"/data/a", "v2", 0}));
+  EXPECT_FALSE(s->Get(PageKey{"/data/a", "v1", kPage}));
+  // A short last page.
+  ASSERT_TRUE(s->Put(PageKey{"/data/a", "v1", kPage}, std::string_view("tail")).ok());
+  EXPECT_EQ(ReadRef(*s->Get(PageKey{"/data/a", "v1", kPage})), "tail");
+}
+
+TEST_F(PageStoreTest, EvictsLeastRecentlyUsedAtCapacity) {
+  // Room for three pages (plus headers).
+  auto s = Open(3 * kPage + 3 * 200);
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(s->Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
+  ASSERT_TRUE(s->Get(PageKey{"/f", "v", 0}));  // page 0 is now most recent
+  ASSERT_TRUE(s->Put(PageKey{"/f", "v", 3 * kPage}, Bytes(kPage, 3)).ok());
+  EXPECT_TRUE(s->Contains(PageKey{"/f", "v", 0}));
+  EXPECT_FALSE(s->Contains(PageKey{"/f", "v", kPage}));  // the least recently used went
+  EXPECT_TRUE(s->Contains(PageKey{"/f", "v", 3 * kPage}));
+  EXPECT_LE(s->stats().used_bytes, 3 * kPage + 600);
+  EXPECT_EQ(s->stats().pages, 3u);
+  EXPECT_GE(s->stats().evicted_bytes, kPage);
+  EXPECT_EQ(PageFiles().size(), 3u);
+}
+
+TEST_F(PageStoreTest, EvictedPageStaysReadableThroughRef) {
+  auto s = Open(kPage + 200);
+  auto a = Bytes(kPage, 7);
+  ASSERT_TRUE(s->Put(PageKey{"/f", "v", 0}, a).ok());
+  auto ref = s->Get(PageKey{"/f", "v", 0});
+  ASSERT_TRUE(ref);
+  ASSERT_TRUE(s->Put(PageKey{"/f", "v", kPage}, Bytes(kPage, 8)).ok());
+  EXPECT_FALSE(s->Contains(PageKey{"/f", "v", 0}));
+  EXPECT_EQ(ReadRef(*ref), a);
+}
+
+TEST_F(PageStoreTest, WarmRestartRebuildsIndex) {
+  std::vector<std::string> pages;
+  {
+    auto s = Open(100 * kPage);
+    for (uint64_t i = 0; i < 20; ++i) {
+      pages.push_back(Bytes(kPage, 100 + i));
+      ASSERT_TRUE(s->Put(PageKey{"/warm/" + std::to_string(i % 4), "v", (i / 4) * kPage}, pages.back()).ok());
+    }
+  }
+  auto s = Open(100 * kPage);
+  EXPECT_EQ(s->stats().pages, 20u);
+  for (uint64_t i = 0; i < 20; ++i) {
+    auto r = s->Get(PageKey{"/warm/" + std::to_string(i % 4), "v", (i / 4) * kPage});
+    ASSERT_TRUE(r) << i;
+    EXPECT_EQ(ReadRef(*r), pages[i]);
+  }
+}
+
+TEST_F(PageStoreTest, RestartWithSmallerCapacityEvicts) {
+  {
+    auto s = Open(100 * kPage);
+    for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(s->Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
+  }
+  auto s = Open(5 * kPage);
+  EXPECT_LE(s->stats().used_bytes, 5 * kPage);
+  EXPECT_LE(PageFiles().size(), 5u);
+}
+
+TEST_F(PageStoreTest, CorruptDataIsDroppedNotServed) {
+  {
+    auto s = Open(10 * kPage);
+    ASSERT_TRUE(s->Put(PageKey{"/c", "v", 0}, Bytes(kPage, 9)).ok());
+  }
+  auto files = PageFiles();
+  ASSERT_EQ(files.size(), 1u);
+  {
+    // Flip one byte in the data part.
+    int fd = ::open(files[0].c_str(), O_RDWR);
+    char c;
+    ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(fs::file_size(files[0]) - 100)), 1);
+    c = static_cast<char>(c ^ 0x5a);
+    ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(fs::file_size(files[0]) - 100)), 1);
+    ::close(fd);
+  }
+  auto s = Open(10 * kPage);
+  EXPECT_FALSE(s->Get(PageKey{"/c", "v", 0}));
+  EXPECT_TRUE(PageFiles().empty());
+  EXPECT_EQ(s->stats().dropped_corrupt, 1u);
+  // Refetched and cached again, it is served.
+  ASSERT_TRUE(s->Put(PageKey{"/c", "v", 0}, Bytes(kPage, 9)).ok());
+  EXPECT_EQ(ReadRef(*s->Get(PageKey{"/c", "v", 0})), Bytes(kPage, 9));
+}
+
+TEST_F(PageStoreTest, CorruptHeaderOrTruncatedFileIsDroppedAtScan) {
+  {
+    auto s = Open(10 * kPage);
+    ASSERT_TRUE(s->Put(PageKey{"/h", "v", 0}, Bytes(kPage, 1)).ok());
+    ASSERT_TRUE(s->Put(PageKey{"/t", "v", 0}, Bytes(kPage, 2)).ok());
+  }
+  auto files = PageFiles();
+  ASSERT_EQ(files.size(), 2u);
+  {
+    int fd = ::open(files[0].c_str(), O_RDWR);
+    ASSERT_EQ(::pwrite(fd, "XX", 2, 20), 2);
+    ::close(fd);
+    fs::resize_file(files[1], fs::file_size(files[1]) - 10);
+  }
+  auto s = Open(10 * kPage);
+  EXPECT_EQ(s->stats().pages, 0u);
+  EXPECT_TRUE(PageFiles().empty());
+}
+
+class FullDiskWriter : public PageFileWriter {
+ public:
+  Status WriteNew(const std::string& path, std::span<const char> h, std::span<const char> d) override {
+    if (fail) return Status(Code::kNoSpace, "injected ENOSPC writing " + path);
+    return PageFileWriter::WriteNew(path, h, d);
+  }
+  std::atomic<bool> fail{false};
+};
+
+TEST_F(PageStoreTest, NoSpaceFailsPutAndShrinksCapacity) {
+  auto writer = std::make_shared<FullDiskWriter>();
+  auto s = Open(100 * kPage, writer);
+  ASSERT_TRUE(s->Put(PageKey{"/n", "v", 0}, Bytes(kPage, 1)).ok());
+  writer->fail = true;
+  auto st = s->Put(PageKey{"/n", "v", kPage}, Bytes(kPage, 2));
+  EXPECT_EQ(st.code(), Code::kNoSpace);
+  EXPECT_FALSE(s->Contains(PageKey{"/n", "v", kPage}));
+  EXPECT_TRUE(s->Get(PageKey{"/n", "v", 0}));  // what was cached still serves
+  // With the disk still full, the next Put makes room by evicting instead of growing.
+  writer->fail = false;
+  ASSERT_TRUE(s->Put(PageKey{"/n", "v", 2 * kPage}, Bytes(kPage, 3)).ok());
+  EXPECT_EQ(s->stats().pages, 1u);
+  EXPECT_TRUE(fs::is_empty(root_ + "/d0/tmp"));
+}
+
+TEST_F(PageStoreTest, DropPathAndOtherVersions) {
+  auto s = Open(100 * kPage);
+  ASSERT_TRUE(s->Put(PageKey{"/d/a", "v1", 0}, std::string_view("a1")).ok());
+  ASSERT_TRUE(s->Put(PageKey{"/d/a", "v2", 0}, std::string_view("a2")).ok());
+  ASSERT_TRUE(s->Put(PageKey{"/d/sub/b", "v1", 0}, std::string_view("b")).ok());
+  ASSERT_TRUE(s->Put(PageKey{"/dx", "v1", 0}, std::string_view("x")).ok());
+  EXPECT_EQ(s->DropOtherVersions("/d/a", "v2"), 1u);
+  EXPECT_FALSE(s->Contains(PageKey{"/d/a", "v1", 0}));
+  EXPECT_TRUE(s->Contains(PageKey{"/d/a", "v2", 0}));
+  EXPECT_EQ(s->DropPath("/d", true), 2u);
+  EXPECT_TRUE(s->Contains(PageKey{"/dx", "v1", 0}));  // a sibling with a common prefix stays
+  EXPECT_EQ(s->stats().pages, 1u);
+}
+
+TEST_F(PageStoreTest, ConcurrentPutsAndGets) {
+  auto s = Open(40 * kPage);
+  std::vector<std::jthread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < 60; ++i) {
+        uint64_t p = (i * 7 + static_cast<uint64_t>(t)) % 50;
+        PageKey k{"/cc", "v", p * kPage};
+        auto data = Bytes(4096, p);
+        if (!s->Put(k, data).ok()) bad++;
+        if (auto r = s->Get(k); r && ReadRef(*r) != data) bad++;
+      }
+    });
+  }
+  threads.clear();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(s->stats().used_bytes, 40 * kPage);
+}
+
+}  // namespace
+}  // namespace shoal
