@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include "meta/metadata_cache.h"
+#include "meta/mount_table.h"
+
+namespace shoal {
+namespace {
+
+MountConfig Mount(std::string path, std::string ufs, Consistency c = Consistency::kTtl) {
+  MountConfig m;
+  m.path = std::move(path);
+  m.ufs = std::move(ufs);
+  m.consistency = c;
+  m.ttl = std::chrono::seconds(60);
+  return m;
+}
+
+TEST(MountTable, ResolvesNamespacePaths) {
+  MountTable t({Mount("/imagenet", "s3://bucket/imagenet/"), Mount("/nas", "file:///mnt/nas")});
+  auto r = t.Resolve("/imagenet/train//x.jpg");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->mount_index, 0u);
+  EXPECT_EQ(r->ns_path, "/imagenet/train/x.jpg");
+  EXPECT_EQ(r->key, "train/x.jpg");
+  auto root = t.Resolve("/nas/");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->key, "");
+  EXPECT_EQ(root->ns_path, "/nas");
+}
+
+TEST(MountTable, ResolvesPhysicalUris) {
+  MountTable t({Mount("/imagenet", "s3://bucket/imagenet/"), Mount("/nas", "file:///mnt/nas")});
+  auto r = t.Resolve("s3://bucket/imagenet/train/x.jpg");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->ns_path, "/imagenet/train/x.jpg");
+  EXPECT_EQ(r->key, "train/x.jpg");
+  auto f = t.Resolve("file:///mnt/nas/a/b");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->ns_path, "/nas/a/b");
+  auto out = t.Resolve("s3://other-bucket/x");
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code(), Code::kNotFound);
+  EXPECT_NE(out.error().message().find("outside every mount"), std::string::npos);
+  // A sibling prefix is not inside the mount.
+  EXPECT_FALSE(t.Resolve("s3://bucket/imagenet-old/x"));
+}
+
+TEST(MountTable, RejectsTraversalAndOutsidePaths) {
+  MountTable t({Mount("/data", "file:///srv/")});
+  EXPECT_EQ(t.Resolve("/data/../etc/passwd").error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(t.Resolve("/database/x").error().code(), Code::kNotFound);
+  EXPECT_EQ(t.Resolve("relative").error().code(), Code::kInvalidArgument);
+  EXPECT_NE(t.Resolve("/other").error().message().find("/data -> file:///srv/"), std::string::npos);
+}
+
+struct FakeClock {
+  MetadataCache::Clock::time_point t{};
+  MetadataCache::Now fn() {
+    return [this] { return t; };
+  }
+};
+
+FileInfo Info(uint64_t size) {
+  FileInfo f;
+  f.key = "k";
+  f.size = size;
+  return f;
+}
+
+TEST(MetadataCache, TtlMode) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto m = Mount("/d", "file:///x", Consistency::kTtl);
+  EXPECT_FALSE(c.LookupStat("/d/a", m));
+  c.InsertStat("/d/a", Info(5));
+  ASSERT_TRUE(c.LookupStat("/d/a", m));
+  EXPECT_EQ(c.LookupStat("/d/a", m)->value().size, 5u);
+  clock.t += std::chrono::seconds(61);
+  EXPECT_FALSE(c.LookupStat("/d/a", m));
+}
+
+TEST(MetadataCache, ImmutableAndAlwaysModes) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto imm = Mount("/d", "file:///x", Consistency::kImmutable);
+  auto always = Mount("/d", "file:///x", Consistency::kAlways);
+  c.InsertStat("/d/a", Info(5));
+  c.InsertStat("/d/missing", Err(Code::kNotFound, "no"));
+  clock.t += std::chrono::hours(1000);
+  EXPECT_TRUE(c.LookupStat("/d/a", imm));
+  EXPECT_FALSE(c.LookupStat("/d/missing", imm)) << "negative lookups expire after the ttl even when immutable";
+  EXPECT_FALSE(c.LookupStat("/d/a", always));
+}
+
+TEST(MetadataCache, NegativeResultsCachedOnlyForTtlAndErrorsNotAtAll) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto m = Mount("/d", "file:///x");
+  c.InsertStat("/d/missing", Err(Code::kNotFound, "no"));
+  c.InsertStat("/d/flaky", Err(Code::kUnavailable, "down"));
+  auto hit = c.LookupStat("/d/missing", m);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->error().code(), Code::kNotFound);
+  EXPECT_FALSE(c.LookupStat("/d/flaky", m));
+  clock.t += std::chrono::seconds(61);
+  EXPECT_FALSE(c.LookupStat("/d/missing", m));
+}
+
+TEST(MetadataCache, ListsInvalidationAndBound) {
+  FakeClock clock;
+  MetadataCache c(3, clock.fn());
+  auto m = Mount("/d", "file:///x");
+  c.InsertList("/d", {Info(1), Info(2)});
+  c.InsertStat("/d", Info(0));
+  ASSERT_TRUE(c.LookupList("/d", m));
+  EXPECT_EQ(c.LookupList("/d", m)->size(), 2u);
+  c.InsertStat("/d/sub/x", Info(1));
+  EXPECT_EQ(c.Invalidate("/d", true), 3u);
+  EXPECT_EQ(c.size(), 0u);
+  for (int i = 0; i < 10; ++i) c.InsertStat("/d/" + std::to_string(i), Info(1));
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_TRUE(c.LookupStat("/d/9", m));
+  EXPECT_FALSE(c.LookupStat("/d/0", m));
+}
+
+}  // namespace
+}  // namespace shoal

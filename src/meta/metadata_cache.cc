@@ -1,0 +1,80 @@
+#include "meta/metadata_cache.h"
+
+namespace shoal {
+
+MetadataCache::MetadataCache(size_t max_entries, Now now) : max_entries_(max_entries), now_(std::move(now)) {}
+
+bool MetadataCache::Fresh(const Entry& e, const MountConfig& mount, bool negative) const {
+  switch (mount.consistency) {
+    case Consistency::kAlways: return false;
+    case Consistency::kImmutable:
+      if (!negative) return true;
+      [[fallthrough]];
+    case Consistency::kTtl: return now_() - e.fetched < mount.ttl;
+  }
+  return false;
+}
+
+std::optional<Result<FileInfo>> MetadataCache::LookupStat(const std::string& path, const MountConfig& mount) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find("s" + path);
+  if (it == entries_.end() || !it->second.stat) return std::nullopt;
+  if (!Fresh(it->second, mount, !it->second.stat->has_value())) return std::nullopt;
+  return it->second.stat;
+}
+
+std::optional<std::vector<FileInfo>> MetadataCache::LookupList(const std::string& path, const MountConfig& mount) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find("l" + path);
+  if (it == entries_.end() || !it->second.list) return std::nullopt;
+  if (!Fresh(it->second, mount, false)) return std::nullopt;
+  return it->second.list;
+}
+
+MetadataCache::Entry& MetadataCache::Upsert(const std::string& key) {
+  auto [it, inserted] = entries_.try_emplace(key);
+  if (!inserted) order_.erase(it->second.order);
+  order_.push_back(key);
+  it->second.order = std::prev(order_.end());
+  it->second.fetched = now_();
+  while (entries_.size() > max_entries_) {
+    entries_.erase(order_.front());
+    order_.pop_front();
+  }
+  return entries_.at(key);
+}
+
+void MetadataCache::InsertStat(const std::string& path, const Result<FileInfo>& info) {
+  if (!info && info.error().code() != Code::kNotFound) return;  // only real answers are cached
+  std::lock_guard lock(mu_);
+  Upsert("s" + path).stat = info;
+}
+
+void MetadataCache::InsertList(const std::string& path, std::vector<FileInfo> entries) {
+  std::lock_guard lock(mu_);
+  Upsert("l" + path).list = std::move(entries);
+}
+
+size_t MetadataCache::Invalidate(const std::string& path, bool recursive) {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  std::string prefix = path == "/" ? "/" : path + "/";
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    std::string_view p = std::string_view(it->first).substr(1);  // drop the kind byte
+    if (p == path || (recursive && p.starts_with(prefix))) {
+      order_.erase(it->second.order);
+      it = entries_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+size_t MetadataCache::size() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace shoal
