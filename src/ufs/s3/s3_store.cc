@@ -1,11 +1,274 @@
 #include "ufs/s3/s3_store.h"
 
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <charconv>
+
 #include "common/config.h"
+#include "ufs/s3/s3_client.h"
+#include "ufs/s3/s3_settings.h"
+#include "ufs/s3/s3_writer.h"
+#include "ufs/s3/s3_xml.h"
 
 namespace shoal {
+namespace s3 {
+namespace {
+
+uint64_t ParseU64(std::string_view s) {
+  uint64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// "bytes 100-199/5000" -> {100, 199, 5000}; false if malformed.
+bool ParseContentRange(std::string_view v, uint64_t& first, uint64_t& last, uint64_t& total) {
+  if (!v.starts_with("bytes ")) return false;
+  v.remove_prefix(6);
+  auto dash = v.find('-'), slash = v.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash) return false;
+  auto num = [](std::string_view s, uint64_t& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+  };
+  return num(v.substr(0, dash), first) && num(v.substr(dash + 1, slash - dash - 1), last) &&
+         num(v.substr(slash + 1), total) && last >= first;
+}
+
+class S3Store final : public UnderStore {
+ public:
+  explicit S3Store(S3Settings s) : client_(std::make_shared<S3Client>(std::move(s))) {}
+
+  const std::string& uri() const override { return client_->settings().uri; }
+
+  Result<FileInfo> Stat(std::string_view key) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) {
+      // The root exists whenever the bucket does; listing proves that.
+      auto page = ListRaw(Full(""), "/", "", 1);
+      if (!page) return Err(page.error());
+      FileInfo root;
+      root.is_dir = true;
+      return root;
+    }
+    S3Request r;
+    r.method = "HEAD";
+    r.key = Full(rel);
+    auto resp = client_->Send(r);
+    if (!resp) return Err(resp.error());
+    if (resp->status / 100 == 2) {
+      FileInfo info;
+      info.key = rel;
+      info.size = ParseU64(resp->Header("content-length"));
+      info.etag = UnquoteEtag(resp->Header("etag"));
+      auto lm = resp->Header("last-modified");
+      if (!lm.empty()) {
+        time_t t = curl_getdate(lm.c_str(), nullptr);
+        if (t > 0) info.mtime_ns = static_cast<int64_t>(t) * 1'000'000'000;
+      }
+      return info;
+    }
+    if (resp->status != 404) return Err(client_->ErrorFor(*resp, r));
+    // No object: a directory is any key below "key/".
+    auto page = ListRaw(Full(rel) + "/", "/", "", 1);
+    if (!page) return Err(page.error());
+    if (page->objects.empty() && page->common_prefixes.empty()) {
+      return Err(Code::kNotFound, "no such file or directory: " + client_->UriOf(Full(rel)) + " (mount " +
+                                      client_->settings().mount_path + ")");
+    }
+    FileInfo dir;
+    dir.key = rel;
+    dir.is_dir = true;
+    return dir;
+  }
+
+  Result<ListPage> List(std::string_view prefix, const ListOptions& options) override {
+    auto raw = ListRaw(Full(prefix), options.delimiter, options.continuation, options.max_keys);
+    if (!raw) return Err(raw.error());
+    const std::string& root = client_->settings().prefix;
+    ListPage page;
+    for (auto& o : raw->objects) {
+      // Keys ending in '/' are folder markers made by consoles, not files.
+      if (!o.key.starts_with(root) || o.key.size() == root.size() || o.key.back() == '/') continue;
+      FileInfo f;
+      f.key = o.key.substr(root.size());
+      f.size = o.size;
+      f.etag = std::move(o.etag);
+      f.mtime_ns = o.mtime_ns;
+      page.entries.push_back(std::move(f));
+    }
+    for (auto& p : raw->common_prefixes) {
+      if (!p.starts_with(root) || p.size() <= root.size()) continue;
+      FileInfo d;
+      d.key = p.substr(root.size());
+      while (!d.key.empty() && d.key.back() == '/') d.key.pop_back();
+      if (d.key.empty()) continue;
+      d.is_dir = true;
+      page.entries.push_back(std::move(d));
+    }
+    std::sort(page.entries.begin(), page.entries.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+    if (raw->truncated) {
+      if (raw->next_token.empty()) {
+        return Err(Code::kIo, "listing " + client_->UriOf(Full(prefix)) +
+                                  " was truncated without a continuation token: the store's ListObjectsV2 is broken");
+      }
+      page.continuation = std::move(raw->next_token);
+    }
+    return page;
+  }
+
+  Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options) override {
+    std::string rel = Trimmed(key);
+    if (out.empty()) {
+      auto st = Stat(rel);
+      if (!st) return Err(st.error());
+      return size_t{0};
+    }
+    S3Request r;
+    r.key = Full(rel);
+    r.body_out = out;
+    r.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1));
+    if (!options.if_version.empty()) r.headers.emplace_back("If-Match", "\"" + options.if_version + "\"");
+    const std::string uri = client_->UriOf(r.key);
+    // A body shorter than asked is only valid at the end of the object; anything
+    // else is a truncated response and must never be returned as data.
+    auto validate = [&](const HttpResponse& h) -> Status {
+      if (h.body_out_overflow) {
+        return Status(Code::kIo, "GET " + uri + " returned more bytes than the range asked for (Range ignored?)");
+      }
+      uint64_t first = 0, last = 0, total = 0;
+      if (h.status == 206) {
+        if (!ParseContentRange(h.Header("content-range"), first, last, total) || first != offset) {
+          return Status(Code::kIo, "GET " + uri + " returned a bad Content-Range '" + h.Header("content-range") + "'");
+        }
+        uint64_t want = std::min<uint64_t>(out.size(), total - offset);
+        if (h.body_out_size != want || last - first + 1 != want) {
+          return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
+                                       " of " + std::to_string(want) + " bytes at offset " + std::to_string(offset));
+        }
+        return {};
+      }
+      // 200: the whole object, which is only right when reading from 0.
+      uint64_t len = ParseU64(h.Header("content-length"));
+      if (offset != 0) return Status(Code::kIo, "GET " + uri + " ignored the Range header");
+      if (h.body_out_size != len) {
+        return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
+                                     " of " + std::to_string(len) + " bytes");
+      }
+      return {};
+    };
+    auto resp = client_->Send(r, validate);
+    if (!resp) return Err(resp.error());
+    if (resp->status == 416) return size_t{0};  // offset at or past the end
+    if (resp->status / 100 != 2) return Err(client_->ErrorFor(*resp, r));
+    // Stores that ignore If-Match (some S3 clones) are caught here.
+    if (!options.if_version.empty()) {
+      auto etag = UnquoteEtag(resp->Header("etag"));
+      if (!etag.empty() && etag != options.if_version) {
+        return Err(Code::kVersionMismatch, uri + " changed since it was opened (ETag " + etag + ", expected " +
+                                               options.if_version + ")");
+      }
+    }
+    return resp->body_out_size;
+  }
+
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri());
+    return std::make_unique<S3Writer>(client_, Full(rel));
+  }
+
+  Status Write(std::string_view key, std::span<const char> data) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Status(Code::kInvalidArgument, "cannot write the root of " + uri());
+    if (data.size() >= client_->settings().multipart_threshold) return UnderStore::Write(rel, data);
+    S3Request r;
+    r.method = "PUT";
+    r.key = Full(rel);
+    r.body = data;  // no copy: the caller's buffer outlives the call
+    r.headers = UploadHeaders(client_->settings(), data);
+    auto resp = client_->Send(r);
+    if (!resp) return resp.error();
+    if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+    return {};
+  }
+
+  Status Delete(std::string_view key) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Status(Code::kInvalidArgument, "cannot delete the root of " + uri());
+    S3Request r;
+    r.method = "DELETE";
+    r.key = Full(rel);
+    auto resp = client_->Send(r);
+    if (!resp) return resp.error();
+    if (resp->status / 100 == 2) return {};
+    if (resp->status == 404 && ParseError(resp->body).code != "NoSuchBucket") return {};
+    return client_->ErrorFor(*resp, r);
+  }
+
+  Status DeleteMany(const std::vector<std::string>& keys) {
+    for (size_t i = 0; i < keys.size(); i += 1000) {
+      std::vector<std::string> batch;
+      for (size_t j = i; j < std::min(keys.size(), i + 1000); ++j) batch.push_back(Full(Trimmed(keys[j])));
+      std::string xml = DeleteObjectsXml(batch);
+      S3Request r;
+      r.method = "POST";
+      r.query = {{"delete", ""}};
+      r.body = std::span<const char>(xml.data(), xml.size());
+      r.headers.emplace_back("Content-MD5", Md5Base64(r.body));  // DeleteObjects requires it
+      auto resp = client_->Send(r);
+      if (!resp) return resp.error();
+      if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+      auto errors = XmlElements(resp->body, "Error");
+      if (!errors.empty()) {
+        auto key = XmlText(errors.front(), "Key").value_or("?");
+        return Status(Code::kIo, "DeleteObjects could not delete " + client_->UriOf(key) + " (and " +
+                                     std::to_string(errors.size() - 1) + " more): " +
+                                     XmlText(errors.front(), "Code").value_or("") + ": " +
+                                     XmlText(errors.front(), "Message").value_or(""));
+      }
+    }
+    return {};
+  }
+
+ private:
+  static std::string Trimmed(std::string_view key) {
+    while (!key.empty() && key.front() == '/') key.remove_prefix(1);
+    while (!key.empty() && key.back() == '/') key.remove_suffix(1);
+    return std::string(key);
+  }
+  std::string Full(std::string_view rel) const { return client_->settings().prefix + std::string(rel); }
+
+  Result<ListResult> ListRaw(const std::string& full_prefix, const std::string& delimiter,
+                             const std::string& continuation, int max_keys) {
+    S3Request r;
+    r.query = {{"list-type", "2"}, {"prefix", full_prefix},
+               {"max-keys", std::to_string(max_keys > 0 ? std::min(max_keys, 1000) : 1000)}};
+    if (!delimiter.empty()) r.query.emplace_back("delimiter", delimiter);
+    if (!continuation.empty()) r.query.emplace_back("continuation-token", continuation);
+    auto resp = client_->Send(r);
+    if (!resp) return Err(resp.error());
+    if (resp->status / 100 != 2) return Err(client_->ErrorFor(*resp, r));
+    return ParseListV2(resp->body);
+  }
+
+  std::shared_ptr<S3Client> client_;
+};
+
+}  // namespace
+
+Status DeleteKeys(UnderStore& store, const std::vector<std::string>& keys) {
+  auto* s3 = dynamic_cast<S3Store*>(&store);
+  if (!s3) return Status(Code::kInvalidArgument, "DeleteKeys needs an s3:// or gs:// store, got " + store.uri());
+  return s3->DeleteMany(keys);
+}
+
+}  // namespace s3
 
 Result<std::shared_ptr<UnderStore>> MakeS3Store(const UfsUri& uri, const MountConfig& mount) {
-  return Err(Code::kNotSupported, "the " + uri.scheme + ":// under-store is not built yet (mount '" + mount.path + "')");
+  auto settings = s3::ResolveS3Settings(uri, mount, s3::ProcessEnv());
+  if (!settings) return Err(settings.error());
+  return std::shared_ptr<UnderStore>(std::make_shared<s3::S3Store>(std::move(*settings)));
 }
 
 }  // namespace shoal

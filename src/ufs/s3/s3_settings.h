@@ -1,0 +1,58 @@
+// S3Settings: everything the S3 backend needs to talk to one bucket, resolved
+// once when a mount opens, from the mount options first and then the AWS
+// environment and shared files (see credentials.h). The option names are
+// documented in s3_store.h.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "shoal/status.h"
+#include "ufs/s3/credentials.h"
+#include "ufs/s3/sigv4.h"
+#include "ufs/uri.h"
+
+namespace shoal {
+struct MountConfig;
+}
+
+namespace shoal::s3 {
+
+struct S3Settings {
+  std::string uri;         // "s3://bucket/prefix/", for messages
+  std::string mount_path;  // "/data", for messages
+  std::string bucket;
+  std::string prefix;      // "" or "prefix/": prepended to every key
+
+  std::string endpoint;    // "https://s3.us-east-1.amazonaws.com": scheme://host[:port], no path
+  std::string region;
+  bool path_style = true;  // https://endpoint/bucket/key, else https://bucket.endpoint/key
+  Credentials creds;       // anonymous when access_key_id is empty
+  bool sign_payload = false;  // hash bodies into the signature, else UNSIGNED-PAYLOAD
+  std::string ca_file;
+  bool verify_tls = true;
+
+  uint64_t multipart_threshold = 64ull << 20;
+  uint64_t multipart_part_size = 16ull << 20;
+  int multipart_concurrency = 4;
+  std::chrono::milliseconds request_timeout{60'000};   // one request including its retries
+  std::chrono::milliseconds connect_timeout{5'000};
+  int max_retries = 6;
+  std::chrono::milliseconds retry_base_delay{100};     // first backoff; doubles per retry, with jitter
+  std::chrono::milliseconds retry_max_delay{5'000};
+
+  // "https://bucket.s3.amazonaws.com" or "https://s3.amazonaws.com/bucket"
+  std::string BucketBaseUrl() const;
+  // The Host header and path prefix that go with BucketBaseUrl().
+  std::string Host() const;
+  std::string BucketPath() const;  // "/bucket" (path style) or ""
+};
+
+// kInvalidArgument naming the option for bad values or unknown option names.
+Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env);
+
+// Whether a bucket name can be a DNS label under TLS (no dots, upper case or '_').
+bool IsDnsCompatibleBucket(std::string_view bucket);
+
+}  // namespace shoal::s3

@@ -1,0 +1,172 @@
+#include "ufs/s3/s3_writer.h"
+
+#include <algorithm>
+
+#include "ufs/s3/s3_xml.h"
+
+namespace shoal::s3 {
+
+Headers UploadHeaders(const S3Settings& s, std::span<const char> body) {
+  Headers h;
+  if (!s.sign_payload && !body.empty()) h.emplace_back("Content-MD5", Md5Base64(body));
+  return h;
+}
+
+S3Writer::S3Writer(std::shared_ptr<const S3Client> client, std::string full_key)
+    : client_(std::move(client)), key_(std::move(full_key)) {}
+
+S3Writer::~S3Writer() {
+  if (state_ == State::kOpen) Abort();
+}
+
+Status S3Writer::Fail(Status s) {
+  if (failed_.ok()) failed_ = s;
+  return s;
+}
+
+Status S3Writer::Append(std::span<const char> data) {
+  if (state_ != State::kOpen) return Status(Code::kInvalidArgument, "append to a closed writer for " + client_->UriOf(key_));
+  if (!failed_.ok()) return failed_;
+  buffer_.append(data.data(), data.size());
+  const auto& s = client_->settings();
+  if (upload_id_.empty() && buffer_.size() >= s.multipart_threshold && buffer_.size() > s.multipart_part_size) {
+    SHOAL_RETURN_IF_ERROR(StartMultipart());
+  }
+  if (upload_id_.empty()) return {};
+  // Keep the last bytes back: a part must not be the final one unless Close() says so.
+  while (buffer_.size() > s.multipart_part_size) {
+    std::string part = buffer_.substr(0, s.multipart_part_size);
+    buffer_.erase(0, s.multipart_part_size);
+    SHOAL_RETURN_IF_ERROR(SubmitPart(std::move(part)));
+  }
+  return {};
+}
+
+Status S3Writer::StartMultipart() {
+  S3Request r;
+  r.method = "POST";
+  r.key = key_;
+  r.query = {{"uploads", ""}};
+  auto resp = client_->Send(r);
+  if (!resp) return Fail(resp.error());
+  if (resp->status / 100 != 2) return Fail(client_->ErrorFor(*resp, r));
+  auto id = XmlText(resp->body, "UploadId");
+  if (!id || id->empty()) {
+    return Fail(Status(Code::kIo, "starting a multipart upload of " + client_->UriOf(key_) + " returned no UploadId"));
+  }
+  upload_id_ = *id;
+  return {};
+}
+
+Status S3Writer::SubmitPart(std::string data) {
+  SHOAL_RETURN_IF_ERROR(WaitParts(static_cast<size_t>(client_->settings().multipart_concurrency) - 1));
+  int number = next_part_++;
+  auto body = std::make_shared<std::string>(std::move(data));
+  auto client = client_;
+  std::string key = key_, upload_id = upload_id_;
+  inflight_.push_back(std::async(std::launch::async, [client, key, upload_id, number, body]() -> Result<std::string> {
+    S3Request r;
+    r.method = "PUT";
+    r.key = key;
+    r.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
+    r.body = std::span<const char>(body->data(), body->size());
+    r.headers = UploadHeaders(client->settings(), r.body);
+    auto resp = client->Send(r);
+    if (!resp) return Err(resp.error());
+    if (resp->status / 100 != 2) return Err(client->ErrorFor(*resp, r));
+    std::string etag = UnquoteEtag(resp->Header("etag"));
+    if (etag.empty()) {
+      return Err(Code::kIo, "part " + std::to_string(number) + " of " + client->UriOf(key) + " returned no ETag");
+    }
+    return etag;
+  }));
+  return {};
+}
+
+Status S3Writer::WaitParts(size_t keep) {
+  while (inflight_.size() > keep) {
+    auto etag = inflight_.front().get();
+    inflight_.pop_front();
+    if (!etag) {
+      (void)Fail(etag.error());
+    } else {
+      etags_.push_back(std::move(*etag));
+    }
+  }
+  return failed_;
+}
+
+Status S3Writer::Complete() {
+  auto xml = CompleteMultipartXml(etags_);
+  S3Request r;
+  r.method = "POST";
+  r.key = key_;
+  r.query = {{"uploadId", upload_id_}};
+  r.body = std::span<const char>(xml.data(), xml.size());
+  r.headers = UploadHeaders(client_->settings(), r.body);
+  // S3 may answer 200 and still report an error in the body.
+  auto resp = client_->Send(r, [](const HttpResponse& h) {
+    auto e = ParseError(h.body);
+    if (e.code.empty()) return Status::Ok();
+    return Status(Code::kUnavailable, "CompleteMultipartUpload: " + e.code + ": " + e.message);
+  });
+  if (!resp) return resp.error();
+  if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+  return {};
+}
+
+Status S3Writer::Close() {
+  if (state_ != State::kOpen) return Status(Code::kInvalidArgument, "close of a finished writer for " + client_->UriOf(key_));
+  if (!failed_.ok()) {
+    Abort();
+    return failed_;
+  }
+  if (upload_id_.empty()) {
+    S3Request r;
+    r.method = "PUT";
+    r.key = key_;
+    r.body = std::span<const char>(buffer_.data(), buffer_.size());
+    r.headers = UploadHeaders(client_->settings(), r.body);
+    auto resp = client_->Send(r);
+    Status st = !resp ? resp.error() : resp->status / 100 != 2 ? client_->ErrorFor(*resp, r) : Status::Ok();
+    state_ = st.ok() ? State::kClosed : State::kAborted;
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+    return st;
+  }
+  Status st;
+  if (!buffer_.empty()) st = SubmitPart(std::move(buffer_));
+  buffer_.clear();
+  if (st.ok()) st = WaitParts(0);
+  if (st.ok()) st = Complete();
+  if (!st.ok()) {
+    (void)Fail(st);
+    Abort();
+    return st;
+  }
+  state_ = State::kClosed;
+  return {};
+}
+
+void S3Writer::AbortUpload() {
+  S3Request r;
+  r.method = "DELETE";
+  r.key = key_;
+  r.query = {{"uploadId", upload_id_}};
+  (void)client_->Send(r);  // best effort: a lifecycle rule cleans up what this misses
+}
+
+void S3Writer::Abort() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kAborted;
+  while (!inflight_.empty()) {
+    inflight_.front().wait();
+    inflight_.pop_front();
+  }
+  if (!upload_id_.empty()) AbortUpload();
+  upload_id_.clear();
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+}
+
+}  // namespace shoal::s3

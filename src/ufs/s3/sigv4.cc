@@ -1,0 +1,143 @@
+#include "ufs/s3/sigv4.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+
+#include "ufs/uri.h"
+
+namespace shoal::s3 {
+namespace {
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out(n * 2, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = kHex[p[i] >> 4];
+    out[2 * i + 1] = kHex[p[i] & 15];
+  }
+  return out;
+}
+
+std::string Hmac(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
+       data.size(), out, &len);
+  return std::string(reinterpret_cast<char*>(out), len);
+}
+
+std::string Digest(const EVP_MD* md, std::span<const char> data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), out, &len, md, nullptr);
+  return std::string(reinterpret_cast<char*>(out), len);
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Header values are trimmed and inner runs of spaces collapse to one.
+std::string TrimValue(std::string_view v) {
+  std::string out;
+  bool space = false;
+  for (char c : v) {
+    if (c == ' ' || c == '\t') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::span<const char> data) {
+  auto d = Digest(EVP_sha256(), data);
+  return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
+}
+
+std::string Md5Base64(std::span<const char> data) {
+  auto d = Digest(EVP_md5(), data);
+  unsigned char out[64];
+  int n = EVP_EncodeBlock(out, reinterpret_cast<const unsigned char*>(d.data()), static_cast<int>(d.size()));
+  return std::string(reinterpret_cast<char*>(out), static_cast<size_t>(n));
+}
+
+std::string AmzDate(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> query) {
+  for (auto& [k, v] : query) {
+    k = PercentEncode(k, false);
+    v = PercentEncode(v, false);
+  }
+  std::sort(query.begin(), query.end());
+  std::string out;
+  for (const auto& [k, v] : query) {
+    if (!out.empty()) out += '&';
+    out += k;
+    out += '=';
+    out += v;
+  }
+  return out;
+}
+
+void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::system_clock::time_point now,
+            Headers& headers) {
+  bool has_host = std::any_of(headers.begin(), headers.end(), [](const auto& h) { return Lower(h.first) == "host"; });
+  if (!has_host) headers.emplace_back("Host", in.host);
+  std::string amz_date = AmzDate(now);
+  std::string date = amz_date.substr(0, 8);
+  headers.emplace_back("x-amz-date", amz_date);
+  headers.emplace_back("x-amz-content-sha256", in.payload_hash);
+  if (!creds.session_token.empty()) headers.emplace_back("x-amz-security-token", creds.session_token);
+
+  // Canonical headers: lower-case names, sorted; repeated names join with ','.
+  std::vector<std::pair<std::string, std::string>> canon;
+  for (const auto& [k, v] : headers) canon.emplace_back(Lower(k), TrimValue(v));
+  std::stable_sort(canon.begin(), canon.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string canonical_headers, signed_headers;
+  for (size_t i = 0; i < canon.size(); ++i) {
+    if (i > 0 && canon[i].first == canon[i - 1].first) {
+      canonical_headers.pop_back();  // the '\n'
+      canonical_headers += ',' + canon[i].second + '\n';
+      continue;
+    }
+    canonical_headers += canon[i].first + ':' + canon[i].second + '\n';
+    if (!signed_headers.empty()) signed_headers += ';';
+    signed_headers += canon[i].first;
+  }
+
+  std::string canonical_request = in.method + '\n' + in.canonical_uri + '\n' + CanonicalQuery(in.query) + '\n' +
+                                  canonical_headers + '\n' + signed_headers + '\n' + in.payload_hash;
+  std::string scope = date + '/' + in.region + '/' + in.service + "/aws4_request";
+  std::string string_to_sign = "AWS4-HMAC-SHA256\n" + amz_date + '\n' + scope + '\n' + Sha256Hex(canonical_request);
+
+  std::string key = Hmac("AWS4" + creds.secret_access_key, date);
+  key = Hmac(key, in.region);
+  key = Hmac(key, in.service);
+  key = Hmac(key, "aws4_request");
+  auto sig = Hmac(key, string_to_sign);
+  headers.emplace_back("Authorization", "AWS4-HMAC-SHA256 Credential=" + creds.access_key_id + '/' + scope +
+                                            ", SignedHeaders=" + signed_headers +
+                                            ", Signature=" + Hex(reinterpret_cast<const unsigned char*>(sig.data()),
+                                                                 sig.size()));
+}
+
+}  // namespace shoal::s3

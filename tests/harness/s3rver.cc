@@ -1,0 +1,91 @@
+#include "tests/harness/s3rver.h"
+
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ufs/http/http_transport.h"
+
+namespace shoal::testing {
+namespace {
+
+std::string FindS3rverScript() {
+  std::vector<std::string> roots;
+  if (const char* env = std::getenv("SHOAL_SOURCE_DIR"); env && *env) roots.push_back(env);
+#ifdef SHOAL_HARNESS_SOURCE_DIR
+  roots.push_back(SHOAL_HARNESS_SOURCE_DIR);
+#endif
+  for (const auto& root : roots) {
+    std::string script = root + "/tools/node_modules/s3rver/bin/s3rver.js";
+    if (std::filesystem::exists(script)) return script;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<S3rverProcess> S3rverProcess::Start(std::chrono::milliseconds startup_timeout) {
+  std::string script = FindS3rverScript();
+  if (script.empty()) {
+    return Err(Code::kNotFound,
+               "s3rver is not installed (tools/node_modules/s3rver): run scripts/bootstrap, and set SHOAL_SOURCE_DIR "
+               "to the repository root when running tests from elsewhere");
+  }
+  char tmpl[] = "/tmp/shoal-s3rver-XXXXXX";
+  if (!::mkdtemp(tmpl)) return Err(Code::kIo, "cannot create a temporary directory for s3rver");
+
+  S3rverProcess s;
+  s.dir_ = tmpl;
+  Subprocess::Options o;
+  // --silent keeps the request log off stdout: nobody drains the pipe after startup.
+  // s3rver encrypts ListObjectsV2 continuation tokens with DES, which Node 17+
+  // only offers through OpenSSL's legacy provider.
+  o.argv = {"node", "--openssl-legacy-provider", script, "--directory", s.dir_, "--address", "127.0.0.1", "--port", "0", "--silent"};
+  auto proc = Subprocess::Start(o);
+  if (!proc) return Err(proc.error().WithContext("starting s3rver"));
+  s.process_ = std::move(*proc);
+  auto line = s.process_.WaitForLine("S3rver listening on", startup_timeout);
+  if (!line) return Err(line.error().WithContext("starting s3rver (is node installed? run scripts/bootstrap)"));
+  auto colon = line->rfind(':');
+  if (colon != std::string::npos) s.port_ = std::atoi(line->c_str() + colon + 1);
+  if (s.port_ <= 0) return Err(Code::kInternal, "cannot parse s3rver's address from '" + *line + "'");
+  return s;
+}
+
+S3rverProcess& S3rverProcess::operator=(S3rverProcess&& o) noexcept {
+  if (this != &o) {
+    Cleanup();
+    process_ = std::move(o.process_);
+    dir_ = std::move(o.dir_);
+    port_ = o.port_;
+    o.dir_.clear();
+    o.port_ = 0;
+  }
+  return *this;
+}
+
+S3rverProcess::~S3rverProcess() { Cleanup(); }
+
+void S3rverProcess::Cleanup() {
+  if (process_.pid() > 0) process_.Stop();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+}
+
+Status S3rverProcess::CreateBucket(const std::string& name) const {
+  HttpRequest r;
+  r.method = "PUT";
+  r.url = endpoint() + "/" + name;
+  r.timeout = std::chrono::seconds(30);
+  auto resp = PerformHttp(r);
+  if (!resp) return resp.error().WithContext("creating bucket " + name + " on s3rver");
+  if (resp->status / 100 == 2 || resp->status == 409) return {};
+  return Status(Code::kIo, "creating bucket " + name + " on s3rver: HTTP " + std::to_string(resp->status) + ": " +
+                               resp->body);
+}
+
+}  // namespace shoal::testing

@@ -1,0 +1,54 @@
+// S3rverProcess: a real S3 server (s3rver, installed by scripts/bootstrap into
+// tools/node_modules) for tests and benchmarks. It listens on 127.0.0.1 on a
+// port the kernel picks, keeps its data in a fresh temporary directory, and is
+// stopped (with its directory removed) when the object is destroyed.
+//
+// s3rver accepts anonymous requests and any request signed with access key
+// "S3RVER" (kAccessKeyId/kSecretAccessKey); it does not check V4 signatures.
+//
+//   auto s3 = S3rverProcess::Start();
+//   ASSERT_TRUE(s3) << s3.error().ToString();
+//   ASSERT_TRUE(s3->CreateBucket("data").ok());
+//   mount.options["endpoint"] = s3->endpoint();
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/subprocess.h"
+#include "shoal/status.h"
+
+namespace shoal::testing {
+
+class S3rverProcess {
+ public:
+  static constexpr const char* kAccessKeyId = "S3RVER";
+  static constexpr const char* kSecretAccessKey = "S3RVER";
+
+  // Fails with a message saying to run scripts/bootstrap when s3rver or node
+  // is missing. Looks for tools/node_modules under $SHOAL_SOURCE_DIR, else
+  // under the source tree this library was built from.
+  static Result<S3rverProcess> Start(std::chrono::milliseconds startup_timeout = std::chrono::seconds(60));
+
+  S3rverProcess() = default;
+  S3rverProcess(S3rverProcess&&) noexcept = default;
+  S3rverProcess& operator=(S3rverProcess&& o) noexcept;
+  ~S3rverProcess();
+
+  // "http://127.0.0.1:<port>"
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  const std::string& directory() const { return dir_; }
+
+  // Creates a bucket (anonymous PUT); OK if it already exists.
+  Status CreateBucket(const std::string& name) const;
+
+ private:
+  void Cleanup();
+
+  Subprocess process_;
+  std::string dir_;
+  int port_ = 0;
+};
+
+}  // namespace shoal::testing
