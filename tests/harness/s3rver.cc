@@ -25,7 +25,7 @@ std::string FindS3rverScript() {
 
 }  // namespace
 
-Result<S3rverProcess> S3rverProcess::Start(std::chrono::milliseconds startup_timeout) {
+Result<S3rverProcess> S3rverProcess::Start(const Options& options) {
   std::string script = FindS3rverScript();
   if (script.empty()) {
     return Err(Code::kNotFound,
@@ -37,15 +37,19 @@ Result<S3rverProcess> S3rverProcess::Start(std::chrono::milliseconds startup_tim
 
   S3rverProcess s;
   s.dir_ = tmpl;
+  if (!options.tls_key_file.empty()) s.tls_cert_ = options.tls_cert_file;
   Subprocess::Options o;
   // --silent keeps the request log off stdout: nobody drains the pipe after startup.
   // s3rver encrypts ListObjectsV2 continuation tokens with DES, which Node 17+
   // only offers through OpenSSL's legacy provider.
   o.argv = {"node", "--openssl-legacy-provider", script, "--directory", s.dir_, "--address", "127.0.0.1", "--port", "0", "--silent"};
+  if (!options.tls_cert_file.empty() && !options.tls_key_file.empty()) {
+    o.argv.insert(o.argv.end(), {"--cert", options.tls_cert_file, "--key", options.tls_key_file});
+  }
   auto proc = Subprocess::Start(o);
   if (!proc) return Err(proc.error().WithContext("starting s3rver"));
   s.process_ = std::move(*proc);
-  auto line = s.process_.WaitForLine("S3rver listening on", startup_timeout);
+  auto line = s.process_.WaitForLine("S3rver listening on", options.startup_timeout);
   if (!line) return Err(line.error().WithContext("starting s3rver (is node installed? run scripts/bootstrap)"));
   auto colon = line->rfind(':');
   if (colon != std::string::npos) s.port_ = std::atoi(line->c_str() + colon + 1);
@@ -58,6 +62,7 @@ S3rverProcess& S3rverProcess::operator=(S3rverProcess&& o) noexcept {
     Cleanup();
     process_ = std::move(o.process_);
     dir_ = std::move(o.dir_);
+    tls_cert_ = std::move(o.tls_cert_);
     port_ = o.port_;
     o.dir_.clear();
     o.port_ = 0;
@@ -81,6 +86,7 @@ Status S3rverProcess::CreateBucket(const std::string& name) const {
   r.method = "PUT";
   r.url = endpoint() + "/" + name;
   r.timeout = std::chrono::seconds(30);
+  r.ca_file = tls_cert_;
   auto resp = PerformHttp(r);
   if (!resp) return resp.error().WithContext("creating bucket " + name + " on s3rver");
   if (resp->status / 100 == 2 || resp->status == 409) return {};

@@ -25,18 +25,29 @@ class S3rverProcess {
   static constexpr const char* kAccessKeyId = "S3RVER";
   static constexpr const char* kSecretAccessKey = "S3RVER";
 
+  struct Options {
+    // PEM files; when both are set s3rver serves HTTPS and endpoint() says so.
+    // The certificate must name 127.0.0.1 (subjectAltName IP:127.0.0.1).
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    std::chrono::milliseconds startup_timeout = std::chrono::seconds(60);
+  };
+
   // Fails with a message saying to run scripts/bootstrap when s3rver or node
   // is missing. Looks for tools/node_modules under $SHOAL_SOURCE_DIR, else
   // under the source tree this library was built from.
-  static Result<S3rverProcess> Start(std::chrono::milliseconds startup_timeout = std::chrono::seconds(60));
+  static Result<S3rverProcess> Start(const Options& options);
+  static Result<S3rverProcess> Start() { return Start(Options{}); }
 
   S3rverProcess() = default;
   S3rverProcess(S3rverProcess&&) noexcept = default;
   S3rverProcess& operator=(S3rverProcess&& o) noexcept;
   ~S3rverProcess();
 
-  // "http://127.0.0.1:<port>"
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // "http://127.0.0.1:<port>" (https:// with TLS)
+  std::string endpoint() const {
+    return (tls_cert_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port_);
+  }
   int port() const { return port_; }
   const std::string& directory() const { return dir_; }
 
@@ -48,6 +59,7 @@ class S3rverProcess {
 
   Subprocess process_;
   std::string dir_;
+  std::string tls_cert_;  // also the CA that CreateBucket trusts
   int port_ = 0;
 };
 

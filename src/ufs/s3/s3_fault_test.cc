@@ -372,6 +372,35 @@ TEST(S3Fault, FailedPartAbortsTheMultipartUpload) {
   EXPECT_TRUE(aborted);
 }
 
+TEST(S3Fault, MultipartSendsFullPartsThenCompletes) {
+  FakeS3 server([&](const Request& r) {
+    if (r.method == "POST" && r.target.find("uploads") != std::string::npos) {
+      return Reply(200, "<InitiateMultipartUploadResult><UploadId>UP2</UploadId></InitiateMultipartUploadResult>");
+    }
+    if (r.method == "PUT") {
+      auto n = r.target.substr(r.target.find("partNumber=") + 11, 1);
+      return Reply(200, "", {"ETag: \"etag" + n + "\""});
+    }
+    return Reply(200, "<CompleteMultipartUploadResult><ETag>\"x-3\"</ETag></CompleteMultipartUploadResult>");
+  });
+  auto store = Open(server.endpoint(), {{"multipart_threshold", "5MiB"}, {"multipart_part_size", "5MiB"}});
+  std::string data(11 << 20, 'y');
+  auto st = store->Write("big", data);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::map<std::string, size_t> part_sizes;
+  std::string complete;
+  for (auto& r : server.requests()) {
+    if (r.method == "PUT") {
+      EXPECT_FALSE(r.headers["content-md5"].empty());  // unsigned payload: integrity via Content-MD5
+      EXPECT_EQ(r.headers["x-amz-content-sha256"], "UNSIGNED-PAYLOAD");
+      part_sizes[r.target.substr(r.target.find("partNumber=") + 11, 1)] = r.body.size();
+    }
+    if (r.method == "POST" && r.target.find("uploadId=UP2") != std::string::npos) complete = r.body;
+  }
+  EXPECT_EQ(part_sizes, (std::map<std::string, size_t>{{"1", 5u << 20}, {"2", 5u << 20}, {"3", 1u << 20}}));
+  EXPECT_NE(complete.find("<PartNumber>3</PartNumber><ETag>&quot;etag3&quot;</ETag>"), std::string::npos) << complete;
+}
+
 TEST(S3Fault, AnonymousRequestsAreUnsigned) {
   FakeS3 server([&](const Request& r) { return RangeReply(r); });
   MountConfig m;

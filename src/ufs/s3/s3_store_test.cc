@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <atomic>
+#include <filesystem>
 #include <memory>
 
 #include "common/config.h"
@@ -177,6 +180,60 @@ TEST(S3Store, EnvironmentAloneIsEnough) {
   auto n = (*store)->Read("hello", 0, buf);
   ASSERT_TRUE(n) << n.error().ToString();
   EXPECT_EQ(std::string(buf, *n), "world");
+}
+
+TEST(S3Store, HttpsWithCustomCaFile) {
+  char tmpl[] = "/tmp/shoal-s3tls-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl, key = dir + "/key.pem", cert = dir + "/cert.pem";
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  // A throwaway self-signed certificate for 127.0.0.1, made by the openssl CLI.
+  Subprocess::Options o;
+  o.argv = {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"};
+  o.stderr_to_stdout = true;
+  auto gen = Subprocess::Start(o);
+  ASSERT_TRUE(gen) << gen.error().ToString();
+  int status = gen->Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "openssl req failed: " << gen->output();
+
+  S3rverProcess::Options so;
+  so.tls_cert_file = cert;
+  so.tls_key_file = key;
+  auto tls = S3rverProcess::Start(so);
+  ASSERT_TRUE(tls) << tls.error().ToString();
+  ASSERT_TRUE(tls->endpoint().starts_with("https://"));
+  ASSERT_TRUE(tls->CreateBucket("tls-bucket").ok());
+
+  auto mount = [&](std::map<std::string, std::string> extra) {
+    MountConfig m;
+    m.path = "/tls";
+    m.ufs = "s3://tls-bucket/p";
+    m.options = {{"endpoint", tls->endpoint()}, {"max_retries", "0"}, {"request_timeout", "20s"}};
+    for (auto& [k, v] : extra) m.options[k] = v;
+    auto s = OpenUnderStore(m);
+    EXPECT_TRUE(s) << s.error().ToString();
+    return s ? *s : nullptr;
+  };
+  auto trusted = mount({{"ca_file", cert}});
+  ASSERT_NE(trusted, nullptr);
+  ASSERT_TRUE(trusted->Write("x", std::string_view("over tls")).ok());
+  char buf[8];
+  auto n = trusted->Read("x", 0, buf);
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(std::string(buf, *n), "over tls");
+
+  // The system CAs do not know this certificate: a clear error, not data.
+  auto untrusted = mount({});
+  auto st = untrusted->Stat("x");
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find(tls->endpoint()), std::string::npos) << st.error().ToString();
+
+  auto unverified = mount({{"verify_tls", "false"}});
+  EXPECT_TRUE(unverified->Stat("x")) << "verify_tls=false must accept the certificate";
 }
 
 }  // namespace

@@ -27,17 +27,23 @@ Status S3Writer::Fail(Status s) {
 Status S3Writer::Append(std::span<const char> data) {
   if (state_ != State::kOpen) return Status(Code::kInvalidArgument, "append to a closed writer for " + client_->UriOf(key_));
   if (!failed_.ok()) return failed_;
-  buffer_.append(data.data(), data.size());
   const auto& s = client_->settings();
-  if (upload_id_.empty() && buffer_.size() >= s.multipart_threshold && buffer_.size() > s.multipart_part_size) {
-    SHOAL_RETURN_IF_ERROR(StartMultipart());
-  }
-  if (upload_id_.empty()) return {};
-  // Keep the last bytes back: a part must not be the final one unless Close() says so.
-  while (buffer_.size() > s.multipart_part_size) {
-    std::string part = buffer_.substr(0, s.multipart_part_size);
-    buffer_.erase(0, s.multipart_part_size);
-    SHOAL_RETURN_IF_ERROR(SubmitPart(std::move(part)));
+  // Data enters the buffer only up to the point where something must be sent,
+  // so a huge Append never makes a huge buffer. A part is cut only once more
+  // bytes follow it: the final (possibly short) part is Close()'s to send.
+  while (!data.empty()) {
+    size_t cap = upload_id_.empty() ? std::max<uint64_t>(s.multipart_threshold, s.multipart_part_size + 1)
+                                    : s.multipart_part_size + 1;
+    size_t take = std::min(data.size(), cap - buffer_.size());
+    buffer_.append(data.data(), take);
+    data = data.subspan(take);
+    if (buffer_.size() < cap) break;
+    if (upload_id_.empty()) SHOAL_RETURN_IF_ERROR(StartMultipart());
+    while (buffer_.size() > s.multipart_part_size) {
+      std::string part(buffer_.data(), s.multipart_part_size);
+      buffer_.erase(0, s.multipart_part_size);
+      SHOAL_RETURN_IF_ERROR(SubmitPart(std::move(part)));
+    }
   }
   return {};
 }
