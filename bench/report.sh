@@ -1,0 +1,203 @@
+# Writes docs/benchmarks.md from bench/run's results. Sourced by bench/run, which
+# defines RESULTS, EGRESS_TSV, NOTRUN, SPEC, median_of and the run's parameters.
+# Only measured numbers are printed; a missing figure says why.
+
+fmt() { awk -v v="$1" -v d="${2:-1}" 'BEGIN { if (v == "") print ""; else printf "%.*f", d, v }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print ""; else printf "%.2f", a / b }'; }
+
+# Why a contender has no figure for a row: "not run: ..." or "failed: ...".
+why_missing() {
+  local row=$1 c=$2
+  if [[ -n ${NOTRUN[$c]:-} ]]; then echo "not run: ${NOTRUN[$c]}"; return; fi
+  local f
+  f=$(awk -F'\t' -v row="$row" -v c="$c" '$1==row && $2==c && $10=="failed" {print $11; exit}' "$RESULTS")
+  if [[ -n $f ]]; then echo "failed: $f"; else echo "not run: skipped"; fi
+}
+
+# A table row: label, then MB/s, ops/s, p50, p99 for (row, contender), medians over rounds.
+# With epoch "cold" the cold run is used instead.
+perf_row() {
+  local label=$1 row=$2 c=$3 which=${4:-warm}
+  local mbps ops p50 p99
+  if [[ $which == cold ]]; then
+    read -r mbps ops p50 p99 < <(awk -F'\t' -v row="$row" -v c="$c" \
+      '$1==row && $2==c && $3=="cold" && $10=="ok" {print $5, $6, $7, $8; exit}' "$RESULTS") || true
+  else
+    mbps=$(median_of "$row" "$c" 5); ops=$(median_of "$row" "$c" 6)
+    p50=$(median_of "$row" "$c" 7); p99=$(median_of "$row" "$c" 8)
+  fi
+  if [[ -z ${mbps:-} ]]; then
+    echo "| $label | $(why_missing "$row" "$c") | | | |"
+  else
+    echo "| $label | $(fmt "$mbps") | $(fmt "$ops") | $(fmt "$p50" 2) | $(fmt "$p99" 2) |"
+  fi
+}
+
+cold_mbps() { awk -F'\t' -v row="$1" -v c="$2" '$1==row && $2==c && $3=="cold" && $10=="ok" {print $5; exit}' "$RESULTS"; }
+
+# target_row NAME MEASURED_RATIO GOAL(>= or <=) THRESHOLD WHAT_LIMITS
+target_row() {
+  local name=$1 got=$2 op=$3 goal=$4 limit=$5 verdict
+  if [[ -z $got ]]; then
+    verdict="not measured (a side did not run; see the tables)"
+  elif awk -v g="$got" -v t="$goal" -v op="$op" 'BEGIN { exit !((op == ">=") ? g >= t : g <= t) }'; then
+    verdict="met"
+  else
+    verdict="missed by $(awk -v g="$got" -v t="$goal" 'BEGIN { printf "%.0f%%", 100 * (g > t ? g / t - 1 : 1 - g / t) }'). $limit"
+  fi
+  echo "| $name | $op $goal | ${got:-—} | $verdict |"
+}
+
+write_report() {
+  local mem cpu
+  mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+  cpu=$(awk -F: '/model name/ {gsub(/^ +/, "", $2); print $2; exit}' /proc/cpuinfo)
+  cat <<EOF
+# Benchmarks
+
+Written by \`bench/run$( ((QUICK)) && echo " --quick")\` (see bench/README.md). Every figure below was
+measured in this one run; nothing is carried over from elsewhere.
+
+| | |
+|---|---|
+| date | $START_TIME |
+| machine | nproc $(nproc), memory $mem, kernel $(uname -r), CPU ${cpu:-unknown} |
+| mode | $( ((QUICK)) && echo quick || echo full), scale $SCALE, $ROUNDS rounds, interleaved A B A B; figures are medians over rounds; run took ${ELAPSED}s |
+| datasets (random bytes) | small: $SMALL_N files of 110-150 KiB ($(fmt "$(awk "BEGIN{print $(manifest_bytes "$WORK/small.manifest")/1e6}")") MB); large: $LARGE_N shards of $LARGE_MIN-$LARGE_MAX ($(fmt "$(awk "BEGIN{print $(manifest_bytes "$WORK/large.manifest")/1e6}")") MB); ranges: $RANGES_N reads of 4 KiB-1 MiB per round |
+| readers | small files: $SMALL_READERS threads; large shards: $LARGE_READERS; ranges: $RANGE_READERS |
+| WAN emulator | bench/wan_proxy in front of s3rver: 20 ms first-byte delay per request, 25 MB/s per connection, 200 MB/s in total |
+| checks | every read of every figure was checked against the source (xxh3 per file, content function per range); a failed check fails the run |
+
+Contenders: **page cache** (the same files read locally), **TCP loopback** (iperf3), **nginx** (sendfile, HTTP on
+loopback), **nginx via proxy(0)** (nginx through the emulator with no delay and no cap: the emulator's own cost),
+**direct** (S3 GETs through the emulator every epoch), **s3fs** (\`use_cache\`) and **rclone**
+(\`mount --vfs-cache-mode full\`) through the emulator, **Shoal** (native client, \`shoal up\` with 2 workers,
+UFS = s3rver through the emulator). "cold" is the first epoch after start; the others are warm.
+
+EOF
+  local w title
+  for w in small large ranges; do
+    case $w in
+      small) title="Small files (whole-file reads, random order per epoch)" ;;
+      large) title="Large shards (sequential reads, random shard order)" ;;
+      ranges) title="Random ranges (4 KiB-1 MiB at random offsets of the shards)" ;;
+    esac
+    echo "## $title"
+    echo
+    echo "| contender | MB/s | files (or reads)/s | p50 ms | p99 ms |"
+    echo "|---|---|---|---|---|"
+    perf_row "page cache (limit)" "$w" pagecache
+    if [[ $w == large ]]; then
+      local tcp; tcp=$(median_of tcp loopback 5)
+      if [[ -n $tcp ]]; then echo "| TCP loopback, iperf3 (limit) | $(fmt "$tcp") | | | |"
+      else echo "| TCP loopback, iperf3 (limit) | failed: iperf3 gave no result | | | |"; fi
+    fi
+    perf_row "nginx sendfile (limit)" "$w" nginx
+    perf_row "nginx via proxy(0)" "$w" nginx_proxy0
+    perf_row "direct S3 via WAN" "$w" direct
+    perf_row "s3fs warm" "$w" s3fs
+    perf_row "rclone warm" "$w" rclone
+    perf_row "**Shoal warm**" "$w" shoal
+    if [[ $w != ranges ]]; then
+      perf_row "direct, first epoch" "$w" direct cold
+      perf_row "s3fs cold" "$w" s3fs cold
+      perf_row "rclone cold" "$w" rclone cold
+      perf_row "**Shoal cold**" "$w" shoal cold
+    fi
+    echo
+  done
+
+  echo "## Accelerator utilisation (small files + accelerator model)"
+  echo
+  if [[ -n ${COMPUTE_MS:-} ]]; then
+    echo "One simulated accelerator takes batches of $BATCH samples and computes each for $COMPUTE_MS ms, chosen as a third"
+    echo "of what direct can feed ($(fmt "$DIRECT_FPS") files/s). AU = compute time / wall time, first batch's I/O excluded."
+    echo
+    echo "| contender | AU |"
+    echo "|---|---|"
+    local c au
+    for c in pagecache direct s3fs rclone shoal; do
+      au=$(median_of au "$c" 9)
+      if [[ -n $au ]]; then echo "| $c | $(fmt "$(awk -v a="$au" 'BEGIN{print 100*a}')")% |"
+      else echo "| $c | $(why_missing au "$c") |"; fi
+    done
+  else
+    echo "not run: direct produced no small-file figure, so the compute time could not be set."
+  fi
+  echo
+
+  echo "## Egress (3 epochs x 2 clients, a dataset not read before)"
+  echo
+  echo "Unique dataset bytes: $EGRESS_BYTES. UFS bytes are response bytes through the emulator (headers included);"
+  echo "requests are request turns it counted (GET, HEAD, LIST)."
+  echo
+  echo "| contender | UFS bytes | UFS requests | bytes / unique | expected |"
+  echo "|---|---|---|---|---|"
+  local c bytes reqs ufs st note exp
+  for c in direct s3fs rclone shoal; do
+    case $c in direct) exp="6 (E x C)" ;; s3fs | rclone) exp="2 (C)" ;; shoal) exp="1.00" ;; esac
+    # "|"-separated: with tabs, read would merge empty fields.
+    if IFS='|' read -r bytes reqs ufs st note < <(awk -F'\t' -v OFS='|' -v c="$c" '$1==c {print $2, $3, $4, $5, $6}' "$EGRESS_TSV"); then
+      if [[ $st == ok ]]; then
+        echo "| $c | $bytes | $reqs | $(ratio "$bytes" "$EGRESS_BYTES") | $exp |"
+        [[ $c == shoal && -n $ufs ]] && SHOAL_UFS_RATIO=$(ratio "$ufs" "$EGRESS_BYTES")
+      else
+        echo "| $c | failed: $note | | | $exp |"
+      fi
+    else
+      echo "| $c | $(why_missing egress "$c") | | | $exp |"
+    fi
+  done
+  [[ -n ${SHOAL_UFS_RATIO:-} ]] && { echo; echo "Shoal's own metric (shoal_ufs_read_bytes_total over workers) / unique bytes: $SHOAL_UFS_RATIO."; }
+  echo
+
+  echo "## The emulator's own overhead"
+  echo
+  echo "nginx through bench/wan_proxy with zero delay and no cap, against nginx directly (same run, medians):"
+  echo
+  echo "| workload | via proxy(0) / direct |"
+  echo "|---|---|"
+  for w in small large ranges; do
+    echo "| $w | $(ratio "$(median_of "$w" nginx_proxy0 5)" "$(median_of "$w" nginx 5)") |"
+  done
+  echo
+
+  echo "## Targets (Shoal warm, native client)"
+  echo
+  echo "| target | goal | measured | verdict |"
+  echo "|---|---|---|---|"
+  local sh_l sh_s ng_l di_l di_s s3_s rc_s best au_sh au_di egr sh_cold di_cold
+  sh_l=$(median_of large shoal 5); ng_l=$(median_of large nginx 5); di_l=$(median_of large direct 5)
+  sh_s=$(median_of small shoal 5); di_s=$(median_of small direct 5)
+  s3_s=$(median_of small s3fs 5); rc_s=$(median_of small rclone 5)
+  best=$(printf '%s\n%s\n' "$s3_s" "$rc_s" | sort -g | tail -1)
+  target_row "large shards vs nginx" "$(ratio "$sh_l" "$ng_l")" ">=" 0.8 \
+    "Limited by the client's per-read copy and 2 shared cores (nginx uses sendfile)."
+  target_row "large shards vs direct" "$(ratio "$sh_l" "$di_l")" ">=" 5 "Direct is capped by the emulator at 25 MB/s per connection."
+  target_row "small files vs better of s3fs/rclone warm" "$(ratio "$sh_s" "$best")" ">=" 2 \
+    "Per-file open + metadata round trip to a worker against a local FUSE cache file."
+  target_row "small files vs direct" "$(ratio "$sh_s" "$di_s")" ">=" 10 "Bounded by the per-request cost on 2 cores."
+  au_sh=$(median_of au shoal 9); au_di=$(median_of au direct 9)
+  target_row "AU where direct < 50% (direct: ${au_di:+$(fmt "$(awk -v a="$au_di" 'BEGIN{print 100*a}')")%})" \
+    "$(awk -v a="$au_sh" 'BEGIN { if (a != "") printf "%.3f", a }')" ">=" 0.95 "Readers could not keep the batch queue full."
+  egr=$(awk -F'\t' '$1=="shoal" && $5=="ok" {print $2}' "$EGRESS_TSV")
+  target_row "egress ratio (3 epochs x 2 clients)" "$(ratio "$egr" "$EGRESS_BYTES")" "<=" 1.05 \
+    "Bytes fetched more than once: read-ahead past the end, or the same page missed by two clients at once."
+  sh_cold=$(cold_mbps small shoal); di_cold=$(cold_mbps small direct)
+  target_row "Shoal cold epoch vs direct (small files)" "$(ratio "$sh_cold" "$di_cold")" ">=" 1.0 \
+    "A cold read pays the WAN plus the cache fill."
+  sh_cold=$(cold_mbps large shoal); di_cold=$(cold_mbps large direct)
+  target_row "Shoal cold epoch vs direct (large shards)" "$(ratio "$sh_cold" "$di_cold")" ">=" 1.0 \
+    "A cold read pays the WAN plus the cache fill."
+  echo
+  if ((${#NOTRUN[@]})); then
+    echo "## Not run"
+    echo
+    for c in "${!NOTRUN[@]}"; do echo "- $c: ${NOTRUN[$c]}"; done
+    echo
+  fi
+  echo "## Core benchmark (bench/core_bench)"
+  echo
+  if [[ -f $WORK/core.out ]]; then cat "$WORK/core.out"; else echo "not run: $CORE_NOTRUN"; fi
+  echo
+}

@@ -1,0 +1,188 @@
+# s3rver's built-in credentials (S3RVER/S3RVER) are used by every S3 client here.
+# Helpers for bench/run: start the servers and mounts the contenders need, and
+# tear all of them down on exit. Sourced, not run. Every server listens on
+# 127.0.0.1 on a port chosen at runtime; every child's pid is recorded in
+# $WORK/pids and every mount in $WORK/mounts so cleanup finds them.
+
+PIDS_FILE="$WORK/pids"
+MOUNTS_FILE="$WORK/mounts"
+: >"$PIDS_FILE"
+: >"$MOUNTS_FILE"
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# A free loopback port (bound and released; the server binds it right after).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_for_line FILE REGEX SECONDS PID: waits until FILE has a line matching
+# REGEX, or fails when PID dies or time runs out. Prints the line.
+wait_for_line() {
+  local file=$1 re=$2 secs=$3 pid=$4 line
+  local deadline=$((SECONDS + secs))
+  while ((SECONDS < deadline)); do
+    line=$(grep -m1 -E "$re" "$file" 2>/dev/null || true)
+    if [[ -n $line ]]; then printf '%s\n' "$line"; return 0; fi
+    kill -0 "$pid" 2>/dev/null || { log "process $pid exited before printing /$re/: $(tail -5 "$file")"; return 1; }
+    sleep 0.1
+  done
+  log "timed out after ${secs}s waiting for /$re/ in $file"
+  return 1
+}
+
+# bg NAME CMD...: starts CMD in its own process group, output in $WORK/NAME.log.
+bg() {
+  local name=$1; shift
+  setsid "$@" >"$WORK/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid $name" >>"$PIDS_FILE"
+  BG_PID=$pid
+}
+
+stop_pid() {
+  local pid=$1
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local mnt pid name
+  if [[ -f $MOUNTS_FILE ]]; then
+    while read -r mnt; do
+      [[ -n $mnt ]] || continue
+      mountpoint -q "$mnt" 2>/dev/null && { fusermount -u "$mnt" 2>/dev/null || fusermount -u -z "$mnt" 2>/dev/null || true; }
+    done <"$MOUNTS_FILE"
+  fi
+  if [[ -f $PIDS_FILE ]]; then
+    tac "$PIDS_FILE" | while read -r pid name; do stop_pid "$pid"; done
+  fi
+  if [[ ${KEEP_WORK:-0} == 1 ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+# start_s3rver DIR BUCKET: sets S3_PORT.
+start_s3rver() {
+  local dir=$1 bucket=$2
+  mkdir -p "$dir"
+  bg s3rver node "$ROOT/tools/node_modules/s3rver/bin/s3rver.js" -d "$dir" -a 127.0.0.1 -p 0 \
+    --configure-bucket "$bucket"
+  local line
+  line=$(wait_for_line "$WORK/s3rver.log" 'listening on 127\.0\.0\.1:[0-9]+' 60 "$BG_PID") ||
+    { log "s3rver did not start; run scripts/bootstrap to install it"; return 1; }
+  S3_PORT=${line##*:}
+}
+
+# start_proxy NAME UPSTREAM_PORT [wan_proxy flags]: sets ${NAME}_PORT and ${NAME}_STATS.
+start_proxy() {
+  local name=$1 up=$2; shift 2
+  bg "$name" "$BIN/wan_proxy" --upstream "127.0.0.1:$up" "$@"
+  local l s
+  l=$(wait_for_line "$WORK/$name.log" '^listening: ' 10 "$BG_PID") || return 1
+  s=$(wait_for_line "$WORK/$name.log" '^stats: ' 10 "$BG_PID") || return 1
+  printf -v "${name}_PORT" '%s' "${l##*:}"
+  printf -v "${name}_STATS" '%s' "${s#stats: }"
+}
+
+# proxy_counter STATS_ADDR FIELD: one counter of a running wan_proxy.
+proxy_counter() {
+  curl -s --noproxy '*' "http://$1/" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'
+}
+
+# start_nginx ROOT: serves ROOT with sendfile; sets NGINX_PORT.
+start_nginx() {
+  local root=$1 d="$WORK/nginx"
+  mkdir -p "$d/logs" "$d/tmp"
+  NGINX_PORT=$(free_port)
+  # As root, nginx's workers would drop to nobody and could not read the 0700 work dir.
+  local user=""
+  [[ $(id -u) == 0 ]] && user="user root;"
+  cat >"$d/nginx.conf" <<EOF
+$user
+worker_processes 2;
+error_log $d/logs/error.log warn;
+pid $d/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path $d/tmp;
+  proxy_temp_path $d/tmp;
+  fastcgi_temp_path $d/tmp;
+  uwsgi_temp_path $d/tmp;
+  scgi_temp_path $d/tmp;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    root $root;
+  }
+}
+EOF
+  bg nginx nginx -c "$d/nginx.conf" -p "$d" -g 'daemon off;'
+  local pid=$BG_PID
+  for _ in $(seq 100); do
+    curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  log "nginx did not start: $(cat "$WORK/nginx.log" "$d/logs/error.log" 2>/dev/null | tail -3)"
+  return 1
+}
+
+wait_mounted() {
+  local mnt=$1 pid=$2
+  for _ in $(seq 200); do
+    mountpoint -q "$mnt" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
+}
+
+# mount_s3fs MNT CACHE_DIR PROXY_PORT BUCKET
+mount_s3fs() {
+  local mnt=$1 cache=$2 port=$3 bucket=$4
+  mkdir -p "$mnt" "$cache"
+  printf 'S3RVER:S3RVER\n' >"$WORK/s3fs.passwd"
+  chmod 600 "$WORK/s3fs.passwd"
+  echo "$mnt" >>"$MOUNTS_FILE"
+  bg "s3fs-$(basename "$mnt")" s3fs "$bucket" "$mnt" -f -o "url=http://127.0.0.1:$port" -o use_path_request_style \
+    -o "passwd_file=$WORK/s3fs.passwd" -o "use_cache=$cache" -o ro -o endpoint=us-east-1 -o stat_cache_expire=3600
+  wait_mounted "$mnt" "$BG_PID" || { log "s3fs mount at $mnt failed: $(tail -3 "$WORK/s3fs-$(basename "$mnt").log")"; return 1; }
+}
+
+# mount_rclone MNT CACHE_DIR PROXY_PORT BUCKET
+mount_rclone() {
+  local mnt=$1 cache=$2 port=$3 bucket=$4
+  mkdir -p "$mnt" "$cache"
+  echo "$mnt" >>"$MOUNTS_FILE"
+  # rclone refuses to start while AWS_CA_BUNDLE is set.
+  bg "rclone-$(basename "$mnt")" env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone.conf" \
+    RCLONE_S3_PROVIDER=Other RCLONE_S3_ENDPOINT="http://127.0.0.1:$port" RCLONE_S3_ACCESS_KEY_ID=S3RVER \
+    RCLONE_S3_SECRET_ACCESS_KEY=S3RVER RCLONE_S3_FORCE_PATH_STYLE=true RCLONE_S3_ENV_AUTH=false \
+    rclone mount ":s3:$bucket" "$mnt" --vfs-cache-mode full --cache-dir "$cache" --read-only \
+    --dir-cache-time 1h --vfs-cache-max-age 24h --vfs-cache-max-size 100G
+  wait_mounted "$mnt" "$BG_PID" || { log "rclone mount at $mnt failed: $(tail -3 "$WORK/rclone-$(basename "$mnt").log")"; return 1; }
+}
+
+# upload DIR PREFIX S3_PORT BUCKET: copies DIR/PREFIX into the bucket, directly (not via the proxy).
+upload() {
+  local dir=$1 prefix=$2 port=$3 bucket=$4
+  env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone.conf" RCLONE_S3_PROVIDER=Other \
+    RCLONE_S3_ENDPOINT="http://127.0.0.1:$port" RCLONE_S3_ACCESS_KEY_ID=S3RVER RCLONE_S3_SECRET_ACCESS_KEY=S3RVER \
+    RCLONE_S3_FORCE_PATH_STYLE=true RCLONE_S3_ENV_AUTH=false \
+    rclone copy "$dir/$prefix" ":s3:$bucket/$prefix" --transfers 8 --s3-upload-cutoff 1G --s3-chunk-size 512M \
+    >>"$WORK/upload.log" 2>&1 || { log "uploading $prefix to s3rver failed: $(tail -3 "$WORK/upload.log")"; return 1; }
+}
+
+# start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG.
+start_shoal() {
+  local ufs=$1 workers=$2 cache=$3
+  bg shoal env AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT" AWS_ACCESS_KEY_ID=S3RVER \
+    AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+    "$BIN/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE"
+  local line
+  line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
+  SHOAL_CONFIG=${line#ready: config=}
+}
