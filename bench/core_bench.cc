@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
 
   Subprocess::Options so;
   so.argv = {shoal_bin, "up", "--workers", "1", "--ufs", (dir / "ufs").string(), "--cache-dir", (dir / "cache").string(),
-             "--cache-size", std::to_string(2 * size + kGiB)};
+             "--cache-size", std::to_string(2 * size + kGiB), "--state-dir", (dir / "state").string()};
   so.stderr_file = (dir / "shoal.log").string();
   auto up = Subprocess::Start(so);
   if (!up) Die("cannot start " + shoal_bin + ": " + up.error().ToString());

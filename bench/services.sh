@@ -181,7 +181,8 @@ start_shoal() {
   local ufs=$1 workers=$2 cache=$3
   bg shoal env AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT" AWS_ACCESS_KEY_ID=S3RVER \
     AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
-    "$BIN/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE"
+    "$BUILD_DIR/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE" \
+    --state-dir "$WORK/shoal-state"
   local line
   line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
   SHOAL_CONFIG=${line#ready: config=}

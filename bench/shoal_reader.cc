@@ -58,6 +58,11 @@ Result<ReaderFactory> ShoalReaders(const std::string& config, const std::string&
     g_client = client;
   }
   std::string p = prefix;
+  if (p.empty()) {  // "shoal:CONFIG:" reads under the first mount
+    auto mounts = client->Mounts();
+    if (mounts.empty()) return Err(Code::kNotFound, "the Shoal config " + config + " has no mounts");
+    p = mounts[0].path;
+  }
   while (!p.empty() && p.back() == '/') p.pop_back();
   // 4 MiB buffers: one Pread covers a small file, and large reads span shards
   // in few calls.
