@@ -1,0 +1,303 @@
+#include "ufs/webhdfs/webhdfs_client.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "common/config.h"
+#include "common/units.h"
+#include "ufs/uri.h"
+
+namespace shoal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+bool Is2xx(long s) { return s >= 200 && s < 300; }
+bool IsRedirect(long s) { return s == 307 || s == 302 || s == 303 || s == 301 || s == 308; }
+bool IsTransient(long s) { return s == 500 || s == 502 || s == 503 || s == 504 || s == 429; }
+
+// Exponential backoff with full jitter: 50 ms, 100 ms, ... capped at 2 s.
+std::chrono::milliseconds Backoff(int attempt) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  int64_t cap = std::min<int64_t>(2000, int64_t{50} << std::min(attempt, 10));
+  return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap / 2, cap)(rng));
+}
+
+HdfsStatus ParseStatus(const Json& j) {
+  HdfsStatus s;
+  s.name = j.value("pathSuffix", "");
+  s.is_dir = j.value("type", "") == "DIRECTORY";
+  s.length = j.value("length", uint64_t{0});
+  s.mtime_ms = j.value("modificationTime", int64_t{0});
+  return s;
+}
+
+// The boolean of a {"boolean": b} answer; true for an empty body (rename2 answers nothing).
+bool BooleanAnswer(const std::string& body) {
+  auto j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("boolean")) return true;
+  return j["boolean"].is_boolean() && j["boolean"].get<bool>();
+}
+
+}  // namespace
+
+Result<WebHdfsSettings> ParseWebHdfsSettings(const std::string& authority, const MountConfig& mount) {
+  WebHdfsSettings s;
+  s.authority = authority;
+  s.mount_path = mount.path;
+  s.uri = mount.ufs;
+  const char* env_user = std::getenv("USER");
+  s.user = env_user && *env_user ? env_user : "shoal";
+  for (const auto& [k, v] : mount.options) {
+    auto bad = [&](const std::string& why) {
+      return Err(Code::kInvalidArgument, "mount " + mount.path + ": option " + k + "='" + v + "' " + why);
+    };
+    if (k == "user") {
+      if (v.empty()) return bad("is empty: name the HDFS user (user.name)");
+      s.user = v;
+    } else if (k == "scheme") {
+      if (v != "http" && v != "https") return bad("must be http or https");
+      s.scheme = v;
+    } else if (k == "request_timeout") {
+      auto d = ParseDuration(v);
+      if (!d || d->count() <= 0) return bad("is not a duration such as 30s");
+      s.request_timeout = *d;
+    } else if (k == "max_retries") {
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > 100) return bad("must be a count from 0 to 100");
+      s.max_retries = static_cast<int>(n);
+    } else if (k == "write_buffer") {
+      auto n = ParseSize(v);
+      if (!n || *n == 0) return bad("is not a size such as 8MiB");
+      s.write_buffer = *n;
+    } else if (k == "ca_file") {
+      s.ca_file = v;
+    } else {
+      return Err(Code::kInvalidArgument, "mount " + mount.path + ": unknown option '" + k +
+                                             "' for a WebHDFS mount (known: user, scheme, request_timeout, "
+                                             "max_retries, write_buffer, ca_file)");
+    }
+  }
+  return s;
+}
+
+std::string WebHdfsClient::Display(const std::string& path) const { return "hdfs://" + s_.authority + path; }
+
+std::string WebHdfsClient::Url(const std::string& path, const std::string& op,
+                               const std::vector<std::pair<std::string, std::string>>& params) const {
+  std::string url = s_.scheme + "://" + s_.authority + "/webhdfs/v1" + PercentEncode(path, /*keep_slash=*/true);
+  url += "?op=" + op + "&user.name=" + PercentEncode(s_.user, false);
+  for (const auto& [k, v] : params) url += "&" + k + "=" + PercentEncode(v, false);
+  return url;
+}
+
+Result<HttpResponse> WebHdfsClient::Send(HttpRequest req, bool idempotent, Clock::time_point deadline) {
+  for (int attempt = 0;; ++attempt) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      return Err(Code::kTimeout, req.method + " " + req.url + " did not succeed within request_timeout=" +
+                                     std::to_string(s_.request_timeout.count()) + "ms (" +
+                                     std::to_string(attempt) + " attempts): raise request_timeout or check the server");
+    }
+    req.timeout = std::min(left, s_.request_timeout);
+    req.connect_timeout = std::min(req.connect_timeout, req.timeout);
+    auto r = PerformHttp(req);
+    bool transient = !r || IsTransient(r->status);
+    if (!transient || !idempotent || attempt >= s_.max_retries) return r;
+    auto pause = std::min(Backoff(attempt), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);  // backoff, not synchronisation
+  }
+}
+
+Result<HttpResponse> WebHdfsClient::Perform(const Call& call, bool follow_datanode) {
+  auto deadline = Clock::now() + s_.request_timeout;
+  HttpRequest nn;
+  nn.method = call.method;
+  nn.url = Url(call.path, call.op, call.params);
+  nn.ca_file = s_.ca_file;
+  // Step one of a two-step op carries no data: the namenode only names a datanode.
+  if (!follow_datanode) nn.body = call.body;
+  nn.body_out = call.body_out;
+  auto r = Send(nn, /*idempotent=*/true, deadline);
+  if (!r) {
+    return Err(r.error().code(), "cannot reach the WebHDFS namenode of " + s_.uri + " (mount " + s_.mount_path +
+                                     "): " + r.error().message() +
+                                     "; check that it is up and that the URI names its HTTP port");
+  }
+  if (!follow_datanode || !IsRedirect(r->status)) return r;
+  HttpRequest dn;
+  dn.method = call.method;
+  dn.url = r->Header("location");
+  if (dn.url.empty()) return Err(Code::kIo, call.op + " " + Display(call.path) + ": the namenode redirected without a Location");
+  dn.ca_file = s_.ca_file;
+  dn.body = call.body;
+  dn.body_out = call.body_out;
+  if (call.method != "GET") dn.headers.emplace_back("Content-Type", "application/octet-stream");
+  auto d = Send(dn, call.idempotent, deadline);
+  if (!d) {
+    return Err(d.error().code(), "cannot reach the WebHDFS datanode for " + call.op + " " + Display(call.path) + ": " +
+                                     d.error().message() + "; check that datanodes are reachable from this host");
+  }
+  return d;
+}
+
+Status WebHdfsClient::ErrorFor(const HttpResponse& resp, const std::string& what, const std::string& path) const {
+  std::string exception, message;
+  auto j = Json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded() && j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object()) {
+    exception = j["RemoteException"].value("exception", "");
+    message = j["RemoteException"].value("message", "");
+  }
+  std::string detail = "HTTP " + std::to_string(resp.status) + (exception.empty() ? "" : " " + exception) +
+                       (message.empty() ? "" : ": " + message);
+  if (exception == "FileNotFoundException" || (resp.status == 404 && exception.empty())) {
+    return Status(Code::kNotFound, "no such file or directory: " + Display(path) +
+                                       (exception.empty() ? " (" + detail + "; is the URI's port the namenode's HTTP port?)" : ""));
+  }
+  if (exception == "AccessControlException" || exception == "SecurityException" || resp.status == 401) {
+    return Status(Code::kPermissionDenied, "permission denied by " + s_.uri + " (mount " + s_.mount_path + ") to user '" +
+                                               s_.user + "' for " + what + " " + Display(path) + ": " + detail +
+                                               ": check the user option and the HDFS permissions");
+  }
+  if (exception == "FileAlreadyExistsException") return Status(Code::kAlreadyExists, what + " " + Display(path) + ": " + detail);
+  if (exception == "IllegalArgumentException" || resp.status == 400) {
+    return Status(Code::kInvalidArgument, what + " " + Display(path) + " was refused: " + detail);
+  }
+  if (resp.status >= 500) {
+    return Status(Code::kUnavailable, what + " " + Display(path) + " failed after " + std::to_string(s_.max_retries + 1) +
+                                          " attempts: " + detail + ": the HDFS cluster is unhealthy; retry later");
+  }
+  return Status(Code::kIo, what + " " + Display(path) + " failed: " + detail);
+}
+
+Result<HdfsStatus> WebHdfsClient::GetFileStatus(const std::string& path) {
+  auto r = Perform(Call("GET", path, "GETFILESTATUS"), false);
+  if (!r) return Err(r.error());
+  if (!Is2xx(r->status)) return Err(ErrorFor(*r, "stat", path));
+  auto j = Json::parse(r->body, nullptr, false);
+  if (j.is_discarded() || !j.contains("FileStatus")) {
+    return Err(Code::kIo, "stat " + Display(path) + ": the namenode answered without a FileStatus");
+  }
+  return ParseStatus(j["FileStatus"]);
+}
+
+Result<HdfsBatch> WebHdfsClient::ListBatch(const std::string& path, const std::string& start_after) {
+  HdfsBatch batch;
+  if (!batch_unsupported_.load(std::memory_order_relaxed)) {
+    Call c("GET", path, "LISTSTATUS_BATCH");
+    if (!start_after.empty()) c.params.emplace_back("startAfter", start_after);
+    auto r = Perform(c, false);
+    if (!r) return Err(r.error());
+    if (Is2xx(r->status)) {
+      auto j = Json::parse(r->body, nullptr, false);
+      if (j.is_discarded() || !j.contains("DirectoryListing")) {
+        return Err(Code::kIo, "list " + Display(path) + ": the namenode answered without a DirectoryListing");
+      }
+      const auto& dl = j["DirectoryListing"];
+      for (const auto& e : dl["partialListing"]["FileStatuses"]["FileStatus"]) batch.entries.push_back(ParseStatus(e));
+      batch.more = dl.value("remainingEntries", int64_t{0}) > 0;
+      return batch;
+    }
+    // Hadoop before 2.8 has no LISTSTATUS_BATCH and refuses the op name.
+    if (r->status != 400 || r->body.find("LISTSTATUS_BATCH") == std::string::npos) return Err(ErrorFor(*r, "list", path));
+    batch_unsupported_.store(true, std::memory_order_relaxed);
+  }
+  auto r = Perform(Call("GET", path, "LISTSTATUS"), false);
+  if (!r) return Err(r.error());
+  if (!Is2xx(r->status)) return Err(ErrorFor(*r, "list", path));
+  auto j = Json::parse(r->body, nullptr, false);
+  if (j.is_discarded() || !j.contains("FileStatuses")) {
+    return Err(Code::kIo, "list " + Display(path) + ": the namenode answered without FileStatuses");
+  }
+  for (const auto& e : j["FileStatuses"]["FileStatus"]) {
+    auto s = ParseStatus(e);
+    if (start_after.empty() || s.name > start_after) batch.entries.push_back(std::move(s));
+  }
+  return batch;
+}
+
+Result<size_t> WebHdfsClient::Open(const std::string& path, uint64_t offset, std::span<char> out) {
+  Call c("GET", path, "OPEN");
+  c.body_out = out;
+  c.params = {{"offset", std::to_string(offset)}, {"length", std::to_string(out.size())}};
+  auto r = Perform(c, true);
+  if (!r) return Err(r.error());
+  if (Is2xx(r->status)) {
+    if (r->body_out_overflow) {
+      return Err(Code::kIo, "read " + Display(path) + ": the datanode sent more than the " + std::to_string(out.size()) +
+                                " bytes asked for; refusing the data");
+    }
+    return r->body_out_size;
+  }
+  // Past the end of the file HDFS refuses the offset instead of answering empty.
+  if (offset > 0 && (r->body.find("out of the range") != std::string::npos || r->body.find("EOF") != std::string::npos)) {
+    return size_t{0};
+  }
+  return Err(ErrorFor(*r, "read", path));
+}
+
+Status WebHdfsClient::Create(const std::string& path, std::span<const char> data) {
+  Call c("PUT", path, "CREATE");
+  c.body = data;
+  c.params = {{"overwrite", "true"}};
+  auto r = Perform(c, true);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "create", path);
+  return {};
+}
+
+Status WebHdfsClient::Append(const std::string& path, std::span<const char> data) {
+  // Not idempotent: a retried APPEND could add the chunk twice.
+  Call c("POST", path, "APPEND");
+  c.body = data;
+  c.idempotent = false;
+  auto r = Perform(c, true);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "append to", path);
+  return {};
+}
+
+Status WebHdfsClient::Mkdirs(const std::string& path) {
+  auto r = Perform(Call("PUT", path, "MKDIRS"), false);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "mkdirs", path);
+  if (!BooleanAnswer(r->body)) return Status(Code::kIo, "mkdirs " + Display(path) + " failed: is a file in the way?");
+  return {};
+}
+
+Status WebHdfsClient::Rename(const std::string& from, const std::string& to) {
+  Call c("PUT", from, "RENAME");
+  c.params = {{"destination", to}, {"renameoptions", "OVERWRITE"}};
+  auto r = Perform(c, false);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "rename", from);
+  if (BooleanAnswer(r->body)) return {};
+  // A server that ignores renameoptions refuses to replace: remove the old file and retry once.
+  auto del = Delete(to, false);
+  if (!del) return del.error();
+  c.params.pop_back();
+  r = Perform(c, false);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "rename", from);
+  if (!BooleanAnswer(r->body)) {
+    return Status(Code::kIo, "rename " + Display(from) + " to " + to + " was refused: does the source exist?");
+  }
+  return {};
+}
+
+Result<bool> WebHdfsClient::Delete(const std::string& path, bool recursive) {
+  Call c("DELETE", path, "DELETE");
+  c.params = {{"recursive", recursive ? "true" : "false"}};
+  auto r = Perform(c, false);
+  if (!r) return Err(r.error());
+  if (!Is2xx(r->status)) return Err(ErrorFor(*r, "delete", path));
+  return BooleanAnswer(r->body);
+}
+
+}  // namespace shoal

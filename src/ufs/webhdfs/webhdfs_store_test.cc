@@ -1,0 +1,192 @@
+// WebHdfsStore against tests/webhdfs_server.py: the shared conformance suite
+// plus checks of the protocol details (datanode redirects, two-step writes,
+// user.name, error mapping).
+#include "ufs/webhdfs/webhdfs_store.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "common/config.h"
+#include "tests/harness/webhdfs.h"
+#include "ufs/conformance_test.h"
+
+namespace shoal {
+namespace {
+
+using testing::WebHdfsServer;
+
+// One server for the whole binary, stopped (and its directory removed) at exit.
+// Small pages so LISTSTATUS_BATCH paging is exercised.
+WebHdfsServer* Server() {
+  static std::unique_ptr<WebHdfsServer> server = [] {
+    WebHdfsServer::Options o;
+    o.ls_limit = 3;
+    auto s = WebHdfsServer::Start(o);
+    if (!s) ADD_FAILURE() << s.error().ToString();
+    return s ? std::make_unique<WebHdfsServer>(std::move(*s)) : nullptr;
+  }();
+  return server.get();
+}
+
+MountConfig Mount(const std::string& path, std::map<std::string, std::string> options = {}) {
+  static std::atomic<int> n{0};
+  MountConfig m;
+  m.path = "/hdfs";
+  m.ufs = Server()->Uri(path.empty() ? "t" + std::to_string(n++) + "-" + std::to_string(::getpid()) : path);
+  m.options = std::move(options);
+  m.options.emplace("user", "tester");
+  return m;
+}
+
+std::shared_ptr<UnderStore> Open(const MountConfig& m) {
+  auto s = OpenUnderStore(m);
+  if (!s) ADD_FAILURE() << s.error().ToString();
+  return s ? *s : nullptr;
+}
+
+std::shared_ptr<UnderStore> MakeFreshWebHdfs() {
+  if (!Server()) return nullptr;
+  // 4 MiB chunks: the 12 MiB streamed write becomes CREATE + APPENDs.
+  return Open(Mount("", {{"write_buffer", "4MiB"}, {"request_timeout", "60s"}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(WebHdfs, UnderStoreConformance,
+                         ::testing::Values(StoreFactory{"webhdfs", MakeFreshWebHdfs, /*has_rename=*/true}),
+                         [](const auto& info) { return info.param.name; });
+
+int64_t Count(const std::string& name) {
+  auto v = Server()->Counter(name);
+  EXPECT_TRUE(v) << v.error().ToString();
+  return v ? *v : -1;
+}
+
+TEST(WebHdfsStore, ReadFollowsDatanodeRedirect) {
+  auto store = MakeFreshWebHdfs();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Write("f", std::string_view("0123456789")).ok());
+  int64_t redirects = Count("open_redirects"), reads = Count("datanode_reads");
+  char buf[4];
+  auto n = store->Read("f", 3, buf);
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(std::string(buf, *n), "3456");
+  EXPECT_EQ(Count("open_redirects"), redirects + 1);
+  EXPECT_EQ(Count("datanode_reads"), reads + 1);
+}
+
+TEST(WebHdfsStore, StreamedWriteIsCreateAppendsRenameAndHiddenUntilClose) {
+  auto store = MakeFreshWebHdfs();
+  ASSERT_NE(store, nullptr);
+  int64_t creates = Count("create_redirects"), appends = Count("append_redirects");
+  auto w = store->OpenWriter("dir/big");
+  ASSERT_TRUE(w);
+  std::string chunk(3 << 20, 'x');
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*w)->Append(chunk).ok());  // 9 MiB: two 4 MiB chunks sent
+  EXPECT_EQ(Count("create_redirects"), creates + 1);
+  EXPECT_EQ(Count("append_redirects"), appends + 1);
+  auto st = store->Stat("dir/big");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kNotFound);
+  auto listed = store->List("dir/", {});
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  EXPECT_TRUE(listed->entries.empty()) << "the temporary file must not be listed: " << listed->entries[0].key;
+  ASSERT_TRUE((*w)->Close().ok());
+  st = store->Stat("dir/big");
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_EQ(st->size, 9u << 20);
+  EXPECT_EQ(Count("append_redirects"), appends + 2);
+}
+
+TEST(WebHdfsStore, VersionIsModificationTimeAndLength) {
+  auto store = MakeFreshWebHdfs();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Write("v", std::string_view("abc")).ok());
+  auto st = store->Stat("v");
+  ASSERT_TRUE(st);
+  EXPECT_TRUE(st->etag.empty());
+  EXPECT_GT(st->mtime_ns, 0);
+  EXPECT_EQ(st->Version(), std::to_string(st->mtime_ns) + "-3");
+}
+
+TEST(WebHdfsStore, SendsConfiguredUserName) {
+  auto store = Open(Mount("", {}));
+  ASSERT_NE(store, nullptr);
+  (void)store->Stat("x");
+  auto user = Server()->LastUser();
+  ASSERT_TRUE(user) << user.error().ToString();
+  EXPECT_EQ(*user, "tester");
+}
+
+TEST(WebHdfsStore, AccessControlExceptionIsPermissionDenied) {
+  WebHdfsServer::Options o;
+  o.deny_user = "mallory";
+  auto server = WebHdfsServer::Start(o);
+  ASSERT_TRUE(server) << server.error().ToString();
+  MountConfig m;
+  m.path = "/secure";
+  m.ufs = server->Uri("data");
+  m.options = {{"user", "mallory"}};
+  auto store = Open(m);
+  ASSERT_NE(store, nullptr);
+  auto st = store->Stat("x");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kPermissionDenied) << st.error().ToString();
+  EXPECT_NE(st.error().message().find("/secure"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("mallory"), std::string::npos) << st.error().message();
+}
+
+TEST(WebHdfsStore, UnreachableNamenodeIsUnavailable) {
+  // A port that was free a moment ago: nothing listens there.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  MountConfig m;
+  m.path = "/gone";
+  m.ufs = "hdfs://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/data";
+  m.options = {{"max_retries", "1"}};
+  auto store = Open(m);
+  ASSERT_NE(store, nullptr);
+  auto st = store->Stat("x");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kUnavailable) << st.error().ToString();
+  EXPECT_NE(st.error().message().find("/gone"), std::string::npos) << st.error().message();
+}
+
+TEST(WebHdfsStore, UnknownOptionIsRejected) {
+  MountConfig m;
+  m.path = "/typo";
+  m.ufs = "hdfs://127.0.0.1:1/data";
+  m.options = {{"usr", "x"}};
+  auto s = OpenUnderStore(m);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(s.error().message().find("usr"), std::string::npos);
+}
+
+TEST(WebHdfsStore, ListPrefixWithinDirectory) {
+  auto store = MakeFreshWebHdfs();
+  ASSERT_NE(store, nullptr);
+  for (const char* k : {"p/apple", "p/apricot", "p/banana", "p/avocado/x"}) ASSERT_TRUE(store->Write(k, std::string_view("1")).ok());
+  ListOptions o;
+  o.max_keys = 1;
+  std::vector<std::string> keys;
+  for (int guard = 0; guard < 20; ++guard) {
+    auto page = store->List("p/a", o);
+    ASSERT_TRUE(page) << page.error().ToString();
+    for (auto& e : page->entries) keys.push_back(e.key + (e.is_dir ? "/" : ""));
+    if (page->continuation.empty()) break;
+    o.continuation = page->continuation;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"p/apple", "p/apricot", "p/avocado/"}));
+}
+
+}  // namespace
+}  // namespace shoal

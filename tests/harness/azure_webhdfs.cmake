@@ -1,0 +1,14 @@
+# Test harness libraries for the Azure Blob (Azurite) and WebHDFS backends.
+# Included from tests/harness/CMakeLists.txt; other suites may link them.
+include_guard(GLOBAL)
+
+set(_shoal_harness_dir ${CMAKE_CURRENT_LIST_DIR})
+
+# Starts tests/webhdfs_server.py (needs /usr/bin/python3).
+add_library(shoal_test_webhdfs STATIC ${_shoal_harness_dir}/webhdfs.cc)
+target_include_directories(shoal_test_webhdfs PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(shoal_test_webhdfs PRIVATE SHOAL_HARNESS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(shoal_test_webhdfs PUBLIC shoal_common shoal_ufs PRIVATE nlohmann_json::nlohmann_json)
+
+# Stated here too so the targets build the same wherever this file is included.
+target_compile_features(shoal_test_webhdfs PUBLIC cxx_std_23)
