@@ -10,5 +10,12 @@ target_include_directories(shoal_test_webhdfs PUBLIC ${PROJECT_SOURCE_DIR} ${PRO
 target_compile_definitions(shoal_test_webhdfs PRIVATE SHOAL_HARNESS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 target_link_libraries(shoal_test_webhdfs PUBLIC shoal_common shoal_ufs PRIVATE nlohmann_json::nlohmann_json)
 
+# Starts Azurite's blob service from tools/node_modules (installed by scripts/bootstrap).
+add_library(shoal_test_azurite STATIC ${_shoal_harness_dir}/azurite.cc)
+target_include_directories(shoal_test_azurite PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(shoal_test_azurite PRIVATE SHOAL_HARNESS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(shoal_test_azurite PUBLIC shoal_common shoal_ufs)
+
 # Stated here too so the targets build the same wherever this file is included.
 target_compile_features(shoal_test_webhdfs PUBLIC cxx_std_23)
+target_compile_features(shoal_test_azurite PUBLIC cxx_std_23)

@@ -1,0 +1,88 @@
+#include "tests/harness/azurite.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "ufs/azure/azure_auth.h"
+#include "ufs/http/http_transport.h"
+
+namespace shoal::testing {
+
+struct AzuriteProcess::Dir {
+  std::string path;
+  ~Dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+namespace {
+
+std::string SourceDir() {
+  const char* env = std::getenv("SHOAL_SOURCE_DIR");
+  return env && *env ? env : SHOAL_HARNESS_SOURCE_DIR;
+}
+
+}  // namespace
+
+Result<AzuriteProcess> AzuriteProcess::Start(std::chrono::milliseconds startup_timeout) {
+  std::string bin = SourceDir() + "/tools/node_modules/.bin/azurite-blob";
+  if (!std::filesystem::exists(bin)) {
+    return Err(Code::kNotFound, "Azurite is not installed (" + bin + " is missing): run scripts/bootstrap");
+  }
+  AzuriteProcess a;
+  char tmpl[] = "/tmp/shoal-azurite-XXXXXX";
+  if (!::mkdtemp(tmpl)) return Err(Code::kIo, "cannot create a temporary directory for Azurite");
+  a.dir_ = std::make_shared<Dir>();
+  a.dir_->path = tmpl;
+  Subprocess::Options o;
+  o.argv = {bin, "--blobHost", "127.0.0.1", "--blobPort", "0", "--location", a.dir_->path,
+            "--silent", "--disableTelemetry", "--skipApiVersionCheck"};
+  o.cwd = a.dir_->path;
+  o.stderr_to_stdout = true;  // startup errors end up in the failure message
+  auto proc = Subprocess::Start(o);
+  if (!proc) return Err(proc.error());
+  a.process_ = std::move(*proc);
+  auto line = a.process_.WaitForLine("successfully listens on", startup_timeout);
+  if (!line) return Err(line.error().WithContext("starting Azurite"));
+  auto colon = line->rfind(':');
+  a.port_ = colon == std::string::npos ? 0 : std::atoi(line->c_str() + colon + 1);
+  if (a.port_ <= 0) return Err(Code::kInternal, "cannot find Azurite's port in: " + *line);
+  return a;
+}
+
+std::string AzuriteProcess::blob_endpoint() const {
+  return "http://127.0.0.1:" + std::to_string(port_) + "/" + kAccount;
+}
+
+std::string AzuriteProcess::connection_string() const {
+  return std::string("DefaultEndpointsProtocol=http;AccountName=") + kAccount + ";AccountKey=" + kKey +
+         ";BlobEndpoint=" + blob_endpoint() + ";";
+}
+
+Status AzuriteProcess::CreateContainer(const std::string& name) const {
+  auto key = Base64Decode(kKey);
+  HttpRequest req;
+  req.method = "PUT";
+  req.url = blob_endpoint() + "/" + name + "?restype=container";
+  req.headers = {{"x-ms-version", "2021-08-06"}, {"x-ms-date", HttpDate(std::chrono::system_clock::now())}};
+  SignSharedKey(req, kAccount, *key);
+  auto r = PerformHttp(req);
+  if (!r) return r.error();
+  if (r->status == 201 || r->status == 409) return {};  // 409: it already exists
+  return Status(Code::kIo, "Azurite refused to create container '" + name + "': HTTP " + std::to_string(r->status) +
+                               " " + r->body);
+}
+
+Result<std::string> AzuriteProcess::AccountSas(const std::string& permissions) const {
+  auto expiry = std::chrono::system_clock::now() + std::chrono::hours(24);
+  time_t t = std::chrono::system_clock::to_time_t(expiry);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return MakeAccountSas(kAccount, kKey, permissions, buf);
+}
+
+}  // namespace shoal::testing
