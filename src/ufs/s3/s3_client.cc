@@ -126,7 +126,10 @@ Status S3Client::ErrorFor(const HttpResponse& r, const S3Request& req) const {
   std::string uri = UriOf(req.key);
   std::string said = Describe(r);
   std::string mount = " (mount " + s_.mount_path + ")";
-  if (r.status == 401 || r.status == 403) {
+  // Expired or malformed credentials come back as 400 from some stores.
+  const bool credential_error = e.code == "ExpiredToken" || e.code == "InvalidToken" ||
+                                e.code == "InvalidAccessKeyId" || e.code == "SignatureDoesNotMatch";
+  if (r.status == 401 || r.status == 403 || credential_error) {
     std::string creds = s_.creds.anonymous() ? "no credentials were found, so the request was anonymous"
                                               : "access key " + s_.creds.access_key_id + " from " + s_.creds.source;
     return Status(Code::kPermissionDenied, "permission denied by " + uri + mount +

@@ -222,6 +222,15 @@ TEST(S3Fault, ForbiddenIsPermissionDeniedNamingTheMount) {
   EXPECT_EQ(st.error().code(), Code::kPermissionDenied);
 }
 
+TEST(S3Fault, ExpiredTokenIsPermissionDenied) {
+  FakeS3 server([&](const Request&) { return Reply(400, ErrorXml("ExpiredToken")); });
+  auto store = Open(server.endpoint(), {{"session_token", "tok"}});
+  auto page = store->List("", {});
+  ASSERT_FALSE(page);
+  EXPECT_EQ(page.error().code(), Code::kPermissionDenied) << page.error().ToString();
+  EXPECT_EQ(server.requests().at(0).headers["x-amz-security-token"], "tok");
+}
+
 TEST(S3Fault, TruncatedBodyIsRetried) {
   std::atomic<int> n{0};
   FakeS3 server([&](const Request& r) {

@@ -122,8 +122,11 @@ TEST(S3Store, RootIsADirectoryAndListsFolders) {
   EXPECT_EQ(f->etag.find('"'), std::string::npos);
 }
 
-TEST(S3Store, DeleteKeysRemovesMany) {
-  auto store = MakeS3();
+class S3DeleteKeys : public ::testing::TestWithParam<std::shared_ptr<UnderStore> (*)()> {};
+INSTANTIATE_TEST_SUITE_P(S3, S3DeleteKeys, ::testing::Values(&MakeS3, &MakeGcs));
+
+TEST_P(S3DeleteKeys, RemovesMany) {
+  auto store = GetParam()();
   ASSERT_NE(store, nullptr);
   std::vector<std::string> keys;
   for (int i = 0; i < 5; ++i) {
