@@ -1,4 +1,5 @@
-# Test harness libraries for the Azure Blob (Azurite) and WebHDFS backends.
+# Test harness libraries for the Azure Blob (Azurite) and WebHDFS backends:
+# shoal_test_azurite (tests/harness/azurite.h), shoal_test_webhdfs (tests/harness/webhdfs.h).
 # Included from tests/harness/CMakeLists.txt; other suites may link them.
 include_guard(GLOBAL)
 
