@@ -24,6 +24,10 @@ Result<Subprocess> Subprocess::Start(const Options& o) {
   if (pid < 0) return Err(Code::kIo, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
+    // The parent may block signals to take them synchronously; the child starts clean.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);
     ::dup2(pipefd[1], 1);

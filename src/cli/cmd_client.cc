@@ -1,0 +1,132 @@
+// shoal ls / stat / mount list / refresh / status
+#include <cstdio>
+#include <ctime>
+
+#include "cli/commands.h"
+#include "common/units.h"
+
+namespace shoal::cli {
+namespace {
+
+std::string Time(int64_t ns) {
+  if (ns == 0) return "-";
+  time_t t = static_cast<time_t>(ns / 1'000'000'000);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+void AddClientCommands(CLI::App& app, int* exit_code) {
+  {
+    struct Args {
+      std::string config, path;
+      bool longer = false;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("ls", "List a directory");
+    AddConfigOption(cmd, &a->config);
+    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
+    cmd->add_flag("-l,--long", a->longer, "Show size, time and version");
+    cmd->callback([a, exit_code] {
+      auto c = OpenClient(a->config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      auto list = (*c)->List(a->path);
+      if (!list) return void(*exit_code = Fail(list.error()));
+      for (const auto& e : *list) {
+        std::string name = e.path.substr(e.path.rfind('/') + 1) + (e.is_dir ? "/" : "");
+        if (a->longer) {
+          std::printf("%12s  %s  %s  %s\n", e.is_dir ? "-" : std::to_string(e.size).c_str(), Time(e.mtime_ns).c_str(),
+                      name.c_str(), e.version.c_str());
+        } else {
+          std::printf("%s\n", name.c_str());
+        }
+      }
+      *exit_code = 0;
+    });
+  }
+  {
+    struct Args {
+      std::string config, path;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("stat", "Show a file's size, time and version");
+    AddConfigOption(cmd, &a->config);
+    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
+    cmd->callback([a, exit_code] {
+      auto c = OpenClient(a->config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      auto st = (*c)->Stat(a->path);
+      if (!st) return void(*exit_code = Fail(st.error()));
+      std::printf("path:    %s\ntype:    %s\nsize:    %llu (%s)\nmtime:   %s\nversion: %s\n", st->path.c_str(),
+                  st->is_dir ? "directory" : "file", static_cast<unsigned long long>(st->size),
+                  FormatSize(st->size).c_str(), Time(st->mtime_ns).c_str(), st->version.c_str());
+      *exit_code = 0;
+    });
+  }
+  {
+    auto config = std::make_shared<std::string>();
+    auto* mount = app.add_subcommand("mount", "Show the mount table");
+    auto* list = mount->add_subcommand("list", "Print the mount table");
+    mount->require_subcommand(1);
+    AddConfigOption(list, config.get());
+    list->callback([config, exit_code] {
+      auto c = OpenClient(*config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      std::printf("%-20s %-45s %-14s %s\n", "PATH", "UFS", "CONSISTENCY", "MODE");
+      for (const auto& m : (*c)->Mounts()) {
+        std::printf("%-20s %-45s %-14s %s\n", m.path.c_str(), m.ufs.c_str(), m.consistency.c_str(),
+                    m.read_only ? "ro" : "rw");
+      }
+      *exit_code = 0;
+    });
+  }
+  {
+    struct Args {
+      std::string config, path;
+      bool recursive = false, data = false;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("refresh", "Drop cached metadata (and with --data, pages) under a path now");
+    AddConfigOption(cmd, &a->config);
+    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
+    cmd->add_flag("-r,--recursive", a->recursive, "Everything under the path too");
+    cmd->add_flag("--data", a->data, "Drop cached pages as well");
+    cmd->callback([a, exit_code] {
+      auto c = OpenClient(a->config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      auto st = (*c)->Refresh(a->path, a->recursive, a->data);
+      if (!st.ok()) return void(*exit_code = Fail(st));
+      std::printf("refreshed %s\n", a->path.c_str());
+      *exit_code = 0;
+    });
+  }
+  {
+    auto config = std::make_shared<std::string>();
+    auto* cmd = app.add_subcommand("status", "Show each worker: address, up/down, cache use, hit ratio");
+    AddConfigOption(cmd, config.get());
+    cmd->callback([config, exit_code] {
+      auto c = OpenClient(*config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      auto workers = (*c)->ClusterStatus();
+      std::printf("%-22s %-5s %-24s %-9s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO", "UFS READ");
+      int down = 0;
+      for (const auto& w : workers) {
+        if (!w.up) {
+          ++down;
+          std::printf("%-22s %-5s %s\n", w.address.c_str(), "down", w.error.c_str());
+          continue;
+        }
+        std::string cache = FormatSize(w.cache_used_bytes) + " / " + FormatSize(w.cache_capacity_bytes);
+        char ratio[16];
+        std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * w.hit_ratio());
+        std::printf("%-22s %-5s %-24s %-9s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
+                    FormatSize(w.ufs_read_bytes).c_str());
+      }
+      *exit_code = down == 0 ? 0 : 5;
+    });
+  }
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,106 @@
+// shoal cat PATH / shoal cp PATH LOCAL_FILE
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "common/units.h"
+
+namespace shoal::cli {
+namespace {
+
+constexpr size_t kChunk = 8 << 20;
+
+Status WriteAll(int fd, const char* p, size_t n, const std::string& what) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status(errno == ENOSPC ? Code::kNoSpace : Code::kIo, "cannot write " + what + ": " + std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return {};
+}
+
+// Streams a file to fd, with a progress line on stderr when it is a terminal.
+Status Copy(Client& c, const std::string& path, int fd, const std::string& dest_name, bool progress) {
+  auto f = c.OpenFile(path);
+  if (!f) return f.error();
+  std::string buf(kChunk, '\0');
+  uint64_t total = (*f)->status().size, done = 0;
+  auto start = std::chrono::steady_clock::now();
+  while (done < total) {
+    auto n = (*f)->Read(std::span<char>(buf.data(), buf.size()));
+    if (!n) return n.error();
+    if (*n == 0) break;
+    SHOAL_RETURN_IF_ERROR(WriteAll(fd, buf.data(), *n, dest_name));
+    done += *n;
+    if (progress) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "\r%s / %s (%.0f%%) %.1f MB/s   ", FormatSize(done).c_str(), FormatSize(total).c_str(),
+                   100.0 * static_cast<double>(done) / static_cast<double>(total), secs > 0 ? done / secs / 1e6 : 0.0);
+    }
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  if (done != total) {
+    return Status(Code::kIo, path + " ended after " + std::to_string(done) + " of " + std::to_string(total) + " bytes");
+  }
+  return {};
+}
+
+}  // namespace
+
+void AddReadCommands(CLI::App& app, int* exit_code) {
+  {
+    struct Args {
+      std::string config, path;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("cat", "Write a file to stdout");
+    AddConfigOption(cmd, &a->config);
+    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
+    cmd->callback([a, exit_code] {
+      auto c = OpenClient(a->config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      auto st = Copy(**c, a->path, 1, "stdout", false);
+      *exit_code = st.ok() ? 0 : Fail(st);
+    });
+  }
+  {
+    struct Args {
+      std::string config, path, dest;
+      bool quiet = false;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("cp", "Copy a file to a local file");
+    AddConfigOption(cmd, &a->config);
+    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
+    cmd->add_option("dest", a->dest, "Local file to write")->required();
+    cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
+    cmd->callback([a, exit_code] {
+      auto c = OpenClient(a->config);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      // Written beside the destination and renamed, so a failed copy leaves no partial file.
+      std::string tmp = a->dest + ".shoal-partial";
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        *exit_code = Fail(Status(Code::kIo, "cannot create '" + a->dest + "': " + std::strerror(errno)));
+        return;
+      }
+      auto st = Copy(**c, a->path, fd, a->dest, !a->quiet && ::isatty(2));
+      ::close(fd);
+      if (st.ok() && ::rename(tmp.c_str(), a->dest.c_str()) != 0) {
+        st = Status(Code::kIo, "cannot rename into '" + a->dest + "': " + std::strerror(errno));
+      }
+      if (!st.ok()) ::unlink(tmp.c_str());
+      *exit_code = st.ok() ? 0 : Fail(st);
+    });
+  }
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,56 @@
+// shoal worker --config FILE [--listen HOST:PORT] [--cache-dir DIR --cache-size SIZE]
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "common/config.h"
+#include "common/units.h"
+#include "worker/worker.h"
+
+namespace shoal::cli {
+
+void AddWorker(CLI::App& app, int* exit_code) {
+  struct Args {
+    std::string config, listen, cache_dir, cache_size;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("worker", "Run one cache worker (shoal up starts these for you)");
+  cmd->add_option("--config,-c", args->config, "Worker config file (mounts, cache dirs)")->required();
+  cmd->add_option("--listen", args->listen, "Address to serve on, host:port (port 0 picks a free one)");
+  cmd->add_option("--cache-dir", args->cache_dir, "Cache directory (replaces worker.cache_dirs)");
+  cmd->add_option("--cache-size", args->cache_size, "Capacity of --cache-dir, e.g. 10GiB");
+  cmd->callback([args, exit_code] {
+    auto config = LoadConfig(args->config);
+    if (!config) {
+      *exit_code = Fail(config.error());
+      return;
+    }
+    if (!args->listen.empty()) config->worker.listen = args->listen;
+    if (!args->cache_dir.empty()) {
+      auto size = ParseSize(args->cache_size.empty() ? "1GiB" : args->cache_size);
+      if (!size) {
+        *exit_code = Fail(size.error().WithContext("--cache-size"));
+        return;
+      }
+      config->worker.cache_dirs = {{args->cache_dir, *size}};
+    }
+    if (config->worker.cache_dirs.empty()) {
+      *exit_code = Fail(Status(Code::kInvalidArgument, "no cache directory: set worker.cache_dirs in " + args->config +
+                                                           " or pass --cache-dir DIR --cache-size SIZE"));
+      return;
+    }
+    auto worker = Worker::Start(*config, /*handle_signals=*/true);
+    if (!worker) {
+      *exit_code = Fail(worker.error());
+      return;
+    }
+    std::printf("listening: %s\n", (*worker)->address().c_str());
+    std::fflush(stdout);
+    spdlog::info("worker serving on {} ({} mounts)", (*worker)->address(), config->mounts.size());
+    (*worker)->Wait();
+    *exit_code = 0;
+  });
+}
+
+}  // namespace shoal::cli

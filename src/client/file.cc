@@ -1,0 +1,117 @@
+// shoal::File: an open file version with positional reads and read-ahead.
+#include <cstring>
+#include <deque>
+#include <future>
+
+#include "client/client_impl.h"
+
+namespace shoal {
+namespace {
+
+class FileImpl final : public File {
+ public:
+  FileImpl(Client::Impl& client, ResolvedPath rp, FileStatus st)
+      : client_(client), rp_(std::move(rp)), st_(std::move(st)) {
+    uint64_t ra = client_.config().client.readahead;
+    chunk_ = std::clamp<uint64_t>(ra / 2, 256 * 1024, 4ull << 20);
+    depth_ = ra == 0 ? 0 : std::max<uint64_t>(1, ra / chunk_);
+  }
+
+  ~FileImpl() override {
+    // Read-ahead tasks write into chunks we own: let them finish.
+    for (auto& c : ahead_) c->done.wait();
+  }
+
+  const FileStatus& status() const override { return st_; }
+
+  Result<size_t> Pread(uint64_t offset, std::span<char> out) override {
+    if (st_.is_dir) return Err(Code::kInvalidArgument, st_.path + " is a directory");
+    if (offset >= st_.size || out.empty()) return size_t{0};
+    size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), st_.size - offset));
+    SHOAL_RETURN_IF_ERROR(client_.ReadRange(rp_, st_, offset, out.first(n), /*parallel=*/true));
+    return n;
+  }
+
+  Result<size_t> Read(std::span<char> out) override {
+    std::lock_guard lock(mu_);
+    if (st_.is_dir) return Err(Code::kInvalidArgument, st_.path + " is a directory");
+    if (pos_ >= st_.size || out.empty()) return size_t{0};
+    size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), st_.size - pos_));
+    if (depth_ == 0 || want >= depth_ * chunk_) {
+      // Large reads are already parallel; read-ahead would only add a copy.
+      SHOAL_RETURN_IF_ERROR(client_.ReadRange(rp_, st_, pos_, out.first(want), true));
+      pos_ += want;
+      return want;
+    }
+    size_t done = 0;
+    while (done < want) {
+      Fill();
+      auto& c = ahead_.front();
+      c->done.wait();
+      if (!c->status.ok()) {
+        auto st = c->status;
+        ahead_.clear();
+        return Err(st);
+      }
+      uint64_t skip = pos_ - c->offset;
+      size_t n = static_cast<size_t>(std::min<uint64_t>(want - done, c->data.size() - skip));
+      std::memcpy(out.data() + done, c->data.data() + skip, n);
+      done += n;
+      pos_ += n;
+      if (pos_ >= c->offset + c->data.size()) ahead_.pop_front();
+    }
+    return done;
+  }
+
+ private:
+  struct Chunk {
+    uint64_t offset = 0;
+    std::string data;
+    Status status;
+    std::shared_future<void> done;
+  };
+
+  // Keeps `depth_` chunks queued from the one holding pos_ on.
+  void Fill() {
+    while (!ahead_.empty() && (pos_ < ahead_.front()->offset || pos_ >= ahead_.front()->offset + ahead_.front()->data.size())) {
+      ahead_.front()->done.wait();
+      ahead_.pop_front();  // a seek: drop what no longer applies
+    }
+    uint64_t next = ahead_.empty() ? pos_ / chunk_ * chunk_ : ahead_.back()->offset + ahead_.back()->data.size();
+    while (ahead_.size() < depth_ && next < st_.size) {
+      auto c = std::make_shared<Chunk>();
+      c->offset = next;
+      c->data.resize(static_cast<size_t>(std::min<uint64_t>(chunk_, st_.size - next)));
+      next += c->data.size();
+      c->done = client_.readahead_pool()
+                    .Submit([this, c] {
+                      c->status = client_.ReadRange(rp_, st_, c->offset, std::span<char>(c->data.data(), c->data.size()),
+                                                    /*parallel=*/false);
+                    })
+                    .share();
+      ahead_.push_back(std::move(c));
+    }
+  }
+
+  Client::Impl& client_;
+  ResolvedPath rp_;
+  FileStatus st_;
+  uint64_t chunk_;
+  uint64_t depth_;
+  std::mutex mu_;
+  uint64_t pos_ = 0;
+  std::deque<std::shared_ptr<Chunk>> ahead_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path) {
+  auto rp = impl_->mounts().Resolve(path);
+  if (!rp) return Err(rp.error());
+  auto st = impl_->Stat(rp->ns_path);
+  if (!st) return Err(st.error());
+  if (st->is_dir) return Err(Code::kInvalidArgument, st->path + " is a directory, not a file");
+  return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*rp), std::move(*st)));
+}
+
+}  // namespace shoal

@@ -1,0 +1,449 @@
+#include "worker/worker.h"
+
+#include <sys/sendfile.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <set>
+#include <thread>
+
+#include "common/metrics.h"
+#include "ufs/uri.h"
+#include "worker/http_status.h"
+#include "worker/worker_service.h"
+
+namespace shoal {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using asio::use_awaitable;
+using Json = nlohmann::json;
+using Request = http::request<http::string_body>;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(use_awaitable);
+
+// Query string of a request target, percent-decoded.
+struct Query {
+  std::map<std::string, std::string> params;
+  std::string error;
+
+  static Query Parse(std::string_view q) {
+    Query out;
+    while (!q.empty()) {
+      auto amp = q.find('&');
+      auto part = q.substr(0, amp);
+      q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+      if (part.empty()) continue;
+      auto eq = part.find('=');
+      auto k = PercentDecode(part.substr(0, eq));
+      auto v = PercentDecode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+      if (!k || !v) {
+        out.error = "malformed query string: " + (k ? v.error() : k.error()).message();
+        return out;
+      }
+      out.params[*k] = *v;
+    }
+    return out;
+  }
+
+  const std::string* Get(const std::string& k) const {
+    auto it = params.find(k);
+    return it == params.end() ? nullptr : &it->second;
+  }
+  bool Flag(const std::string& k) const {
+    auto v = Get(k);
+    return v && (*v == "1" || *v == "true" || v->empty());
+  }
+  Result<uint64_t> Number(const std::string& k) const {
+    auto v = Get(k);
+    if (!v) return Err(Code::kInvalidArgument, "missing query parameter '" + k + "'");
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size()) {
+      return Err(Code::kInvalidArgument, "query parameter '" + k + "' must be a non-negative integer, not '" + *v + "'");
+    }
+    return n;
+  }
+};
+
+Json InfoJson(const FileInfo& f, const std::string& ns_path) {
+  return Json{{"path", ns_path},       {"is_dir", f.is_dir}, {"size", f.size},
+              {"mtime_ns", f.mtime_ns}, {"version", f.is_dir ? std::string() : f.Version()}};
+}
+
+template <typename A, typename B>
+Json ObjectJson(std::string_view k1, A a, std::string_view k2, B b) {
+  Json j = Json::object();
+  j[std::string(k1)] = std::move(a);
+  j[std::string(k2)] = std::move(b);
+  return j;
+}
+
+bool IsKnownRoute(std::string_view r) {
+  static const std::set<std::string_view> kRoutes = {"/v1/read",   "/v1/stat", "/v1/list", "/v1/refresh",
+                                                     "/v1/health", "/health",  "/metrics", "/v1/status"};
+  return kRoutes.contains(r);
+}
+
+std::string ChildPath(const ResolvedPath& parent, const FileInfo& entry) {
+  const std::string& mp = parent.mount->path;
+  return (mp == "/" ? "" : mp) + "/" + entry.key;
+}
+
+}  // namespace
+
+class Worker::Impl {
+ public:
+  explicit Impl(const Config& c) : config_(c), ufs_pool_(static_cast<size_t>(c.worker.ufs_threads)), acceptor_(ioc_) {}
+
+  ~Impl() {
+    Stop();
+    Wait();
+  }
+
+  Status Init(bool handle_signals) {
+    auto svc = WorkerService::Create(config_, [this](std::function<void()> f) { asio::post(ufs_pool_, std::move(f)); });
+    if (!svc) return svc.error();
+    svc_ = std::move(*svc);
+
+    auto colon = config_.worker.listen.rfind(':');
+    if (colon == std::string::npos) {
+      return Status(Code::kInvalidArgument, "worker.listen '" + config_.worker.listen + "' is not host:port");
+    }
+    std::string host = config_.worker.listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    unsigned long port = std::strtoul(config_.worker.listen.c_str() + colon + 1, nullptr, 10);
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec) return Status(Code::kInvalidArgument, "worker.listen: '" + host + "' is not an IP address");
+    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Status(Code::kUnavailable, "cannot listen on " + config_.worker.listen + ": " + ec.message() +
+                                            " (is another worker using the port?)");
+    }
+    auto bound = acceptor_.local_endpoint();
+    address_ = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string()) +
+               ":" + std::to_string(bound.port());
+
+    if (handle_signals) {
+      signals_ = std::make_unique<asio::signal_set>(ioc_, SIGINT, SIGTERM);
+      signals_->async_wait([this](const boost::system::error_code& e, int) {
+        if (!e) Stop();
+      });
+    }
+    asio::co_spawn(ioc_, Listen(), asio::detached);
+    for (int i = 0; i < config_.worker.io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    return {};
+  }
+
+  void Stop() {
+    if (stopped_.exchange(true)) return;
+    asio::post(ioc_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+      if (signals_) signals_->cancel(ec);
+    });
+    ioc_.stop();
+  }
+
+  void Wait() {
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    ufs_pool_.stop();
+    ufs_pool_.join();
+  }
+
+  const std::string& address() const { return address_; }
+
+ private:
+  awaitable<void> Listen() {
+    for (;;) {
+      auto [ec, sock] = co_await acceptor_.async_accept(kTuple);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        continue;
+      }
+      boost::system::error_code ignored;
+      sock.set_option(tcp::no_delay(true), ignored);
+      asio::co_spawn(ioc_, Session(std::move(sock)), asio::detached);
+    }
+  }
+
+  awaitable<void> Session(tcp::socket sock) {
+    beast::flat_buffer buf(16 * 1024);
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(16 * 1024);
+      parser.body_limit(1 << 20);
+      auto [ec, n] = co_await http::async_read(sock, buf, parser, kTuple);
+      if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+          ec == asio::error::operation_aborted) {
+        co_return;
+      }
+      if (ec) {
+        int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
+        co_await SendError(sock, status, "InvalidArgument", "malformed HTTP request: " + ec.message(), false);
+        co_return;
+      }
+      Request req = parser.release();
+      bool keep = req.keep_alive();
+      bool ok = co_await Dispatch(sock, req, keep);
+      if (!ok || !keep) {
+        boost::system::error_code ignored;
+        sock.shutdown(tcp::socket::shutdown_send, ignored);
+        co_return;
+      }
+    }
+  }
+
+  awaitable<bool> Send(tcp::socket& s, int status, std::string body, std::string_view type, bool keep) {
+    http::response<http::string_body> res{static_cast<http::status>(status), 11};
+    res.set(http::field::server, "shoal");
+    res.set(http::field::content_type, type);
+    res.keep_alive(keep);
+    res.body() = std::move(body);
+    res.prepare_payload();
+    auto [ec, n] = co_await http::async_write(s, res, kTuple);
+    co_return !ec;
+  }
+
+  awaitable<bool> SendJson(tcp::socket& s, const Json& j, bool keep) {
+    co_return co_await Send(s, 200, j.dump() + "\n", "application/json", keep);
+  }
+
+  awaitable<bool> SendError(tcp::socket& s, int status, std::string_view code, const std::string& msg, bool keep) {
+    co_return co_await Send(s, status, ObjectJson("code", code, "message", msg).dump() + "\n", "application/json", keep);
+  }
+
+  awaitable<bool> SendStatus(tcp::socket& s, const Status& st, bool keep) {
+    co_return co_await SendError(s, HttpStatusFor(st.code()), CodeName(st.code()), st.message(), keep);
+  }
+
+  // Runs blocking `f` on the UFS pool and resumes the calling coroutine on its
+  // own executor with the result. Written without a coroutine frame of its own:
+  // g++ 12 destroys closure-typed coroutine parameters twice.
+  template <typename R>
+  auto Blocking(std::function<R()> f) {
+    return asio::async_initiate<decltype(use_awaitable), void(R)>(
+        [this](auto handler, std::function<R()> fn) {
+          auto h = std::make_shared<decltype(handler)>(std::move(handler));
+          asio::post(ufs_pool_, [h, fn = std::move(fn)]() mutable {
+            auto r = std::make_shared<R>(fn());
+            auto ex = asio::get_associated_executor(*h);
+            asio::post(ex, [h, r]() mutable { std::move(*h)(std::move(*r)); });
+          });
+        },
+        use_awaitable, std::move(f));
+  }
+
+  awaitable<void> WaitFetch(const std::shared_ptr<Fetch>& f) {
+    auto ex = co_await asio::this_coro::executor;
+    co_await asio::async_initiate<decltype(use_awaitable), void()>(
+        [f, ex](auto handler) {
+          auto h = std::make_shared<decltype(handler)>(std::move(handler));
+          f->OnDone([h, ex] { asio::post(ex, [h]() mutable { std::move (*h)(); }); });
+        },
+        use_awaitable);
+  }
+
+  // sendfile(2) on the non-blocking socket, waiting for writability as needed.
+  awaitable<bool> SendFile(tcp::socket& s, int fd, uint64_t offset, uint64_t len) {
+    if (!s.native_non_blocking()) s.native_non_blocking(true);
+    off_t off = static_cast<off_t>(offset);
+    while (len > 0) {
+      ssize_t n = ::sendfile(s.native_handle(), fd, &off, len);
+      if (n > 0) {
+        len -= static_cast<uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        auto [ec] = co_await s.async_wait(tcp::socket::wait_write, kTuple);
+        if (ec) co_return false;
+        continue;
+      }
+      co_return false;  // a peer that went away, or a page file shorter than its header says
+    }
+    co_return true;
+  }
+
+  // JSON is built outside coroutines: g++ 12 miscompiles initializer lists of
+  // string literals inside a coroutine body ("array used as initializer").
+  Json StatusJson() const {
+    auto st = svc_->pages().stats();
+    auto t = svc_->totals();
+    return Json{{"address", address_},
+                {"cache_used_bytes", st.used_bytes},
+                {"cache_capacity_bytes", st.capacity_bytes},
+                {"pages", st.pages},
+                {"hit_bytes", t.hit_bytes},
+                {"miss_bytes", t.miss_bytes},
+                {"ufs_read_bytes", t.ufs_read_bytes},
+                {"evicted_bytes", st.evicted_bytes}};
+  }
+
+  Result<ResolvedPath> ResolveParam(const Query& q) {
+    auto p = q.Get("path");
+    if (!p) return Err(Code::kInvalidArgument, "missing query parameter 'path'");
+    return svc_->mounts().Resolve(*p);
+  }
+
+  awaitable<bool> Dispatch(tcp::socket& s, const Request& req, bool keep) {
+    std::string_view target(req.target().data(), req.target().size());
+    auto qpos = target.find('?');
+    std::string_view route = target.substr(0, qpos);
+    Query q = Query::Parse(qpos == std::string_view::npos ? std::string_view() : target.substr(qpos + 1));
+    if (!q.error.empty()) co_return co_await SendError(s, 400, "InvalidArgument", q.error, keep);
+    bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+
+    if (route == "/v1/read" && get) co_return co_await HandleRead(s, q, keep);
+    if (route == "/v1/stat" && get) {
+      auto rp = ResolveParam(q);
+      if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
+      // Closures are named locals, never temporaries in a co_await: g++ 12
+      // destroys such temporaries twice.
+      std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
+      auto st = co_await Blocking(std::move(work));
+      if (!st) co_return co_await SendStatus(s, st.error(), keep);
+      co_return co_await SendJson(s, InfoJson(*st, rp->ns_path), keep);
+    }
+    if (route == "/v1/list" && get) {
+      auto rp = ResolveParam(q);
+      if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
+      std::function<Result<std::vector<FileInfo>>()> work = [this, rp = *rp] { return svc_->List(rp); };
+      auto list = co_await Blocking(std::move(work));
+      if (!list) co_return co_await SendStatus(s, list.error(), keep);
+      Json entries = Json::array();
+      for (const auto& e : *list) entries.push_back(InfoJson(e, ChildPath(*rp, e)));
+      co_return co_await SendJson(s, ObjectJson("path", rp->ns_path, "entries", std::move(entries)), keep);
+    }
+    if (route == "/v1/refresh" && req.method() == http::verb::post) {
+      auto p = q.Get("path");
+      if (!p) co_return co_await SendError(s, 400, "InvalidArgument", "missing query parameter 'path'", keep);
+      auto norm = svc_->mounts().Resolve(*p);
+      std::string ns = norm ? norm->ns_path : std::string();
+      if (!norm) {
+        auto n = MountTable::NormalisePath(*p);  // "/" and other paths above the mounts are fine here
+        if (!n) co_return co_await SendStatus(s, n.error(), keep);
+        ns = *n;
+      }
+      bool recursive = q.Flag("recursive"), data = q.Flag("data");
+      std::function<size_t()> work = [this, ns, recursive, data] { return svc_->Refresh(ns, recursive, data); };
+      size_t dropped = co_await Blocking(std::move(work));
+      co_return co_await SendJson(s, ObjectJson("path", ns, "dropped", dropped), keep);
+    }
+    if ((route == "/v1/health" || route == "/health") && get) co_return co_await Send(s, 200, "ok\n", "text/plain", keep);
+    if (route == "/metrics" && get) {
+      co_return co_await Send(s, 200, MetricsRegistry::Global().RenderPrometheus(), "text/plain; version=0.0.4", keep);
+    }
+    if (route == "/v1/status" && get) {
+      co_return co_await SendJson(s, StatusJson(), keep);
+    }
+    if (IsKnownRoute(route)) {
+      co_return co_await SendError(s, 405, "InvalidArgument",
+                                   "method " + std::string(req.method_string()) + " not allowed on " + std::string(route),
+                                   keep);
+    }
+    co_return co_await SendError(s, 404, "NotFound",
+                                 "unknown route '" + std::string(route) + "' (see docs/protocol.md for the worker API)",
+                                 keep);
+  }
+
+  awaitable<bool> HandleRead(tcp::socket& s, const Query& q, bool keep) {
+    auto started = std::chrono::steady_clock::now();
+    auto rp = ResolveParam(q);
+    if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
+    auto version = q.Get("version");
+    if (!version || version->empty()) {
+      co_return co_await SendError(s, 400, "InvalidArgument", "missing query parameter 'version'", keep);
+    }
+    auto size = q.Number("size");
+    auto offset = q.Number("offset");
+    auto length = q.Number("length");
+    if (!size) co_return co_await SendStatus(s, size.error(), keep);
+    if (!offset) co_return co_await SendStatus(s, offset.error(), keep);
+    if (!length) co_return co_await SendStatus(s, length.error(), keep);
+    if (*offset > *size) {
+      co_return co_await SendError(s, 416, "OutOfRange",
+                                   "offset " + std::to_string(*offset) + " is past the end of " + rp->ns_path +
+                                       " (size " + std::to_string(*size) + ")",
+                                   keep);
+    }
+    uint64_t end = *offset + std::min(*length, *size - *offset);
+    if (end == *offset) co_return co_await Send(s, 200, "", "application/octet-stream", keep);
+
+    FileRef file{*rp, *version, *size};
+    auto segs = svc_->PlanRead(file, *offset, end);
+    // Errors can still be reported as a status until the first byte is due.
+    if (segs.front().fetch) {
+      co_await WaitFetch(segs.front().fetch);
+      if (!segs.front().fetch->result()) co_return co_await SendStatus(s, segs.front().fetch->result().error(), keep);
+    }
+    std::string head = "HTTP/1.1 200 OK\r\nServer: shoal\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+                       std::to_string(end - *offset) + "\r\n" + (keep ? "" : "Connection: close\r\n") + "\r\n";
+    auto [ec, n] = co_await asio::async_write(s, asio::buffer(head), kTuple);
+    if (ec) co_return false;
+    uint64_t hit = 0, miss = 0;
+    for (auto& seg : segs) {
+      if (seg.page) {
+        if (!co_await SendFile(s, seg.page->fd(), seg.page->data_offset() + seg.skip, seg.length)) co_return false;
+        hit += seg.length;
+        continue;
+      }
+      co_await WaitFetch(seg.fetch);
+      const auto& data = seg.fetch->result();
+      if (!data) {
+        // Too late for a status line: close, and the client sees a short body.
+        spdlog::warn("read of {} failed mid-response: {}", rp->ns_path, data.error().ToString());
+        co_return false;
+      }
+      auto [wec, wn] = co_await asio::async_write(
+          s, asio::buffer(data->data() + (seg.offset - seg.fetch->start()), seg.length), kTuple);
+      if (wec) co_return false;
+      miss += seg.length;
+    }
+    svc_->CountServed(hit, miss, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    co_return true;
+  }
+
+  Config config_;
+  std::unique_ptr<WorkerService> svc_;
+  asio::io_context ioc_;
+  asio::thread_pool ufs_pool_;
+  tcp::acceptor acceptor_;
+  std::unique_ptr<asio::signal_set> signals_;
+  std::vector<std::thread> threads_;
+  std::string address_;
+  std::atomic<bool> stopped_{false};
+};
+
+Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Worker::~Worker() = default;
+
+Result<std::unique_ptr<Worker>> Worker::Start(const Config& config, bool handle_signals) {
+  auto impl = std::make_unique<Impl>(config);
+  SHOAL_RETURN_IF_ERROR(impl->Init(handle_signals));
+  return std::unique_ptr<Worker>(new Worker(std::move(impl)));
+}
+
+const std::string& Worker::address() const { return impl_->address(); }
+void Worker::Stop() { impl_->Stop(); }
+void Worker::Wait() { impl_->Wait(); }
+
+}  // namespace shoal

@@ -1,0 +1,33 @@
+// Worker: a cache node. Serves the worker HTTP/1.1 API (docs/protocol.md) over
+// a WorkerService on Asio threads, with blocking UFS work on a thread pool.
+//
+//   auto w = Worker::Start(config);   // binds config.worker.listen (port 0 picks one)
+//   w->address();                     // "127.0.0.1:40123"
+//   w->Wait();                        // until Stop() or SIGINT/SIGTERM (with handle_signals)
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/config.h"
+#include "shoal/status.h"
+
+namespace shoal {
+
+class Worker {
+ public:
+  static Result<std::unique_ptr<Worker>> Start(const Config& config, bool handle_signals = false);
+  ~Worker();
+
+  const std::string& address() const;
+  void Stop();
+  void Wait();
+
+  class Impl;
+
+ private:
+  explicit Worker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,276 @@
+#include "worker/worker_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/metrics.h"
+#include "ufs/accounting_store.h"
+
+namespace shoal {
+
+void Fetch::OnDone(std::function<void()> cb) {
+  {
+    std::lock_guard lock(mu_);
+    if (!done_) {
+      waiters_.push_back(std::move(cb));
+      return;
+    }
+  }
+  cb();
+}
+
+void Fetch::Finish(Result<std::string> r) {
+  std::vector<std::function<void()>> waiters;
+  {
+    std::lock_guard lock(mu_);
+    result_ = std::move(r);
+    done_ = true;
+    waiters.swap(waiters_);
+  }
+  for (auto& w : waiters) w();
+}
+
+WorkerService::WorkerService(const Config& config, Executor ufs_executor)
+    : config_(config),
+      mounts_(config.mounts),
+      ufs_executor_(std::move(ufs_executor)),
+      meta_(config.worker.metadata_entries),
+      page_size_(config.worker.page_size),
+      // One UFS request covers at most this much: large enough to amortise the
+      // first-byte latency of an object store, small enough to start serving soon.
+      max_fetch_bytes_(std::max<uint64_t>(config.worker.page_size, 8ull << 20)),
+      stores_(config.mounts.size()) {
+  auto& m = MetricsRegistry::Global();
+  hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
+  miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
+  read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
+}
+
+WorkerService::~WorkerService() = default;
+
+Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& config, Executor ufs_executor) {
+  std::unique_ptr<WorkerService> s(new WorkerService(config, std::move(ufs_executor)));
+  PageStore::Options o;
+  o.dirs = config.worker.cache_dirs;
+  o.page_size = config.worker.page_size;
+  auto store = PageStore::Open(o);
+  if (!store) return Err(store.error());
+  s->pages_ = std::move(*store);
+  return s;
+}
+
+Result<std::shared_ptr<UnderStore>> WorkerService::StoreFor(const ResolvedPath& p) {
+  std::lock_guard lock(stores_mu_);
+  auto& slot = stores_[p.mount_index];
+  if (!slot) {
+    // Opened on first use, so that one unreachable store does not stop the worker.
+    auto s = OpenUnderStore(*p.mount);
+    if (!s) return Err(s.error().WithContext("mount " + p.mount->path));
+    slot = WithAccounting(std::move(*s), config_.worker.ufs_max_concurrency);
+  }
+  return slot;
+}
+
+Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
+  if (auto cached = meta_.LookupStat(p.ns_path, *p.mount)) return *cached;
+  if (p.key.empty()) {  // a mount root is a directory, even on an object store
+    FileInfo root;
+    root.is_dir = true;
+    return root;
+  }
+  auto store = StoreFor(p);
+  if (!store) return Err(store.error());
+  auto r = (*store)->Stat(p.key);
+  meta_.InsertStat(p.ns_path, r);
+  if (r && !r->is_dir) {
+    std::string version = r->Version();
+    bool changed = false;
+    {
+      std::lock_guard lock(inflight_mu_);
+      auto& latest = latest_version_[p.ns_path];
+      changed = !latest.empty() && latest != version;
+      latest = version;
+    }
+    if (changed) pages_->DropOtherVersions(p.ns_path, version);
+  }
+  if (!r && r.error().code() == Code::kNotFound) {
+    return Err(Code::kNotFound, "no such file or directory: " + p.ns_path);
+  }
+  return r;
+}
+
+Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
+  if (auto cached = meta_.LookupList(p.ns_path, *p.mount)) return *cached;
+  auto store = StoreFor(p);
+  if (!store) return Err(store.error());
+  std::vector<FileInfo> out;
+  ListOptions o;
+  std::string prefix = p.key.empty() ? "" : p.key + "/";
+  for (;;) {
+    auto page = (*store)->List(prefix, o);
+    if (!page) return Err(page.error());
+    for (auto& e : page->entries) out.push_back(std::move(e));
+    if (page->continuation.empty()) break;
+    o.continuation = page->continuation;
+  }
+  if (out.empty() && !p.key.empty()) {
+    // Nothing under it: a file lists as itself, a missing path is an error.
+    auto st = Stat(p);
+    if (!st) return Err(st.error());
+    if (!st->is_dir) out.push_back(*st);
+  }
+  meta_.InsertList(p.ns_path, out);
+  return out;
+}
+
+size_t WorkerService::Refresh(const std::string& ns_path, bool recursive, bool data) {
+  size_t n = meta_.Invalidate(ns_path, recursive);
+  if (data) n += pages_->DropPath(ns_path, recursive);
+  return n;
+}
+
+std::string WorkerService::InflightKey(const FileRef& f, uint64_t page) const {
+  std::string k = f.resolved.ns_path;
+  k += '\n';
+  k += f.version;
+  k += '\n';
+  k += std::to_string(page);
+  return k;
+}
+
+std::shared_ptr<Fetch> WorkerService::StartFetchLocked(const FileRef& file, uint64_t first, uint64_t last) {
+  uint64_t stop = first + page_size_;
+  for (uint64_t p = first + page_size_; p <= last; p += page_size_) {
+    if (inflight_.contains(InflightKey(file, p)) || pages_->Contains(PageKey{file.resolved.ns_path, file.version, p})) {
+      break;
+    }
+    stop = p + page_size_;
+  }
+  auto fetch = std::make_shared<Fetch>(first, std::min(stop, file.size));
+  for (uint64_t p = first; p < fetch->end(); p += page_size_) inflight_[InflightKey(file, p)] = fetch;
+  ufs_executor_([this, file, fetch] { RunFetch(file, fetch); });
+  return fetch;
+}
+
+void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
+  Result<std::string> result = Err(Code::kInternal, "unset");
+  auto store = StoreFor(file.resolved);
+  if (!store) {
+    result = Err(store.error());
+  } else {
+    std::string buf(fetch->end() - fetch->start(), '\0');
+    ReadOptions o;
+    o.if_version = file.version;
+    auto n = (*store)->Read(file.resolved.key, fetch->start(), std::span<char>(buf.data(), buf.size()), o);
+    if (!n) {
+      result = Err(n.error());
+    } else if (*n < buf.size()) {
+      // Shorter than the size its version promised: the object changed under us.
+      result = Err(Code::kVersionMismatch,
+                   file.resolved.ns_path + " changed in the under-store while being read; open it again");
+    } else {
+      ufs_read_bytes_.fetch_add(*n, std::memory_order_relaxed);
+      for (uint64_t off = fetch->start(); off < fetch->end(); off += page_size_) {
+        uint64_t len = std::min(page_size_, fetch->end() - off);
+        auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, off},
+                              std::span<const char>(buf.data() + (off - fetch->start()), len));
+        if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+      }
+      result = std::move(buf);
+    }
+  }
+  {
+    std::lock_guard lock(inflight_mu_);
+    for (uint64_t p = fetch->start(); p < fetch->end(); p += page_size_) inflight_.erase(InflightKey(file, p));
+  }
+  fetch->Finish(std::move(result));
+}
+
+std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offset, uint64_t end) {
+  std::vector<Segment> segs;
+  bool drop_old = false;
+  bool sequential = false;
+  {
+    std::lock_guard lock(inflight_mu_);
+    auto& latest = latest_version_[file.resolved.ns_path];
+    drop_old = !latest.empty() && latest != file.version;
+    latest = file.version;
+    if (latest_version_.size() > 100'000) latest_version_.clear();
+    std::string stream = file.resolved.ns_path + '\n' + file.version;
+    auto it = stream_end_.find(stream);
+    if (it != stream_end_.end()) {
+      // Near the end of the previous read counts as sequential: a client's
+      // parallel requests for consecutive chunks arrive slightly out of order.
+      uint64_t prev = it->second;
+      sequential = offset + 2 * max_fetch_bytes_ >= prev && offset <= prev + 2 * max_fetch_bytes_;
+      it->second = std::max(prev, end);
+    } else {
+      if (stream_end_.size() > 4096) stream_end_.clear();
+      stream_end_[stream] = end;
+      sequential = offset == 0;
+    }
+  }
+  if (drop_old) {
+    std::string path = file.resolved.ns_path, v = file.version;
+    ufs_executor_([this, path, v] { pages_->DropOtherVersions(path, v); });
+  }
+
+  uint64_t last_page = (end - 1) / page_size_ * page_size_;
+  uint64_t max_last = 0;
+  for (uint64_t page = offset / page_size_ * page_size_; page < end; page += page_size_) {
+    Segment seg;
+    seg.offset = std::max(offset, page);
+    seg.length = std::min(end, page + page_size_) - seg.offset;
+    seg.skip = seg.offset - page;
+    PageKey key{file.resolved.ns_path, file.version, page};
+    if (auto ref = pages_->Get(key)) {
+      if (ref->length() >= seg.skip + seg.length) {
+        seg.page = std::move(*ref);
+        segs.push_back(std::move(seg));
+        continue;
+      }
+    }
+    std::lock_guard lock(inflight_mu_);
+    auto it = inflight_.find(InflightKey(file, page));
+    if (it != inflight_.end()) {
+      seg.fetch = it->second;
+    } else {
+      max_last = std::min(last_page, page + max_fetch_bytes_ - page_size_);
+      seg.fetch = StartFetchLocked(file, page, max_last);
+    }
+    segs.push_back(std::move(seg));
+  }
+  if (sequential) ReadAhead(file, end);
+  return segs;
+}
+
+void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
+  uint64_t shard = config_.cluster.shard_size;
+  uint64_t limit = std::min({file.size, from + config_.worker.readahead, (from / shard + 1) * shard});
+  if (from >= limit || config_.worker.readahead == 0) return;
+  std::lock_guard lock(inflight_mu_);
+  uint64_t page = (from + page_size_ - 1) / page_size_ * page_size_;
+  uint64_t last = (limit - 1) / page_size_ * page_size_;
+  while (page <= last) {
+    if (inflight_.contains(InflightKey(file, page)) ||
+        pages_->Contains(PageKey{file.resolved.ns_path, file.version, page})) {
+      page += page_size_;
+      continue;
+    }
+    auto f = StartFetchLocked(file, page, std::min(last, page + max_fetch_bytes_ - page_size_));
+    page = (f->end() + page_size_ - 1) / page_size_ * page_size_;
+  }
+}
+
+void WorkerService::CountServed(uint64_t hit, uint64_t miss, double seconds) {
+  if (hit) hit_bytes_->Add(hit);
+  if (miss) miss_bytes_->Add(miss);
+  read_latency_->Observe(seconds);
+}
+
+WorkerService::Totals WorkerService::totals() const {
+  return {hit_bytes_->value(), miss_bytes_->value(), ufs_read_bytes_.load()};
+}
+
+}  // namespace shoal

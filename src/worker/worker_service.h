@@ -1,0 +1,148 @@
+// WorkerService: what a cache worker does, independent of the HTTP transport.
+//
+// It owns the page store, the metadata cache and one (accounted, capped)
+// UnderStore per mount, and implements:
+//   - Stat / List through the metadata cache under each mount's consistency mode;
+//   - the read path: a byte range of one file version is planned as pages;
+//     cached pages are handed out as PageRefs (served with sendfile), adjacent
+//     missing pages are fetched from the UFS in one ranged read, concurrent
+//     misses on one page share one fetch (single-flight), and sequential
+//     readers trigger read-ahead;
+//   - Refresh: dropping cached metadata (and pages) under a path.
+//
+// Blocking work (UFS calls, disk writes) runs on the `ufs_executor` given at
+// construction; callers are notified through Fetch::OnDone.
+//
+// Thread safety: all methods are safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "cache/page_store.h"
+#include "common/config.h"
+#include "meta/metadata_cache.h"
+#include "meta/mount_table.h"
+#include "ufs/under_store.h"
+
+namespace shoal {
+
+class Counter;
+class Histogram;
+
+// One ranged read from the UFS covering one or more adjacent pages.
+class Fetch {
+ public:
+  Fetch(uint64_t start, uint64_t end) : start_(start), end_(end) {}
+  uint64_t start() const { return start_; }
+  uint64_t end() const { return end_; }
+
+  // Runs `cb` once the fetch has finished (at once if it already has), on the
+  // finishing thread: keep it short (post to your executor).
+  void OnDone(std::function<void()> cb);
+  // REQUIRES: done. The bytes [start, end), or why they could not be read.
+  const Result<std::string>& result() const { return result_; }
+
+  void Finish(Result<std::string> r);
+
+ private:
+  uint64_t start_, end_;
+  std::mutex mu_;
+  bool done_ = false;
+  std::vector<std::function<void()>> waiters_;
+  Result<std::string> result_ = Err(Code::kInternal, "fetch not finished");
+};
+
+// A file version as a read request names it.
+struct FileRef {
+  ResolvedPath resolved;
+  std::string version;
+  uint64_t size = 0;
+};
+
+// One piece of a read response, in order.
+struct Segment {
+  uint64_t offset = 0;  // file offset of the first byte
+  uint64_t length = 0;
+  // Either a cached page (send `length` bytes from ref.data_offset() + skip) or a fetch.
+  std::optional<PageRef> page;
+  uint64_t skip = 0;
+  std::shared_ptr<Fetch> fetch;
+};
+
+class WorkerService {
+ public:
+  using Executor = std::function<void(std::function<void()>)>;
+
+  static Result<std::unique_ptr<WorkerService>> Create(const Config& config, Executor ufs_executor);
+  ~WorkerService();
+
+  const Config& config() const { return config_; }
+  const MountTable& mounts() const { return mounts_; }
+  PageStore& pages() { return *pages_; }
+
+  // Blocking (call from the UFS executor).
+  Result<FileInfo> Stat(const ResolvedPath& p);
+  Result<std::vector<FileInfo>> List(const ResolvedPath& p);
+  // Drops metadata (and with `data`, pages) under the path; returns entries dropped.
+  size_t Refresh(const std::string& ns_path, bool recursive, bool data);
+
+  // Non-blocking. Plans [offset, end) of `file` (end <= file.size) into
+  // segments, starting UFS fetches for missing pages. Also schedules
+  // read-ahead when the reader is sequential.
+  std::vector<Segment> PlanRead(const FileRef& file, uint64_t offset, uint64_t end);
+
+  // Accounting of served bytes (called by the transport once sent).
+  void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
+
+  struct Totals {
+    uint64_t hit_bytes, miss_bytes, ufs_read_bytes;
+  };
+  Totals totals() const;
+
+ private:
+  WorkerService(const Config& config, Executor ufs_executor);
+  Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
+  // Claims the pages [first, last] that are neither cached nor in flight,
+  // stopping at the first that is, and starts one fetch for them.
+  std::shared_ptr<Fetch> StartFetchLocked(const FileRef& file, uint64_t first_page, uint64_t last_page);
+  void RunFetch(FileRef file, std::shared_ptr<Fetch> fetch);
+  void ReadAhead(const FileRef& file, uint64_t from);
+  std::string InflightKey(const FileRef& f, uint64_t page) const;
+
+  Config config_;
+  MountTable mounts_;
+  Executor ufs_executor_;
+  std::unique_ptr<PageStore> pages_;
+  MetadataCache meta_;
+  uint64_t page_size_;
+  uint64_t max_fetch_bytes_;
+
+  std::mutex stores_mu_;
+  std::vector<std::shared_ptr<UnderStore>> stores_;  // per mount, opened on first use
+
+  std::mutex inflight_mu_;
+  std::unordered_map<std::string, std::shared_ptr<Fetch>> inflight_;  // page key -> its fetch
+  // Sequential-reader detection: file key -> end of the last read.
+  std::unordered_map<std::string, uint64_t> stream_end_;
+  std::list<std::string> stream_order_;
+  // Latest version seen per path, so superseded pages are dropped at once.
+  std::unordered_map<std::string, std::string> latest_version_;
+
+  Counter* hit_bytes_;
+  Counter* miss_bytes_;
+  Histogram* read_latency_;
+  std::atomic<uint64_t> ufs_read_bytes_{0};
+};
+
+}  // namespace shoal
