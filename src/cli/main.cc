@@ -1,6 +1,15 @@
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries command output (and `listening:` / `ready:` lines).
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("shoal"));
+  if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));
+
   CLI::App app{"Shoal: a distributed read-through cache for AI training data"};
   app.require_subcommand(1);
   int exit_code = 0;

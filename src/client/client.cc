@@ -1,4 +1,5 @@
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -59,7 +60,10 @@ bool Client::Impl::IsDown(const std::string& worker) {
   return it != down_until_.end() && std::chrono::steady_clock::now() < it->second;
 }
 
-void Client::Impl::MarkDown(const std::string& worker) {
+void Client::Impl::MarkDown(const std::string& worker, const Status& why) {
+  spdlog::warn("worker {} failed ({}); using {} for {} ms", worker, why.message(),
+               config_.client.ufs_fallback ? "the under-store directly" : "nothing",
+               config_.client.down_backoff.count());
   worker_failures_.fetch_add(1, std::memory_order_relaxed);
   pool_.Forget(worker);
   std::lock_guard lock(mu_);
@@ -141,7 +145,7 @@ Result<FileStatus> Client::Impl::Stat(std::string_view path) {
       auto r = Call(worker, "GET", "/v1/stat?path=" + PercentEncode(rp->ns_path, true), true);
       if (r.status.ok()) return StatusFromJson(r.body);
       if (!r.transport_failed) return Err(r.status);
-      MarkDown(worker);
+      MarkDown(worker, r.status);
       if (!config_.client.ufs_fallback) return Err(r.status.WithContext("client.ufs_fallback is off"));
     } else if (!config_.client.ufs_fallback) {
       return Err(Code::kUnavailable, "worker " + worker + " is down and client.ufs_fallback is off");
@@ -185,7 +189,7 @@ Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {
         return out;
       }
       if (!r.transport_failed) return Err(r.status);
-      MarkDown(worker);
+      MarkDown(worker, r.status);
     }
     if (!config_.client.ufs_fallback) return Err(Code::kUnavailable, "worker " + worker + " is down and client.ufs_fallback is off");
   }
@@ -294,7 +298,7 @@ Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uin
         return {};
       }
       if (!r.transport_failed) return r.status;
-      MarkDown(worker);
+      MarkDown(worker, r.status);
       if (!config_.client.ufs_fallback) return r.status.WithContext("client.ufs_fallback is off");
     } else if (!config_.client.ufs_fallback) {
       return Status(Code::kUnavailable, "worker " + worker + " is down and client.ufs_fallback is off");

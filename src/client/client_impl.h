@@ -50,7 +50,7 @@ class Client::Impl {
   WorkerReply Call(const std::string& worker, std::string_view method, const std::string& target, bool want_body,
                    std::span<char> body_out = {});
   bool IsDown(const std::string& worker);
-  void MarkDown(const std::string& worker);
+  void MarkDown(const std::string& worker, const Status& why);
   Result<std::shared_ptr<UnderStore>> FallbackStore(const ResolvedPath& rp);
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
   Status ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);

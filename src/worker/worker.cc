@@ -10,6 +10,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -181,7 +182,14 @@ class Worker::Impl {
       }
       boost::system::error_code ignored;
       sock.set_option(tcp::no_delay(true), ignored);
-      asio::co_spawn(ioc_, Session(std::move(sock)), asio::detached);
+      asio::co_spawn(ioc_, Session(std::move(sock)), [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          spdlog::error("connection dropped by an exception (a bug): {}", ex.what());
+        }
+      });
     }
   }
 
@@ -198,7 +206,8 @@ class Worker::Impl {
       }
       if (ec) {
         int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
-        co_await SendError(sock, status, "InvalidArgument", "malformed HTTP request: " + ec.message(), false);
+        std::string msg = "malformed HTTP request: " + ec.message();
+        co_await SendError(sock, status, "InvalidArgument", msg, false);
         co_return;
       }
       Request req = parser.release();
@@ -212,23 +221,28 @@ class Worker::Impl {
     }
   }
 
-  awaitable<bool> Send(tcp::socket& s, int status, std::string body, std::string_view type, bool keep) {
+  // Every argument is an lvalue or trivially destructible: g++ 12 destroys
+  // non-trivial temporaries in a co_await expression twice, so the handlers
+  // below never pass a std::string, Json or closure temporary to a coroutine.
+  awaitable<bool> Send(tcp::socket& s, int status, std::string_view body, std::string_view type, bool keep) {
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "shoal");
     res.set(http::field::content_type, type);
     res.keep_alive(keep);
-    res.body() = std::move(body);
+    res.body().assign(body.data(), body.size());
     res.prepare_payload();
     auto [ec, n] = co_await http::async_write(s, res, kTuple);
     co_return !ec;
   }
 
   awaitable<bool> SendJson(tcp::socket& s, const Json& j, bool keep) {
-    co_return co_await Send(s, 200, j.dump() + "\n", "application/json", keep);
+    std::string body = j.dump() + "\n";
+    co_return co_await Send(s, 200, body, "application/json", keep);
   }
 
-  awaitable<bool> SendError(tcp::socket& s, int status, std::string_view code, const std::string& msg, bool keep) {
-    co_return co_await Send(s, status, ObjectJson("code", code, "message", msg).dump() + "\n", "application/json", keep);
+  awaitable<bool> SendError(tcp::socket& s, int status, std::string_view code, std::string_view msg, bool keep) {
+    std::string body = ObjectJson("code", std::string(code), "message", std::string(msg)).dump() + "\n";
+    co_return co_await Send(s, status, body, "application/json", keep);
   }
 
   awaitable<bool> SendStatus(tcp::socket& s, const Status& st, bool keep) {
@@ -252,14 +266,15 @@ class Worker::Impl {
         use_awaitable, std::move(f));
   }
 
-  awaitable<void> WaitFetch(const std::shared_ptr<Fetch>& f) {
-    auto ex = co_await asio::this_coro::executor;
-    co_await asio::async_initiate<decltype(use_awaitable), void()>(
-        [f, ex](auto handler) {
+  // Completes (on the caller's executor) once `f` has finished. Not a coroutine.
+  static auto WaitFetch(std::shared_ptr<Fetch> f) {
+    return asio::async_initiate<decltype(use_awaitable), void()>(
+        [](auto handler, std::shared_ptr<Fetch> fetch) {
+          auto ex = asio::get_associated_executor(handler);
           auto h = std::make_shared<decltype(handler)>(std::move(handler));
-          f->OnDone([h, ex] { asio::post(ex, [h]() mutable { std::move (*h)(); }); });
+          fetch->OnDone([h, ex] { asio::post(ex, [h]() mutable { std::move(*h)(); }); });
         },
-        use_awaitable);
+        use_awaitable, std::move(f));
   }
 
   // sendfile(2) on the non-blocking socket, waiting for writability as needed.
@@ -278,7 +293,12 @@ class Worker::Impl {
         if (ec) co_return false;
         continue;
       }
-      co_return false;  // a peer that went away, or a page file shorter than its header says
+      // A peer that went away, or a page file shorter than its header says.
+      {
+        spdlog::warn("sendfile of a cached page failed at offset {} with {} bytes left: {}", off, len,
+                     n == 0 ? "page file too short" : std::strerror(errno));
+      }
+      co_return false;
     }
     co_return true;
   }
@@ -321,7 +341,8 @@ class Worker::Impl {
       std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
       auto st = co_await Blocking(std::move(work));
       if (!st) co_return co_await SendStatus(s, st.error(), keep);
-      co_return co_await SendJson(s, InfoJson(*st, rp->ns_path), keep);
+      Json j = InfoJson(*st, rp->ns_path);
+      co_return co_await SendJson(s, j, keep);
     }
     if (route == "/v1/list" && get) {
       auto rp = ResolveParam(q);
@@ -331,7 +352,8 @@ class Worker::Impl {
       if (!list) co_return co_await SendStatus(s, list.error(), keep);
       Json entries = Json::array();
       for (const auto& e : *list) entries.push_back(InfoJson(e, ChildPath(*rp, e)));
-      co_return co_await SendJson(s, ObjectJson("path", rp->ns_path, "entries", std::move(entries)), keep);
+      Json j = ObjectJson("path", rp->ns_path, "entries", std::move(entries));
+      co_return co_await SendJson(s, j, keep);
     }
     if (route == "/v1/refresh" && req.method() == http::verb::post) {
       auto p = q.Get("path");
@@ -346,23 +368,24 @@ class Worker::Impl {
       bool recursive = q.Flag("recursive"), data = q.Flag("data");
       std::function<size_t()> work = [this, ns, recursive, data] { return svc_->Refresh(ns, recursive, data); };
       size_t dropped = co_await Blocking(std::move(work));
-      co_return co_await SendJson(s, ObjectJson("path", ns, "dropped", dropped), keep);
+      Json j = ObjectJson("path", ns, "dropped", dropped);
+      co_return co_await SendJson(s, j, keep);
     }
     if ((route == "/v1/health" || route == "/health") && get) co_return co_await Send(s, 200, "ok\n", "text/plain", keep);
     if (route == "/metrics" && get) {
-      co_return co_await Send(s, 200, MetricsRegistry::Global().RenderPrometheus(), "text/plain; version=0.0.4", keep);
+      std::string text = MetricsRegistry::Global().RenderPrometheus();
+      co_return co_await Send(s, 200, text, "text/plain; version=0.0.4", keep);
     }
     if (route == "/v1/status" && get) {
-      co_return co_await SendJson(s, StatusJson(), keep);
+      Json j = StatusJson();
+      co_return co_await SendJson(s, j, keep);
     }
     if (IsKnownRoute(route)) {
-      co_return co_await SendError(s, 405, "InvalidArgument",
-                                   "method " + std::string(req.method_string()) + " not allowed on " + std::string(route),
-                                   keep);
+      std::string msg = "method " + std::string(req.method_string()) + " not allowed on " + std::string(route);
+      co_return co_await SendError(s, 405, "InvalidArgument", msg, keep);
     }
-    co_return co_await SendError(s, 404, "NotFound",
-                                 "unknown route '" + std::string(route) + "' (see docs/protocol.md for the worker API)",
-                                 keep);
+    std::string msg = "unknown route '" + std::string(route) + "' (see docs/protocol.md for the worker API)";
+    co_return co_await SendError(s, 404, "NotFound", msg, keep);
   }
 
   awaitable<bool> HandleRead(tcp::socket& s, const Query& q, bool keep) {
@@ -380,10 +403,9 @@ class Worker::Impl {
     if (!offset) co_return co_await SendStatus(s, offset.error(), keep);
     if (!length) co_return co_await SendStatus(s, length.error(), keep);
     if (*offset > *size) {
-      co_return co_await SendError(s, 416, "OutOfRange",
-                                   "offset " + std::to_string(*offset) + " is past the end of " + rp->ns_path +
-                                       " (size " + std::to_string(*size) + ")",
-                                   keep);
+      std::string msg = "offset " + std::to_string(*offset) + " is past the end of " + rp->ns_path + " (size " +
+                        std::to_string(*size) + ")";
+      co_return co_await SendError(s, 416, "OutOfRange", msg, keep);
     }
     uint64_t end = *offset + std::min(*length, *size - *offset);
     if (end == *offset) co_return co_await Send(s, 200, "", "application/octet-stream", keep);
@@ -413,9 +435,17 @@ class Worker::Impl {
         spdlog::warn("read of {} failed mid-response: {}", rp->ns_path, data.error().ToString());
         co_return false;
       }
+      if (seg.offset < seg.fetch->start() || seg.offset - seg.fetch->start() + seg.length > data->size()) {
+        spdlog::error("BUG: segment [{}, +{}) outside fetch [{}, {}) holding {} bytes", seg.offset, seg.length,
+                      seg.fetch->start(), seg.fetch->end(), data->size());
+        co_return false;
+      }
       auto [wec, wn] = co_await asio::async_write(
           s, asio::buffer(data->data() + (seg.offset - seg.fetch->start()), seg.length), kTuple);
-      if (wec) co_return false;
+      if (wec) {
+        spdlog::warn("write failed: {}", wec.message());
+        co_return false;
+      }
       miss += seg.length;
     }
     svc_->CountServed(hit, miss, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

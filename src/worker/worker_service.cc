@@ -231,10 +231,15 @@ std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offse
         continue;
       }
     }
-    std::lock_guard lock(inflight_mu_);
+    std::unique_lock lock(inflight_mu_);
     auto it = inflight_.find(InflightKey(file, page));
     if (it != inflight_.end()) {
       seg.fetch = it->second;
+    } else if (pages_->Contains(key)) {
+      // A fetch finished between the lookup above and taking the lock.
+      lock.unlock();
+      page -= page_size_;  // look again
+      continue;
     } else {
       max_last = std::min(last_page, page + max_fetch_bytes_ - page_size_);
       seg.fetch = StartFetchLocked(file, page, max_last);
@@ -246,9 +251,11 @@ std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offse
 }
 
 void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
+  // Only within the shard the reader is in: the next shard belongs to another worker.
   uint64_t shard = config_.cluster.shard_size;
-  uint64_t limit = std::min({file.size, from + config_.worker.readahead, (from / shard + 1) * shard});
-  if (from >= limit || config_.worker.readahead == 0) return;
+  if (from == 0 || config_.worker.readahead == 0) return;
+  uint64_t limit = std::min({file.size, from + config_.worker.readahead, ((from - 1) / shard + 1) * shard});
+  if (from >= limit) return;
   std::lock_guard lock(inflight_mu_);
   uint64_t page = (from + page_size_ - 1) / page_size_ * page_size_;
   uint64_t last = (limit - 1) / page_size_ * page_size_;

@@ -1,0 +1,303 @@
+// End-to-end tests of the read-through cache: real `shoal worker` processes on
+// loopback, the native client, a file:// under-store with random data.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "tests/harness/shoal_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ufs_ = MakeTempDir("ufs");
+    ASSERT_FALSE(ufs_.empty());
+  }
+  void TearDown() override {
+    cluster_.reset();
+    std::error_code ec;
+    fs::remove_all(ufs_, ec);
+  }
+
+  // Writes `n` bytes of random data to the UFS and remembers them.
+  const std::string& AddFile(const std::string& rel, size_t n, uint64_t seed) {
+    auto& data = files_[rel] = RandomBytes(n, seed);
+    EXPECT_TRUE(WriteFile(ufs_ + "/" + rel, data).ok());
+    return data;
+  }
+
+  void StartCluster(int workers, ClientConfig client = {}, uint64_t capacity = 256ull << 20) {
+    ShoalCluster::Options o;
+    o.workers = workers;
+    MountConfig m;
+    m.path = "/data";
+    m.ufs = "file://" + ufs_ + "/";
+    o.mounts = {m};
+    o.client = client;
+    o.cache_capacity = capacity;
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    cluster_ = std::move(*c);
+    auto cl = cluster_->NewClient();
+    ASSERT_TRUE(cl) << cl.error().ToString();
+    client_ = std::move(*cl);
+  }
+
+  std::string ReadAll(const std::string& path) {
+    auto f = client_->OpenFile(path);
+    EXPECT_TRUE(f) << f.error().ToString();
+    if (!f) return {};
+    std::string out((*f)->status().size, '\0');
+    auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
+    EXPECT_TRUE(n) << n.error().ToString();
+    return out;
+  }
+
+  double Metric(const std::string& name) {
+    auto v = cluster_->MetricSum(name);
+    EXPECT_TRUE(v) << v.error().ToString();
+    return v ? *v : -1;
+  }
+
+  std::string ufs_;
+  std::map<std::string, std::string> files_;
+  std::unique_ptr<ShoalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClusterTest, RandomReadsMatchTheSource) {
+  // Shards are 4 MiB and pages 256 KiB in the test cluster: the big file spans
+  // several shards (so several workers), the small ones stay whole on one.
+  AddFile("big.bin", 19 * 1024 * 1024 + 12345, 1);
+  for (int i = 0; i < 20; ++i) AddFile("small/f" + std::to_string(i), 1000 + i * 7919, 100 + i);
+  AddFile("empty", 0, 0);
+  StartCluster(3);
+
+  std::vector<std::jthread> readers;
+  std::atomic<int> mismatches{0}, errors{0};
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t) + 7);
+      std::vector<std::string> names;
+      for (auto& [k, v] : files_) names.push_back(k);
+      for (int i = 0; i < 60; ++i) {
+        const auto& name = names[rng() % names.size()];
+        const auto& src = files_[name];
+        auto f = client_->OpenFile("/data/" + name);
+        if (!f) {
+          errors++;
+          continue;
+        }
+        uint64_t off = src.empty() ? 0 : rng() % (src.size() + 100);
+        size_t len = 1 + rng() % (i % 5 == 0 ? 9'000'000 : 300'000);
+        std::string buf(len, '\0');
+        auto n = (*f)->Pread(off, std::span<char>(buf.data(), buf.size()));
+        if (!n) {
+          errors++;
+          continue;
+        }
+        std::string want = off >= src.size() ? "" : src.substr(off, len);
+        if (buf.substr(0, *n) != want) mismatches++;
+      }
+    });
+  }
+  readers.clear();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(client_->stats().fallback_read_bytes, 0u);
+  // Whole files, sequentially through Read() and its read-ahead.
+  for (const auto& [name, data] : files_) {
+    auto f = client_->OpenFile("/data/" + name);
+    ASSERT_TRUE(f);
+    std::string got, buf(100'000, '\0');
+    for (;;) {
+      auto n = (*f)->Read(std::span<char>(buf.data(), buf.size()));
+      ASSERT_TRUE(n) << n.error().ToString();
+      if (*n == 0) break;
+      got.append(buf.data(), *n);
+    }
+    EXPECT_TRUE(got == data) << name;
+  }
+}
+
+TEST_F(ClusterTest, LargeFileSpreadsOverWorkersAndSecondReadIsCached) {
+  const auto& data = AddFile("shards.bin", 24 * 1024 * 1024, 2);
+  StartCluster(3);
+  EXPECT_TRUE(ReadAll("/data/shards.bin") == data);
+  double ufs1 = Metric("shoal_ufs_read_bytes_total");
+  double hit1 = Metric("shoal_cache_hit_bytes_total");
+  EXPECT_GE(ufs1, static_cast<double>(data.size()));
+  // Six 4 MiB shards over three workers: more than one worker holds pages.
+  int holders = 0;
+  for (auto& w : client_->ClusterStatus()) holders += w.cache_used_bytes > 0;
+  EXPECT_GE(holders, 2);
+
+  EXPECT_TRUE(ReadAll("/data/shards.bin") == data);
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), ufs1) << "the second read went to the under-store";
+  EXPECT_GE(Metric("shoal_cache_hit_bytes_total") - hit1, static_cast<double>(data.size()));
+  EXPECT_GT(Metric("shoal_read_latency_seconds_count"), 0);
+}
+
+TEST_F(ClusterTest, ConcurrentMissesShareOneFetch) {
+  const auto& data = AddFile("hot.bin", 2 * 1024 * 1024, 3);
+  StartCluster(1);
+  std::vector<std::jthread> readers;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 8; ++t) {
+    readers.emplace_back([&] {
+      if (ReadAll("/data/hot.bin") != data) bad++;
+    });
+  }
+  readers.clear();
+  EXPECT_EQ(bad.load(), 0);
+  // Eight readers of one cold file: the bytes come from the UFS once (plus a
+  // little read-ahead overlap at most), not eight times.
+  EXPECT_LE(Metric("shoal_ufs_read_bytes_total"), 2.0 * static_cast<double>(data.size()));
+}
+
+TEST_F(ClusterTest, KilledWorkerMidReadFallsBackToUfs) {
+  const auto& data = AddFile("k.bin", 24 * 1024 * 1024, 4);
+  StartCluster(3);
+  auto f = client_->OpenFile("/data/k.bin");
+  ASSERT_TRUE(f);
+  std::string got(data.size(), '\0');
+  size_t half = data.size() / 2;
+  ASSERT_TRUE((*f)->Pread(0, std::span<char>(got.data(), half)));
+  cluster_->Kill(0);
+  cluster_->Kill(1);
+  auto n = (*f)->Pread(half, std::span<char>(got.data() + half, data.size() - half));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_TRUE(got == data);
+  EXPECT_GT(client_->stats().fallback_read_bytes, 0u);
+  // Stat and list keep working with the metadata owner gone, too.
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(client_->Stat("/data/k.bin"));
+  EXPECT_TRUE(client_->List("/data"));
+}
+
+TEST_F(ClusterTest, DeadWorkerWithoutFallbackFailsFastNotHangs) {
+  AddFile("d.bin", 1000, 5);
+  ClientConfig cc;
+  cc.ufs_fallback = false;
+  cc.timeout = std::chrono::seconds(3);
+  StartCluster(1, cc);
+  auto f = client_->OpenFile("/data/d.bin");
+  ASSERT_TRUE(f);
+  cluster_->Kill(0);
+  auto start = std::chrono::steady_clock::now();
+  char buf[100];
+  auto n = (*f)->Pread(0, buf);
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().code(), Code::kUnavailable) << n.error().ToString();
+  EXPECT_NE(n.error().message().find("ufs_fallback"), std::string::npos) << n.error().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST_F(ClusterTest, RestartedWorkerIsWarm) {
+  const auto& data = AddFile("w.bin", 6 * 1024 * 1024, 6);
+  StartCluster(1);
+  EXPECT_TRUE(ReadAll("/data/w.bin") == data);
+  ASSERT_EQ(cluster_->Stop(0), 0) << "the worker did not exit cleanly on SIGTERM";
+  auto st = cluster_->Restart(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto c = cluster_->NewClient();
+  ASSERT_TRUE(c);
+  client_ = std::move(*c);
+  EXPECT_TRUE(ReadAll("/data/w.bin") == data);
+  // A new process: its counters start at zero, so any UFS byte would show.
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), 0);
+  EXPECT_GE(Metric("shoal_cache_hit_bytes_total"), static_cast<double>(data.size()));
+}
+
+TEST_F(ClusterTest, CorruptPageOnDiskIsRefetchedNotServed) {
+  const auto& data = AddFile("c.bin", 1024 * 1024, 7);
+  StartCluster(1);
+  EXPECT_TRUE(ReadAll("/data/c.bin") == data);
+  ASSERT_EQ(cluster_->Stop(0), 0);
+  // Flip a byte in the data of every page file.
+  int flipped = 0;
+  for (auto& e : fs::recursive_directory_iterator(cluster_->cache_dir(0))) {
+    if (e.path().extension() != ".pg") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    char c = static_cast<char>(f.get() ^ 0x55);
+    f.seekp(-1, std::ios::end);
+    f.put(c);
+    ++flipped;
+  }
+  ASSERT_GT(flipped, 0);
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  client_ = std::move(*cluster_->NewClient());
+  EXPECT_TRUE(ReadAll("/data/c.bin") == data);
+  EXPECT_EQ(Metric("shoal_cache_corrupt_pages_total"), flipped);
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), static_cast<double>(data.size()));
+}
+
+TEST_F(ClusterTest, EvictionKeepsCacheWithinCapacity) {
+  for (int i = 0; i < 6; ++i) AddFile("e/" + std::to_string(i), 1024 * 1024, 10 + i);
+  StartCluster(1, {}, 3ull << 20);  // room for about three files
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 6; ++i) EXPECT_TRUE(ReadAll("/data/e/" + std::to_string(i)) == files_["e/" + std::to_string(i)]);
+  }
+  auto w = client_->ClusterStatus().at(0);
+  EXPECT_LE(w.cache_used_bytes, w.cache_capacity_bytes);
+  EXPECT_GT(Metric("shoal_cache_evicted_bytes_total"), 0);
+}
+
+TEST_F(ClusterTest, FullCacheDiskServesFromUfs) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  const auto& data = AddFile("full.bin", 8 * 1024 * 1024, 8);
+  std::string root = MakeTempDir("fulldisk");
+  // A 2 MiB disk under a cache configured for 256 MiB: writes hit ENOSPC.
+  if (::mount("tmpfs", root.c_str(), "tmpfs", 0, "size=2m") != 0) GTEST_SKIP() << "cannot mount tmpfs here";
+  {
+    ShoalCluster::Options o;
+    o.workers = 1;
+    MountConfig m;
+    m.path = "/data";
+    m.ufs = "file://" + ufs_ + "/";
+    o.mounts = {m};
+    o.cache_root = root;
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    auto cl = (*c)->NewClient();
+    ASSERT_TRUE(cl);
+    client_ = std::move(*cl);
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(ReadAll("/data/full.bin") == data);
+    EXPECT_EQ(client_->stats().fallback_read_bytes, 0u) << "the worker itself must serve, not the fallback";
+    EXPECT_TRUE((*c)->running(0));
+  }
+  ::umount2(root.c_str(), MNT_DETACH);
+  fs::remove_all(root);
+}
+
+TEST_F(ClusterTest, ErrorsAreClear) {
+  AddFile("x", 10, 9);
+  StartCluster(1);
+  auto nf = client_->Stat("/data/nope");
+  ASSERT_FALSE(nf);
+  EXPECT_EQ(nf.error().code(), Code::kNotFound);
+  EXPECT_NE(nf.error().message().find("/data/nope"), std::string::npos);
+  auto out = client_->Stat("/elsewhere/x");
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.error().message().find("outside every mount"), std::string::npos);
+  auto dir = client_->OpenFile("/data");
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.error().message().find("directory"), std::string::npos);
+  // A physical URI reads the same bytes.
+  auto f = client_->OpenFile("file://" + ufs_ + "/x");
+  ASSERT_TRUE(f) << f.error().ToString();
+  EXPECT_EQ((*f)->status().path, "/data/x");
+}
+
+}  // namespace
+}  // namespace shoal::testing

@@ -1,0 +1,160 @@
+#include "tests/harness/shoal_cluster.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "client/worker_connection.h"
+
+namespace shoal::testing {
+
+namespace fs = std::filesystem;
+
+std::string ShoalBinary() {
+  const char* b = std::getenv("SHOAL_BIN");
+  return b && *b ? b : "shoal";
+}
+
+std::string MakeTempDir(const std::string& tag) {
+  std::string tmpl = "/tmp/shoal-" + tag + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  const char* d = ::mkdtemp(buf.data());
+  return d ? d : "";
+}
+
+std::string RandomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+Status WriteFile(const std::string& path, const std::string& data) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  return out ? Status() : Status(Code::kIo, "cannot write " + path);
+}
+
+Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
+  std::unique_ptr<ShoalCluster> c(new ShoalCluster());
+  c->options_ = o;
+  c->own_root_ = o.cache_root.empty();
+  c->root_ = c->own_root_ ? MakeTempDir("cluster") : o.cache_root;
+  if (c->root_.empty()) return Err(Code::kIo, "cannot create a temp dir");
+  c->config_.mounts = o.mounts;
+  c->config_.worker.page_size = o.page_size;
+  c->config_.cluster.shard_size = o.shard_size;
+  c->config_.worker.ufs_threads = 8;
+  c->config_.client = o.client;
+  c->worker_config_ = c->root_ + "/worker.yaml";
+  SHOAL_RETURN_IF_ERROR(WriteFile(c->worker_config_, ToYaml(c->config_)));
+  c->procs_.resize(static_cast<size_t>(o.workers));
+  c->config_.cluster.workers.resize(static_cast<size_t>(o.workers));
+  for (int i = 0; i < o.workers; ++i) {
+    c->cache_dirs_.push_back(c->root_ + "/cache-" + std::to_string(i));
+    SHOAL_RETURN_IF_ERROR(c->StartWorker(static_cast<size_t>(i), "127.0.0.1:0"));
+  }
+  return c;
+}
+
+Status ShoalCluster::StartWorker(size_t i, const std::string& listen) {
+  Subprocess::Options o;
+  o.argv = {ShoalBinary(), "worker", "--config", worker_config_, "--listen", listen, "--cache-dir", cache_dirs_[i],
+            "--cache-size", std::to_string(options_.cache_capacity)};
+  o.stderr_file = root_ + "/worker-" + std::to_string(i) + ".log";
+  auto p = Subprocess::Start(o);
+  if (!p) return p.error();
+  auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
+  if (!line) {
+    std::ifstream in(o.stderr_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return Status(line.error().code(), line.error().message() + "\nworker log:\n" + ss.str());
+  }
+  procs_[i] = std::move(*p);
+  config_.cluster.workers[i] = line->substr(line->find(':') + 2);
+  return {};
+}
+
+ShoalCluster::~ShoalCluster() {
+  for (auto& p : procs_) p.Stop(std::chrono::seconds(5));
+  if (own_root_ && !std::getenv("SHOAL_TEST_KEEP")) {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  } else if (own_root_) {
+    std::fprintf(stderr, "kept test cluster dir %s (SHOAL_TEST_KEEP)\n", root_.c_str());
+  }
+}
+
+std::string ShoalCluster::ClientYaml() const { return ClientYaml(options_.client); }
+
+std::string ShoalCluster::ClientYaml(const ClientConfig& client) const {
+  Config c = config_;
+  c.client = client;
+  return ToYaml(c);
+}
+
+Result<std::unique_ptr<Client>> ShoalCluster::NewClient() const { return Client::FromYaml(ClientYaml(), "test"); }
+
+void ShoalCluster::Kill(size_t i) {
+  procs_[i].Signal(SIGKILL);
+  procs_[i].Wait(std::chrono::seconds(10));
+}
+
+int ShoalCluster::Stop(size_t i) { return procs_[i].Stop(std::chrono::seconds(10)); }
+
+Status ShoalCluster::Restart(size_t i) {
+  if (procs_[i].running()) Stop(i);
+  // The old port can briefly be taken by someone else; the worker then fails to
+  // start and the error says so.
+  return StartWorker(i, config_.cluster.workers[i]);
+}
+
+Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto conn = WorkerConnection::Connect(config_.cluster.workers[i], deadline);
+  if (!conn) return Err(conn.error());
+  SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", target, deadline));
+  auto head = (*conn)->ReadHead(deadline);
+  if (!head) return Err(head.error());
+  auto body = (*conn)->ReadBodyString(head->content_length, deadline);
+  if (!body) return Err(body.error());
+  if (head->status != 200) return Err(Code::kInternal, "HTTP " + std::to_string(head->status) + ": " + *body);
+  return body;
+}
+
+Result<double> ShoalCluster::MetricSum(const std::string& name) const {
+  double sum = 0;
+  for (size_t i = 0; i < procs_.size(); ++i) {
+    auto text = Get(i, "/metrics");
+    if (!text) return Err(text.error());
+    std::istringstream in(*text);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      auto sp = line.rfind(' ');
+      std::string key = line.substr(0, sp);
+      // "name" matches "name" and "name{...}"; "name{a=..}" matches exactly.
+      if (key == name || (name.find('{') == std::string::npos && key.starts_with(name + "{"))) {
+        sum += std::stod(line.substr(sp + 1));
+      }
+    }
+  }
+  return sum;
+}
+
+}  // namespace shoal::testing
