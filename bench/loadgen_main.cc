@@ -6,13 +6,14 @@
 //               [--workload whole|seq|ranges] [--readers 8] [--epochs 1] [--seed 1]
 //               [--ranges 1000] [--range-min 4KiB] [--range-max 1MiB] [--limit N]
 //               [--batch 32 --compute-ms 20 --accelerators 1 --prefetch 2]
-//               [--verify all|first|none] [--label NAME]
+//               [--verify all|first|none] [--label NAME] [--timeout SECS]
 //
 // `run` prints one line per epoch: "result label=.. workload=.. epoch=.. mbps=.. ...",
 // and exits 1 if any read failed or did not match the source.
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "bench/loadgen.h"
 #include "common/units.h"
@@ -98,6 +99,18 @@ int Run(std::map<std::string, std::string> f) {
   o.verify = verify == "all" ? Verify::kAll : verify == "first" ? Verify::kFirst : verify == "none" ? Verify::kNone
                                                                                                    : (Fail("bad --verify " + verify), Verify::kAll);
   std::string label = Take(f, "label", "run");
+  // A watchdog: a read that never returns (a hung client or mount) ends the run
+  // with a clear error instead of hanging the benchmark.
+  int timeout_s = std::stoi(Take(f, "timeout", "0"));
+  if (timeout_s > 0) {
+    std::thread([label, timeout_s] {
+      std::this_thread::sleep_for(std::chrono::seconds(timeout_s));
+      std::fprintf(stderr, "loadgen: %s did not finish within --timeout %d s (a read hung or the store is far too slow)\n",
+                   label.c_str(), timeout_s);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }).detach();
+  }
   uint64_t limit = Size("limit", Take(f, "limit", "0"));
   if (!f.empty()) Fail("unknown flag --" + f.begin()->first);
   if (limit > 0 && limit < manifest->files.size()) manifest->files.resize(limit);

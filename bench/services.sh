@@ -49,6 +49,9 @@ stop_pid() {
 
 cleanup() {
   local mnt pid name
+  # Background jobs of the script itself (loadgen runs of the egress phase).
+  local j
+  for j in $(jobs -p); do kill -TERM "$j" 2>/dev/null || true; done
   if [[ -f $MOUNTS_FILE ]]; then
     while read -r mnt; do
       [[ -n $mnt ]] || continue
@@ -177,12 +180,16 @@ upload() {
 }
 
 # start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG.
+# The endpoint is a mount option, so it is in the client config too: a client
+# that falls back to the UFS reads through the same emulator. The 1 h metadata
+# TTL matches the 1 h stat caches given to s3fs and rclone.
 start_shoal() {
   local ufs=$1 workers=$2 cache=$3
   bg shoal env AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT" AWS_ACCESS_KEY_ID=S3RVER \
     AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     "$BUILD_DIR/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE" \
-    --state-dir "$WORK/shoal-state"
+    --state-dir "$WORK/shoal-state" --consistency ttl=1h -o "endpoint=http://127.0.0.1:$PROXY_PORT" \
+    -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true
   local line
   line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
   SHOAL_CONFIG=${line#ready: config=}
