@@ -293,6 +293,11 @@ TEST_F(ClusterTest, ErrorsAreClear) {
   auto dir = client_->OpenFile("/data");
   ASSERT_FALSE(dir);
   EXPECT_NE(dir.error().message().find("directory"), std::string::npos);
+  auto list = client_->List("/data");
+  ASSERT_TRUE(list) << list.error().ToString();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->at(0).path, "/data/x");
+  EXPECT_EQ(list->at(0).size, 10u);
   // A physical URI reads the same bytes.
   auto f = client_->OpenFile("file://" + ufs_ + "/x");
   ASSERT_TRUE(f) << f.error().ToString();

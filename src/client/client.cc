@@ -177,7 +177,8 @@ Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {
       auto r = Call(worker, "GET", "/v1/list?path=" + PercentEncode(rp->ns_path, true), true);
       if (r.status.ok()) {
         try {
-          for (const auto& e : Json::parse(r.body).at("entries")) {
+          Json answer = Json::parse(r.body);  // named: a range-for over a temporary's member dangles
+          for (const auto& e : answer.at("entries")) {
             auto s = StatusFromJson(e.dump());
             if (!s) return Err(s.error());
             out.push_back(std::move(*s));

@@ -154,6 +154,19 @@ int Subprocess::Wait(std::chrono::milliseconds timeout) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
+  // Whatever the child wrote just before exiting is still in the pipe.
+  while (out_fd_ >= 0) {
+    pollfd pfd{out_fd_, POLLIN, 0};
+    if (::poll(&pfd, 1, 100) <= 0) break;
+    char buf[65536];
+    ssize_t n = ::read(out_fd_, buf, sizeof buf);
+    if (n <= 0) {
+      ::close(out_fd_);
+      out_fd_ = -1;
+      break;
+    }
+    out_.append(buf, static_cast<size_t>(n));
+  }
   return status_;
 }
 

@@ -1,0 +1,108 @@
+// Bad input never crashes a worker: each malformed or hostile request gets a
+// 4xx with a reason, and the worker keeps serving.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tests/harness/shoal_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+// Sends raw bytes to the worker and returns what it answers (up to close or 64 KiB).
+std::string Raw(const std::string& address, const std::string& bytes) {
+  auto colon = address.rfind(':');
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
+  ::inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while (out.size() < 65536 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string Get(const std::string& target) { return "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"; }
+
+class WorkerInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ufs_ = MakeTempDir("input");
+    ASSERT_TRUE(WriteFile(ufs_ + "/f", "0123456789").ok());
+    ShoalCluster::Options o;
+    o.workers = 1;
+    MountConfig m;
+    m.path = "/data";
+    m.ufs = "file://" + ufs_ + "/";
+    o.mounts = {m};
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    cluster_ = std::move(*c);
+    addr_ = cluster_->addresses()[0];
+  }
+  void TearDown() override {
+    cluster_.reset();
+    std::filesystem::remove_all(ufs_);
+  }
+
+  void ExpectStatus(const std::string& request, const std::string& status, const std::string& reason) {
+    auto r = Raw(addr_, request);
+    EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 " + status) << r;
+    EXPECT_NE(r.find(reason), std::string::npos) << r;
+  }
+
+  std::string ufs_, addr_;
+  std::unique_ptr<ShoalCluster> cluster_;
+};
+
+TEST_F(WorkerInputTest, HostileRequestsGet4xxWithReason) {
+  ExpectStatus("GARBAGE\r\n\r\n", "400", "malformed HTTP request");
+  ExpectStatus("GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(40'000, 'a') + "\r\n\r\n", "431",
+               "header");
+  ExpectStatus(Get("/no/such/route"), "404", "unknown route");
+  ExpectStatus("DELETE /v1/stat?path=/data/f HTTP/1.1\r\nHost: x\r\n\r\n", "405", "not allowed");
+  ExpectStatus(Get("/v1/stat?path=/data/../etc/passwd"), "400", "'..'");
+  ExpectStatus(Get("/v1/stat?path=/data/%2e%2e/%2e%2e/etc/passwd"), "400", "'..'");
+  ExpectStatus(Get("/v1/stat?path=%2Fdata%2F..%2Fx"), "400", "'..'");
+  ExpectStatus(Get("/v1/stat?path=/data/%zz"), "400", "percent-escape");
+  ExpectStatus(Get("/v1/stat?path=/elsewhere"), "404", "outside every mount");
+  ExpectStatus(Get("/v1/stat"), "400", "missing query parameter 'path'");
+  ExpectStatus(Get("/v1/read?path=/data/f&version=v&size=10&offset=11&length=5"), "416", "past the end");
+  ExpectStatus(Get("/v1/read?path=/data/f&version=v&size=10&offset=-1&length=5"), "400", "non-negative integer");
+  ExpectStatus(Get("/v1/read?path=/data/f&size=10&offset=0&length=5"), "400", "version");
+  ExpectStatus(Get("/v1/read?path=/data/f&version=stale&size=10&offset=0&length=5"), "412", "changed");
+  ExpectStatus(Get("/v1/read?path=/data/nope&version=v&size=10&offset=0&length=5"), "404", "no such file");
+  // Still alive and serving.
+  ExpectStatus(Get("/v1/health"), "200", "ok");
+  EXPECT_TRUE(cluster_->running(0));
+}
+
+TEST_F(WorkerInputTest, RangePastEndIsClampedAndEmptyReadIsEmpty) {
+  auto stat = Raw(addr_, Get("/v1/stat?path=/data/f"));
+  auto v = stat.find("\"version\":\"");
+  ASSERT_NE(v, std::string::npos) << stat;
+  std::string version = stat.substr(v + 11, stat.find('"', v + 11) - v - 11);
+  auto r = Raw(addr_, Get("/v1/read?path=/data/f&version=" + version + "&size=10&offset=7&length=1000"));
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200") << r;
+  EXPECT_EQ(r.substr(r.size() - 3), "789");
+  auto e = Raw(addr_, Get("/v1/read?path=/data/f&version=" + version + "&size=10&offset=10&length=5"));
+  EXPECT_NE(e.find("Content-Length: 0"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace shoal::testing
