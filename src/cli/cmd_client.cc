@@ -1,4 +1,6 @@
 // shoal ls / stat / mount list / refresh / status
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <ctime>
 
@@ -103,13 +105,31 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
     });
   }
   {
-    auto config = std::make_shared<std::string>();
+    struct Args {
+      std::string config;
+      bool json = false;
+    };
+    auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("status", "Show each worker: address, up/down, cache use, hit ratio");
-    AddConfigOption(cmd, config.get());
-    cmd->callback([config, exit_code] {
-      auto c = OpenClient(*config);
+    AddConfigOption(cmd, &a->config);
+    cmd->add_flag("--json", a->json, "One JSON object per worker, for scripts");
+    cmd->callback([a, exit_code] {
+      auto c = OpenClient(a->config);
       if (!c) return void(*exit_code = Fail(c.error()));
       auto workers = (*c)->ClusterStatus();
+      if (a->json) {
+        int down = 0;
+        for (const auto& w : workers) {
+          down += !w.up;
+          nlohmann::json j{{"address", w.address},          {"up", w.up},
+                           {"error", w.error},              {"cache_used_bytes", w.cache_used_bytes},
+                           {"cache_capacity_bytes", w.cache_capacity_bytes}, {"hit_bytes", w.hit_bytes},
+                           {"miss_bytes", w.miss_bytes},    {"ufs_read_bytes", w.ufs_read_bytes}};
+          std::printf("%s\n", j.dump().c_str());
+        }
+        *exit_code = down == 0 ? 0 : 5;
+        return;
+      }
       std::printf("%-22s %-5s %-24s %-9s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO", "UFS READ");
       int down = 0;
       for (const auto& w : workers) {

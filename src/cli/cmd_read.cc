@@ -58,17 +58,21 @@ Status Copy(Client& c, const std::string& path, int fd, const std::string& dest_
 void AddReadCommands(CLI::App& app, int* exit_code) {
   {
     struct Args {
-      std::string config, path;
+      std::string config;
+      std::vector<std::string> paths;
     };
     auto a = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("cat", "Write a file to stdout");
+    auto* cmd = app.add_subcommand("cat", "Write files to stdout, one after the other");
     AddConfigOption(cmd, &a->config);
-    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
+    cmd->add_option("paths", a->paths, "Namespace paths or physical URIs")->required();
     cmd->callback([a, exit_code] {
       auto c = OpenClient(a->config);
       if (!c) return void(*exit_code = Fail(c.error()));
-      auto st = Copy(**c, a->path, 1, "stdout", false);
-      *exit_code = st.ok() ? 0 : Fail(st);
+      for (const auto& p : a->paths) {
+        auto st = Copy(**c, p, 1, "stdout", false);
+        if (!st.ok()) return void(*exit_code = Fail(st));
+      }
+      *exit_code = 0;
     });
   }
   {
