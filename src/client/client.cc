@@ -271,14 +271,25 @@ ClientStats Client::Impl::stats() const {
   return {worker_read_bytes_.load(), fallback_read_bytes_.load(), worker_failures_.load()};
 }
 
+void Client::Impl::ForgetMetadata(const std::string& ns_path) {
+  if (ring_.empty()) return;
+  const auto& owner = ring_.members()[ring_.Owner(HashRing::MetaKey(ns_path))];
+  Call(owner, "POST", "/v1/refresh?path=" + PercentEncode(ns_path, true), true);
+}
+
 Status Client::Impl::ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
   auto store = FallbackStore(rp);
   if (!store) return store.error();
   ReadOptions o;
   o.if_version = st.version;
   auto n = (*store)->Read(rp.key, offset, out, o);
+  if (!n && n.error().code() == Code::kVersionMismatch) {
+    ForgetMetadata(rp.ns_path);
+    return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store since it was opened; open it again");
+  }
   if (!n) return n.error();
   if (*n != out.size()) {
+    ForgetMetadata(rp.ns_path);
     return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store while being read; open it again");
   }
   fallback_read_bytes_.fetch_add(*n, std::memory_order_relaxed);
@@ -297,6 +308,11 @@ Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uin
       if (r.status.ok()) {
         worker_read_bytes_.fetch_add(out.size(), std::memory_order_relaxed);
         return {};
+      }
+      if (r.status.code() == Code::kVersionMismatch) {
+        // The metadata owner may still hold the old version: make the next open revalidate.
+        ForgetMetadata(rp.ns_path);
+        return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store since it was opened; open it again");
       }
       if (!r.transport_failed) return r.status;
       MarkDown(worker, r.status);

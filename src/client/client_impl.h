@@ -53,6 +53,8 @@ class Client::Impl {
   void MarkDown(const std::string& worker, const Status& why);
   Result<std::shared_ptr<UnderStore>> FallbackStore(const ResolvedPath& rp);
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
+  // Drops the metadata owner's cached stat of a path seen to have changed.
+  void ForgetMetadata(const std::string& ns_path);
   Status ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
   Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
 
