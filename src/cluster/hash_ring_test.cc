@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -30,6 +31,7 @@ TEST(HashRing, BalancedAtHundredWorkers) {
   double mean = static_cast<double>(kShards) / 100;
   int max = *std::max_element(load.begin(), load.end());
   EXPECT_LE(max / mean, 1.10) << "max " << max << " mean " << mean;
+  std::printf("100 workers, %d shards: max/mean load %.3f\n", kShards, max / mean);
   EXPECT_GT(*std::min_element(load.begin(), load.end()), 0);
 }
 
@@ -48,6 +50,7 @@ TEST(HashRing, AddingOneWorkerMovesAboutOneOverNPlusOne) {
   }
   double expected = kShards / 101.0;
   EXPECT_NEAR(moved, expected, 0.2 * expected);
+  std::printf("adding a 101st worker moved %d of %d shards (1/(N+1) = %.0f)\n", moved, kShards, expected);
 }
 
 TEST(HashRing, SameAnswerEverywhereAndOrderIndependent) {

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "common/config.h"
 #include "common/metrics.h"
 #include "ufs/conformance_test.h"
@@ -45,6 +49,70 @@ TEST(AccountingStore, CountsRequestsAndBytes) {
   EXPECT_EQ(m.GetCounter("shoal_ufs_requests_total", "", op("stat")).value(), 2u);
   EXPECT_EQ(m.GetCounter("shoal_ufs_errors_total", "", op("stat")).value(), 1u);
   EXPECT_EQ(m.GetCounter("shoal_ufs_requests_total", "", op("write")).value(), 1u);
+}
+
+// A store whose reads block until released, to watch the concurrency cap.
+class GateStore final : public UnderStore {
+ public:
+  const std::string& uri() const override { return uri_; }
+  Result<FileInfo> Stat(std::string_view) override { return Err(Code::kNotFound, "x"); }
+  Result<ListPage> List(std::string_view, const ListOptions&) override { return ListPage{}; }
+  Result<size_t> Read(std::string_view, uint64_t, std::span<char> out, const ReadOptions&) override {
+    std::unique_lock lock(mu_);
+    int now = ++inside_;
+    max_inside_ = std::max(max_inside_, now);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    --inside_;
+    return out.size();
+  }
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view) override { return Err(Code::kNotSupported, "x"); }
+  Status Delete(std::string_view) override { return {}; }
+
+  void WaitInside(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return inside_ >= n; });
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  int inside() {
+    std::lock_guard lock(mu_);
+    return inside_;
+  }
+  int max_inside() {
+    std::lock_guard lock(mu_);
+    return max_inside_;
+  }
+
+ private:
+  std::string uri_ = "gate://";
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int inside_ = 0, max_inside_ = 0;
+  bool open_ = false;
+};
+
+TEST(AccountingStore, CapsConcurrentRequests) {
+  MetricsRegistry m;
+  auto gate = std::make_shared<GateStore>();
+  auto s = WithAccounting(gate, 3, &m);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&] {
+      char b[1];
+      (void)s->Read("k", 0, b);
+    });
+  }
+  gate->WaitInside(3);
+  // Three are inside; the other five wait for a slot. Let them all through.
+  EXPECT_EQ(m.GetGauge("shoal_ufs_inflight", "", {{"ufs", "gate://"}}).value(), 3);
+  gate->Open();
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(gate->max_inside(), 3);
+  EXPECT_EQ(m.GetCounter("shoal_ufs_requests_total", "", {{"ufs", "gate://"}, {"op", "read"}}).value(), 8u);
 }
 
 }  // namespace
