@@ -131,7 +131,8 @@ EOF
   echo "## Egress (3 epochs x 2 clients, a dataset not read before)"
   echo
   echo "Unique dataset bytes: $EGRESS_BYTES. UFS bytes are response bytes through the emulator (headers included);"
-  echo "requests are request turns it counted (GET, HEAD, LIST)."
+  echo "requests are request turns it counted (GET, HEAD, LIST). The two clients run at the same time and read in"
+  echo "the same order, the hardest case for a shared cache (concurrent misses on the same file)."
   echo
   echo "| contender | UFS bytes | UFS requests | bytes / unique | expected |"
   echo "|---|---|---|---|---|"
