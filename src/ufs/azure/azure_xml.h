@@ -1,6 +1,6 @@
 // The few Azure Blob XML documents Shoal reads and writes: List Blobs
-// results, error bodies, and the Put Block List body. A small tag scanner is
-// enough for these fixed, service-generated shapes.
+// results, error bodies, and the Put Block List body, on the tag scanner of
+// ufs/http/xml.h, enough for these fixed, service-generated shapes.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +36,5 @@ AzureErrorBody ParseAzureError(std::string_view xml);
 
 // The Put Block List body committing `block_ids` (base64) in order.
 std::string BlockListXml(const std::vector<std::string>& block_ids);
-
-// Decodes &amp; &lt; &gt; &quot; &apos; and numeric character references.
-std::string XmlUnescape(std::string_view s);
 
 }  // namespace shoal

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ufs/http/xml.h"
+
 namespace shoal {
 namespace {
 
@@ -44,7 +46,8 @@ TEST(AzureXml, ErrorBodyAndBlockList) {
   EXPECT_EQ(e.message, "bad <sig>");
   EXPECT_EQ(BlockListXml({"QQ==", "Qg=="}),
             "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList><Latest>QQ==</Latest><Latest>Qg==</Latest></BlockList>");
-  EXPECT_EQ(XmlUnescape("&#65;&#x42;&quot;&apos;"), "AB\"'");
+  EXPECT_EQ(XmlDecode("&#65;&#x42;&quot;&apos;"), "AB\"'");
+  EXPECT_EQ(XmlDecode("&#xZZ;&#;"), "&#xZZ;&#;");  // malformed references are kept as is
 }
 
 }  // namespace

@@ -1,24 +1,15 @@
-// The few S3 XML documents the backend reads and writes. S3 responses are
-// flat and machine-written, so a small tag scanner is enough: it finds
-// <Tag>...</Tag> elements by name (attributes and <Tag/> allowed) and decodes
-// the five XML entities and numeric character references.
+// The few S3 XML documents the backend reads and writes, on the tag scanner
+// of ufs/http/xml.h (XmlElements, XmlText, XmlDecode, XmlEscape).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace shoal::s3 {
+#include "ufs/http/xml.h"
 
-// Inner text (raw, not decoded) of each <tag> element in `xml`, in order.
-// Elements of the same name must not nest (true for every S3 document).
-std::vector<std::string_view> XmlElements(std::string_view xml, std::string_view tag);
-// Decoded text of the first <tag> element, or nullopt.
-std::optional<std::string> XmlText(std::string_view xml, std::string_view tag);
-std::string XmlDecode(std::string_view s);
-std::string XmlEscape(std::string_view s);
+namespace shoal::s3 {
 
 struct S3Error {
   std::string code;     // "NoSuchKey", "SlowDown", ...; "" when the body was not an S3 error
