@@ -251,6 +251,18 @@ int main(int argc, char** argv) {
   std::printf("| cluster hit / miss bytes (workers up: %d); client worker / fallback read bytes | %llu / %llu; %llu / %llu | |\n",
               up_workers, static_cast<unsigned long long>(hit), static_cast<unsigned long long>(miss),
               static_cast<unsigned long long>(cs.worker_read_bytes), static_cast<unsigned long long>(cs.fallback_read_bytes));
+  if (ratio < 0.8 && ms < mp) {
+    // What limits it, from this run's own figures.
+    std::printf("\nWhat limits the sequential ratio: File::Read (with the client's read-ahead) reached %.0f%% of what "
+                "back-to-back 4 MiB Preads of the same file reached (%.0f vs %.0f MB/s), so the read-ahead path is the "
+                "first limit; the Preads themselves reached %.0f%% of TCP loopback, the cost of the client and worker "
+                "per request and copy on 2 shared cores (not profiled yet).\n",
+                100 * ms / mp, ms, mp, 100 * mp / mt);
+  } else if (ratio < 0.8) {
+    std::printf("\nWhat limits the sequential ratio: back-to-back Preads are no faster than Read here (%.0f vs %.0f "
+                "MB/s), so the cost is per request and copy in the client and worker on 2 shared cores (not profiled "
+                "yet).\n", mp, ms);
+  }
   up->Stop();
   return 0;
 }
