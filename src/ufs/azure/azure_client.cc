@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <random>
-#include <thread>
 
 #include "common/config.h"
 #include "common/units.h"
 #include "ufs/azure/azure_xml.h"
+#include "ufs/http/retry.h"
 
 namespace shoal {
 namespace {
@@ -18,13 +17,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kApiVersion = "2021-08-06";
 
 bool IsTransient(long s) { return s == 500 || s == 502 || s == 503 || s == 504 || s == 429 || s == 408; }
-
-// Exponential backoff with jitter: 50 ms, 100 ms, ... capped at 2 s.
-std::chrono::milliseconds Backoff(int attempt) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  int64_t cap = std::min<int64_t>(2000, int64_t{50} << std::min(attempt, 10));
-  return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap / 2, cap)(rng));
-}
 
 Result<uint64_t> SizeOption(const MountConfig& m, const std::string& k, const std::string& v) {
   auto n = ParseSize(v);
@@ -112,32 +104,32 @@ Result<HttpResponse> AzureClient::Send(HttpRequest req) const {
     req.url += (req.url.find('?') == std::string::npos ? "?" : "&") + s_.creds.sas_token;
   }
   const auto base_headers = req.headers;
-  for (int attempt = 0;; ++attempt) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      return Err(Code::kTimeout, req.method + " on " + s_.uri + " did not succeed within request_timeout=" +
-                                     std::to_string(s_.request_timeout.count()) + "ms after " + std::to_string(attempt) +
-                                     " attempts: raise request_timeout or check the network");
-    }
+  RetryPolicy policy;  // 50 ms, 100 ms, ... capped at 2 s
+  policy.max_retries = s_.max_retries;
+  policy.deadline = deadline;
+  auto attempt = [&](std::chrono::milliseconds left) {
     req.timeout = left;
     req.connect_timeout = std::min(req.connect_timeout, left);
     req.headers = base_headers;
     req.headers.emplace_back("x-ms-version", kApiVersion);
     req.headers.emplace_back("x-ms-date", HttpDate(std::chrono::system_clock::now()));  // fresh per attempt
     if (!s_.key_bytes.empty()) SignSharedKey(req, s_.creds.account, s_.key_bytes);
-    auto r = PerformHttp(req);
-    bool transient = !r || IsTransient(r->status);
-    if (!transient || attempt >= s_.max_retries) {
-      if (!r) {
-        return Err(r.error().code(), Redact("Azure Blob request for " + s_.uri + " (mount " + s_.mount_path +
-                                            ") failed after " + std::to_string(attempt + 1) + " attempts: " +
-                                            r.error().message() + "; check the endpoint and the network"));
-      }
-      return r;
-    }
-    auto pause = std::min(Backoff(attempt), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    if (pause.count() > 0) std::this_thread::sleep_for(pause);  // backoff, not synchronisation
+    return PerformHttp(req);
+  };
+  auto transient = [](const Result<HttpResponse>& r) { return !r || IsTransient(r->status); };
+  auto outcome = RunWithRetries(policy, attempt, transient);
+  if (outcome.out_of_time) {
+    return Err(Code::kTimeout, req.method + " on " + s_.uri + " did not succeed within request_timeout=" +
+                                   std::to_string(s_.request_timeout.count()) + "ms after " +
+                                   std::to_string(outcome.attempts) + " attempts: raise request_timeout or check the network");
   }
+  auto& r = *outcome.last;
+  if (!r) {
+    return Err(r.error().code(), Redact("Azure Blob request for " + s_.uri + " (mount " + s_.mount_path +
+                                        ") failed after " + std::to_string(outcome.attempts) + " attempts: " +
+                                        r.error().message() + "; check the endpoint and the network"));
+  }
+  return std::move(r);
 }
 
 Status AzureClient::ErrorFor(const HttpResponse& resp, std::string_view what, std::string_view blob_name) const {

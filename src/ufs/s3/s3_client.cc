@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
-#include <thread>
 
+#include "ufs/http/retry.h"
 #include "ufs/s3/s3_xml.h"
 #include "ufs/uri.h"
 
@@ -13,16 +12,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-milliseconds Backoff(const S3Settings& s, int attempt) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  int64_t cap = s.retry_base_delay.count();
-  for (int i = 0; i < attempt && cap < s.retry_max_delay.count(); ++i) cap *= 2;
-  cap = std::min<int64_t>(cap, s.retry_max_delay.count());
-  // Half fixed, half random: spreads retries of many clients, never zero.
-  std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(cap / 2, 0));
-  return milliseconds(cap / 2 + jitter(rng));
-}
 
 std::string Describe(const HttpResponse& r) {
   auto e = ParseError(r.body);
@@ -67,13 +56,15 @@ Result<HttpResponse> S3Client::Send(const S3Request& request, const Validator& v
     payload_hash = (request.body.empty() || s_.sign_payload) ? Sha256Hex(request.body) : std::string(kUnsignedPayload);
   }
 
-  Status last;
-  int attempts = 0;
-  for (;;) {
-    ++attempts;
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) break;
-
+  RetryPolicy policy;
+  policy.max_retries = s_.max_retries;
+  policy.base_delay = s_.retry_base_delay;
+  policy.max_delay = s_.retry_max_delay;
+  policy.deadline = deadline;
+  policy.give_up_if_pause_reaches_deadline = true;
+  // An attempt's error is worth retrying; a response (2xx and valid, or a
+  // status not worth retrying) is the answer.
+  auto attempt = [&](milliseconds left) -> Result<HttpResponse> {
     HttpRequest http;
     http.method = request.method;
     http.url = url;
@@ -88,25 +79,21 @@ Result<HttpResponse> S3Client::Send(const S3Request& request, const Validator& v
       SigningInput in{request.method, s_.Host(), canonical_uri, request.query, payload_hash, s_.region, "s3"};
       SignV4(in, s_.creds, std::chrono::system_clock::now(), http.headers);
     }
-
     auto resp = PerformHttp(http);
-    if (!resp) {
-      last = resp.error();
-    } else if (resp->status >= 200 && resp->status < 300) {
+    if (!resp) return resp;
+    if (resp->status >= 200 && resp->status < 300) {
       Status ok = validate ? validate(*resp) : Status::Ok();
-      if (ok.ok()) return resp;
-      last = ok;
-    } else if (Retryable(*resp)) {
-      last = Status(Code::kUnavailable, Describe(*resp));
-    } else {
+      if (!ok.ok()) return Err(ok);
       return resp;
     }
-
-    if (attempts > s_.max_retries) break;
-    auto wait = Backoff(s_, attempts - 1);
-    if (Clock::now() + wait >= deadline) break;
-    std::this_thread::sleep_for(wait);
-  }
+    if (Retryable(*resp)) return Err(Code::kUnavailable, Describe(*resp));
+    return resp;
+  };
+  auto outcome = RunWithRetries(policy, attempt, [](const Result<HttpResponse>& r) { return !r; });
+  if (outcome.last && *outcome.last) return std::move(*outcome.last);
+  Status last = outcome.last ? outcome.last->error() : Status();
+  // The count includes the attempt the deadline cut off.
+  int attempts = outcome.attempts + (outcome.out_of_time ? 1 : 0);
 
   auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
   std::string what = request.method + " " + UriOf(request.key) + " at " + s_.endpoint + " (mount " + s_.mount_path +

@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <random>
-#include <thread>
 
 #include "common/config.h"
 #include "common/units.h"
+#include "ufs/http/retry.h"
 #include "ufs/uri.h"
 
 namespace shoal {
@@ -20,13 +19,6 @@ using Json = nlohmann::json;
 bool Is2xx(long s) { return s >= 200 && s < 300; }
 bool IsRedirect(long s) { return s == 307 || s == 302 || s == 303 || s == 301 || s == 308; }
 bool IsTransient(long s) { return s == 500 || s == 502 || s == 503 || s == 504 || s == 429; }
-
-// Exponential backoff with full jitter: 50 ms, 100 ms, ... capped at 2 s.
-std::chrono::milliseconds Backoff(int attempt) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  int64_t cap = std::min<int64_t>(2000, int64_t{50} << std::min(attempt, 10));
-  return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap / 2, cap)(rng));
-}
 
 HdfsStatus ParseStatus(const Json& j) {
   HdfsStatus s;
@@ -98,21 +90,23 @@ std::string WebHdfsClient::Url(const std::string& path, const std::string& op,
 }
 
 Result<HttpResponse> WebHdfsClient::Send(HttpRequest req, bool idempotent, Clock::time_point deadline) {
-  for (int attempt = 0;; ++attempt) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      return Err(Code::kTimeout, req.method + " " + req.url + " did not succeed within request_timeout=" +
-                                     std::to_string(s_.request_timeout.count()) + "ms (" +
-                                     std::to_string(attempt) + " attempts): raise request_timeout or check the server");
-    }
+  RetryPolicy policy;  // 50 ms, 100 ms, ... capped at 2 s
+  policy.max_retries = s_.max_retries;
+  policy.deadline = deadline;
+  auto attempt = [&](std::chrono::milliseconds left) {
     req.timeout = std::min(left, s_.request_timeout);
     req.connect_timeout = std::min(req.connect_timeout, req.timeout);
-    auto r = PerformHttp(req);
-    bool transient = !r || IsTransient(r->status);
-    if (!transient || !idempotent || attempt >= s_.max_retries) return r;
-    auto pause = std::min(Backoff(attempt), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    if (pause.count() > 0) std::this_thread::sleep_for(pause);  // backoff, not synchronisation
+    return PerformHttp(req);
+  };
+  // A non-idempotent call (APPEND) is never repeated: the first try may have landed.
+  auto worth_retrying = [&](const Result<HttpResponse>& r) { return idempotent && (!r || IsTransient(r->status)); };
+  auto outcome = RunWithRetries(policy, attempt, worth_retrying);
+  if (outcome.out_of_time) {
+    return Err(Code::kTimeout, req.method + " " + req.url + " did not succeed within request_timeout=" +
+                                   std::to_string(s_.request_timeout.count()) + "ms (" +
+                                   std::to_string(outcome.attempts) + " attempts): raise request_timeout or check the server");
   }
+  return std::move(*outcome.last);
 }
 
 Result<HttpResponse> WebHdfsClient::Perform(const Call& call, bool follow_datanode) {
