@@ -4,27 +4,11 @@
 
 #include <filesystem>
 
+#include "tests/harness/harness_util.h"
 #include "ufs/azure/azure_auth.h"
 #include "ufs/http/http_transport.h"
 
 namespace shoal::testing {
-
-struct AzuriteProcess::Dir {
-  std::string path;
-  ~Dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
-namespace {
-
-std::string SourceDir() {
-  const char* env = std::getenv("SHOAL_SOURCE_DIR");
-  return env && *env ? env : SHOAL_HARNESS_SOURCE_DIR;
-}
-
-}  // namespace
 
 Result<AzuriteProcess> AzuriteProcess::Start(std::chrono::milliseconds startup_timeout) {
   std::string bin = SourceDir() + "/tools/node_modules/.bin/azurite-blob";
@@ -32,10 +16,9 @@ Result<AzuriteProcess> AzuriteProcess::Start(std::chrono::milliseconds startup_t
     return Err(Code::kNotFound, "Azurite is not installed (" + bin + " is missing): run scripts/bootstrap");
   }
   AzuriteProcess a;
-  char tmpl[] = "/tmp/shoal-azurite-XXXXXX";
-  if (!::mkdtemp(tmpl)) return Err(Code::kIo, "cannot create a temporary directory for Azurite");
-  a.dir_ = std::make_shared<Dir>();
-  a.dir_->path = tmpl;
+  auto dir = MakeScratchDir("azurite", "Azurite");
+  if (!dir) return Err(dir.error());
+  a.dir_ = std::move(*dir);
   Subprocess::Options o;
   o.argv = {bin, "--blobHost", "127.0.0.1", "--blobPort", "0", "--location", a.dir_->path,
             "--silent", "--disableTelemetry", "--skipApiVersionCheck"};

@@ -20,6 +20,7 @@
 
 #include "common/subprocess.h"
 #include "shoal/status.h"
+#include "tests/harness/harness_util.h"
 
 namespace shoal::testing {
 
@@ -46,8 +47,7 @@ class AzuriteProcess {
   Result<std::string> AccountSas(const std::string& permissions = "rwdlac") const;
 
  private:
-  struct Dir;
-  std::shared_ptr<Dir> dir_;  // declared before process_: the server stops before the dir goes
+  std::shared_ptr<ScratchDir> dir_;  // declared before process_: the server stops before the dir goes
   Subprocess process_;
   int port_ = 0;
 };

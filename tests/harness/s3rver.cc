@@ -5,18 +5,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "tests/harness/harness_util.h"
 #include "ufs/http/http_transport.h"
 
 namespace shoal::testing {
 namespace {
 
 std::string FindS3rverScript() {
-  std::vector<std::string> roots;
-  if (const char* env = std::getenv("SHOAL_SOURCE_DIR"); env && *env) roots.push_back(env);
-#ifdef SHOAL_HARNESS_SOURCE_DIR
-  roots.push_back(SHOAL_HARNESS_SOURCE_DIR);
-#endif
-  for (const auto& root : roots) {
+  for (const auto& root : SourceRoots()) {
     std::string script = root + "/tools/node_modules/s3rver/bin/s3rver.js";
     if (std::filesystem::exists(script)) return script;
   }
@@ -32,11 +28,11 @@ Result<S3rverProcess> S3rverProcess::Start(const Options& options) {
                "s3rver is not installed (tools/node_modules/s3rver): run scripts/bootstrap, and set SHOAL_SOURCE_DIR "
                "to the repository root when running tests from elsewhere");
   }
-  char tmpl[] = "/tmp/shoal-s3rver-XXXXXX";
-  if (!::mkdtemp(tmpl)) return Err(Code::kIo, "cannot create a temporary directory for s3rver");
+  auto dir = MakeTempDir("s3rver", "s3rver");
+  if (!dir) return Err(dir.error());
 
   S3rverProcess s;
-  s.dir_ = tmpl;
+  s.dir_ = std::move(*dir);
   if (!options.tls_key_file.empty()) s.tls_cert_ = options.tls_cert_file;
   Subprocess::Options o;
   // --silent keeps the request log off stdout: nobody drains the pipe after startup.

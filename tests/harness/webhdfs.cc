@@ -1,28 +1,14 @@
 #include "tests/harness/webhdfs.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/harness/harness_util.h"
 #include "ufs/http/http_transport.h"
 
 namespace shoal::testing {
 
-struct WebHdfsServer::Dir {
-  std::string path;
-  ~Dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 namespace {
-
-std::string SourceDir() {
-  const char* env = std::getenv("SHOAL_SOURCE_DIR");
-  return env && *env ? env : SHOAL_HARNESS_SOURCE_DIR;
-}
 
 // The value after `key=` up to the next space.
 std::string Field(const std::string& line, const std::string& key) {
@@ -43,10 +29,9 @@ std::string WebHdfsServer::Uri(std::string_view path) const {
 
 Result<WebHdfsServer> WebHdfsServer::Start(const Options& options) {
   WebHdfsServer s;
-  char tmpl[] = "/tmp/shoal-webhdfs-XXXXXX";
-  if (!::mkdtemp(tmpl)) return Err(Code::kIo, "cannot create a temporary directory for the WebHDFS test server");
-  s.dir_ = std::make_shared<Dir>();
-  s.dir_->path = tmpl;
+  auto dir = MakeScratchDir("webhdfs", "the WebHDFS test server");
+  if (!dir) return Err(dir.error());
+  s.dir_ = std::move(*dir);
   std::string script = SourceDir() + "/tests/webhdfs_server.py";
   if (!std::filesystem::exists(script)) {
     return Err(Code::kNotFound, "WebHDFS test server not found at " + script + ": set SHOAL_SOURCE_DIR to the repo root");

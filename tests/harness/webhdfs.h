@@ -15,6 +15,7 @@
 
 #include "common/subprocess.h"
 #include "shoal/status.h"
+#include "tests/harness/harness_util.h"
 
 namespace shoal::testing {
 
@@ -40,8 +41,7 @@ class WebHdfsServer {
   Result<std::string> LastUser() const;
 
  private:
-  struct Dir;
-  std::shared_ptr<Dir> dir_;  // declared before proc_: the process stops before the dir goes
+  std::shared_ptr<ScratchDir> dir_;  // declared before proc_: the process stops before the dir goes
   Subprocess proc_;
   std::string namenode_, datanode_;
 };

@@ -1,0 +1,31 @@
+// What the test-server harnesses (s3rver, Azurite, WebHDFS) share: where the
+// repository's test tools are, and scratch directories for the servers' data.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shoal/status.h"
+
+namespace shoal::testing {
+
+// Repository roots to look for test tools in, in order: $SHOAL_SOURCE_DIR
+// when set, then the source tree the harness was built from.
+std::vector<std::string> SourceRoots();
+// The first of SourceRoots().
+std::string SourceDir();
+
+// Creates /tmp/shoal-<name>-XXXXXX. On failure the error says it was for `what`.
+Result<std::string> MakeTempDir(std::string_view name, std::string_view what);
+
+// A directory removed, with everything in it, when its last owner lets go.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir();
+};
+// MakeTempDir() owned by a ScratchDir.
+Result<std::shared_ptr<ScratchDir>> MakeScratchDir(std::string_view name, std::string_view what);
+
+}  // namespace shoal::testing
