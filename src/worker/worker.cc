@@ -33,6 +33,7 @@ using Request = http::request<http::string_body>;
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(use_awaitable);
+constexpr auto kIdleTimeout = std::chrono::minutes(2);
 
 // Query string of a request target, percent-decoded.
 struct Query {
@@ -175,14 +176,18 @@ class Worker::Impl {
  private:
   awaitable<void> Listen() {
     for (;;) {
-      auto [ec, sock] = co_await acceptor_.async_accept(kTuple);
+      // Each connection runs on its own strand, so its idle timer and its
+      // coroutine never touch the socket from two threads at once.
+      asio::any_io_executor strand = asio::make_strand(ioc_);
+      auto [ec, sock] = co_await acceptor_.async_accept(strand, kTuple);
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
         continue;
       }
       boost::system::error_code ignored;
       sock.set_option(tcp::no_delay(true), ignored);
-      asio::co_spawn(ioc_, Session(std::move(sock)), [](std::exception_ptr e) {
+      asio::any_io_executor ex = sock.get_executor();
+      asio::co_spawn(ex, Session(std::move(sock)), [](std::exception_ptr e) {
         if (!e) return;
         try {
           std::rethrow_exception(e);
@@ -195,11 +200,21 @@ class Worker::Impl {
 
   awaitable<void> Session(tcp::socket sock) {
     beast::flat_buffer buf(16 * 1024);
+    asio::steady_timer idle(sock.get_executor());
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(16 * 1024);
       parser.body_limit(1 << 20);
+      // A connection that sends no complete request for kIdleTimeout is closed
+      // (idle keep-alive connections, and clients that trickle their headers).
+      idle.expires_after(kIdleTimeout);
+      idle.async_wait([&sock](const boost::system::error_code& e) {
+        if (e) return;  // cancelled: the request arrived (or the session ended)
+        boost::system::error_code ignored;
+        sock.close(ignored);
+      });
       auto [ec, n] = co_await http::async_read(sock, buf, parser, kTuple);
+      idle.cancel();
       if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
           ec == asio::error::operation_aborted) {
         co_return;
