@@ -14,7 +14,8 @@
 // default), so a dead node never stops or hangs a reader.
 //
 // Thread safety: Client and File are safe for concurrent use from any number
-// of threads without external synchronisation.
+// of threads without external synchronisation. REQUIRES: every File is
+// destroyed before the Client that opened it.
 #pragma once
 
 #include <cstdint>

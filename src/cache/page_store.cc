@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -21,6 +22,7 @@ namespace {
 // Page file header layout; see docs/page-format.md.
 constexpr char kMagic[8] = {'S', 'H', 'O', 'A', 'L', 'P', 'G', '1'};
 constexpr size_t kFixedHeader = 48;
+constexpr auto kFullDiskRetry = std::chrono::seconds(30);
 
 void PutU16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
 void PutU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
@@ -94,6 +96,7 @@ struct PageStore::Dir {
   std::string path;
   uint64_t capacity = 0;
   uint64_t effective_capacity = 0;  // lowered when the disk reports ENOSPC
+  std::chrono::steady_clock::time_point full_since;  // when it was lowered
   uint64_t used = 0;
   std::unique_ptr<EvictionPolicy> policy;
 };
@@ -413,6 +416,14 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   {
     std::lock_guard lock(mu_);
     if (index_.contains(id)) return {};
+    // A disk that was full may have room again (files deleted by others): try
+    // the configured capacity again now and then.
+    auto now = std::chrono::steady_clock::now();
+    for (auto& d : dirs_) {
+      if (d->effective_capacity < d->capacity && now - d->full_since > kFullDiskRetry) {
+        d->effective_capacity = d->capacity;
+      }
+    }
     dir_index = ChooseDirLocked(bytes);
     auto& dir = *dirs_[dir_index];
     if (dir.effective_capacity < bytes) {
@@ -441,6 +452,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     if (st.code() == Code::kNoSpace) {
       // The disk is fuller than our accounting thinks (shared disk): stop at what we hold.
       dir.effective_capacity = std::min(dir.effective_capacity, dir.used);
+      dir.full_since = std::chrono::steady_clock::now();
     }
     return st;
   }
