@@ -17,7 +17,7 @@ namespace {
 
 // Transfers are cut into pieces of at most this size, so a large read keeps
 // several connections (and workers) busy at once.
-constexpr uint64_t kPieceBytes = 4ull << 20;
+constexpr uint64_t kPieceBytes = 1ull << 20;
 
 Result<FileStatus> StatusFromJson(const std::string& body) {
   try {

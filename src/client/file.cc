@@ -8,6 +8,8 @@
 namespace shoal {
 namespace {
 
+constexpr uint64_t kDirectReadBytes = 1 << 20;
+
 class FileImpl final : public File {
  public:
   FileImpl(Client::Impl& client, ResolvedPath rp, FileStatus st)
@@ -17,10 +19,7 @@ class FileImpl final : public File {
     depth_ = ra == 0 ? 0 : std::max<uint64_t>(1, ra / chunk_);
   }
 
-  ~FileImpl() override {
-    // Read-ahead tasks write into chunks we own: let them finish.
-    for (auto& c : ahead_) c->done.wait();
-  }
+  ~FileImpl() override { DropAhead(); }
 
   const FileStatus& status() const override { return st_; }
 
@@ -37,8 +36,11 @@ class FileImpl final : public File {
     if (st_.is_dir) return Err(Code::kInvalidArgument, st_.path + " is a directory");
     if (pos_ >= st_.size || out.empty()) return size_t{0};
     size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), st_.size - pos_));
-    if (depth_ == 0 || want >= depth_ * chunk_) {
-      // Large reads are already parallel; read-ahead would only add a copy.
+    if (depth_ == 0 || want >= kDirectReadBytes) {
+      // Large reads go straight into the caller's buffer, split over parallel
+      // requests; the worker's own read-ahead keeps the next bytes coming from
+      // the under-store. Client read-ahead (with its copy) is for small reads.
+      DropAhead();
       SHOAL_RETURN_IF_ERROR(client_.ReadRange(rp_, st_, pos_, out.first(want), true));
       pos_ += want;
       return want;
@@ -50,7 +52,7 @@ class FileImpl final : public File {
       c->done.wait();
       if (!c->status.ok()) {
         auto st = c->status;
-        ahead_.clear();
+        DropAhead();
         return Err(st);
       }
       uint64_t skip = pos_ - c->offset;
@@ -70,6 +72,12 @@ class FileImpl final : public File {
     Status status;
     std::shared_future<void> done;
   };
+
+  // Read-ahead tasks use this File: wait for them before forgetting their chunks.
+  void DropAhead() {
+    for (auto& c : ahead_) c->done.wait();
+    ahead_.clear();
+  }
 
   // Keeps `depth_` chunks queued from the one holding pos_ on.
   void Fill() {

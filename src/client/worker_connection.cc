@@ -71,7 +71,21 @@ Result<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(const std::s
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // From here on the socket blocks, with SO_RCVTIMEO/SO_SNDTIMEO bounding each
+  // call by the deadline: one syscall per receive instead of poll + recv.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return c;
+}
+
+Status WorkerConnection::ArmTimeout(Deadline deadline) {
+  int ms = RemainingMs(deadline);
+  if (ms == 0) return Fail(Code::kTimeout, "no answer before the deadline (client.timeout)");
+  timeval tv{ms / 1000, (ms % 1000) * 1000};
+  if (::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+      ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+    return Fail(Code::kIo, std::string("setsockopt: ") + std::strerror(errno));
+  }
+  return {};
 }
 
 Status WorkerConnection::WaitFor(short events, Deadline deadline) {
@@ -88,6 +102,7 @@ Status WorkerConnection::WaitFor(short events, Deadline deadline) {
 
 Status WorkerConnection::SendRequest(std::string_view method, std::string_view target, Deadline deadline) {
   reusable_ = false;
+  SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
   std::string req;
   req.reserve(target.size() + 64);
   req.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ").append(address_).append("\r\n\r\n");
@@ -108,6 +123,7 @@ Status WorkerConnection::SendRequest(std::string_view method, std::string_view t
 }
 
 Result<ResponseHead> WorkerConnection::ReadHead(Deadline deadline) {
+  SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
   std::string head = std::move(buffered_);
   buffered_.clear();
   size_t end;
@@ -159,6 +175,7 @@ Status WorkerConnection::ReadBody(std::span<char> out, Deadline deadline) {
   size_t got = std::min(out.size(), buffered_.size());
   std::memcpy(out.data(), buffered_.data(), got);
   buffered_.erase(0, got);
+  if (got < out.size()) SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
   while (got < out.size()) {
     ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, 0);
     if (n > 0) {

@@ -48,6 +48,8 @@ class WorkerConnection {
  private:
   WorkerConnection(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
   Status WaitFor(short events, Deadline deadline);
+  // Bounds each blocking send/recv by what is left of the deadline.
+  Status ArmTimeout(Deadline deadline);
   Status Fail(Code code, const std::string& what);
 
   int fd_;

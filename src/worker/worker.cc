@@ -34,6 +34,7 @@ namespace {
 
 constexpr auto kTuple = asio::as_tuple(use_awaitable);
 constexpr auto kIdleTimeout = std::chrono::minutes(2);
+constexpr int kSendBuffer = 4 << 20;
 
 // Query string of a request target, percent-decoded.
 struct Query {
@@ -186,6 +187,8 @@ class Worker::Impl {
       }
       boost::system::error_code ignored;
       sock.set_option(tcp::no_delay(true), ignored);
+      // Room for a few pages in flight, so sendfile rarely has to wait for the reader.
+      sock.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
       asio::any_io_executor ex = sock.get_executor();
       asio::co_spawn(ex, Session(std::move(sock)), [](std::exception_ptr e) {
         if (!e) return;
