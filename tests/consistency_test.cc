@@ -179,6 +179,20 @@ TEST_P(ConsistencyTest, NewObjectsAppearInListingsAndNegativeLookupsExpire) {
   EXPECT_TRUE(Eventually([&] { return client_->Stat("/imm/grow/b").has_value(); }));
 }
 
+TEST_P(ConsistencyTest, ColdSmallFileCostsOneUfsRequest) {
+  const std::string data = RandomBytes(120 * 1024, 5);
+  Put("small/one", data);
+  auto before = cluster_->MetricSum("shoal_ufs_requests_total");
+  ASSERT_TRUE(before) << before.error().ToString();
+  EXPECT_TRUE(Read("/ttl/small/one") == data);
+  auto after = cluster_->MetricSum("shoal_ufs_requests_total");
+  ASSERT_TRUE(after);
+  // Stat and data from one ranged read on the worker that owns the path.
+  EXPECT_EQ(*after - *before, 1);
+  EXPECT_TRUE(Read("/ttl/small/one") == data);
+  EXPECT_EQ(*cluster_->MetricSum("shoal_ufs_requests_total"), *after) << "a warm read went to the under-store";
+}
+
 INSTANTIATE_TEST_SUITE_P(Ufs, ConsistencyTest, ::testing::Values("file", "s3"),
                          [](const auto& info) { return info.param; });
 

@@ -499,6 +499,11 @@ size_t PageStore::DropOtherVersions(const std::string& path, const std::string& 
   return victims.size();
 }
 
+bool PageStore::HasPath(const std::string& path) const {
+  std::lock_guard lock(mu_);
+  return by_path_.contains(path);
+}
+
 PageStore::Stats PageStore::stats() const {
   std::lock_guard lock(mu_);
   Stats s;

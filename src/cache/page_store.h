@@ -113,6 +113,9 @@ class PageStore {
   // Deletes the pages of every version of `path` other than `current`.
   size_t DropOtherVersions(const std::string& path, const std::string& current);
 
+  // Whether any page of any version of `path` is cached.
+  bool HasPath(const std::string& path) const;
+
   Stats stats() const;
 
  private:

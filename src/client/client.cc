@@ -299,7 +299,7 @@ Status Client::Impl::ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, u
 Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
   if (!ring_.empty()) {
     uint64_t shard = offset / config_.cluster.shard_size;
-    const auto& worker = ring_.members()[ring_.Owner(HashRing::ShardKey(rp.ns_path, st.version, shard))];
+    const auto& worker = ring_.members()[ring_.Owner(HashRing::DataKey(rp.ns_path, st.version, shard))];
     if (!IsDown(worker)) {
       std::string target = "/v1/read?path=" + PercentEncode(rp.ns_path, true) +
                            "&version=" + PercentEncode(st.version, false) + "&size=" + std::to_string(st.size) +

@@ -57,6 +57,10 @@ std::string HashRing::ShardKey(std::string_view path, std::string_view version, 
   return k;
 }
 
+std::string HashRing::DataKey(std::string_view path, std::string_view version, uint64_t shard) {
+  return shard == 0 ? MetaKey(path) : ShardKey(path, version, shard);
+}
+
 std::string HashRing::MetaKey(std::string_view path) {
   std::string k = "m\n";
   k.append(path);

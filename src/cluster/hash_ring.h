@@ -33,6 +33,10 @@ class HashRing {
 
   // The ring key of one shard of one version of a file.
   static std::string ShardKey(std::string_view path, std::string_view version, uint64_t shard);
+  // Where a shard's data lives: shard 0 with the path's metadata (MetaKey), so
+  // the worker that stats a file also holds its first bytes (a small file is
+  // one under-store request, stat and data together); later shards by ShardKey.
+  static std::string DataKey(std::string_view path, std::string_view version, uint64_t shard);
   // The ring key for a path's metadata (stat/list).
   static std::string MetaKey(std::string_view path);
 

@@ -71,6 +71,15 @@ TEST(HashRing, ReplicasAreDistinctAndStartWithOwner) {
   EXPECT_EQ(ring.Owners("k", 10).size(), 5u);
 }
 
+TEST(HashRing, FirstShardLivesWithTheMetadata) {
+  HashRing ring(Members(8));
+  for (int i = 0; i < 100; ++i) {
+    std::string path = "/d/f" + std::to_string(i);
+    EXPECT_EQ(ring.Owner(HashRing::DataKey(path, "v", 0)), ring.Owner(HashRing::MetaKey(path)));
+    EXPECT_EQ(HashRing::DataKey(path, "v", 3), HashRing::ShardKey(path, "v", 3));
+  }
+}
+
 TEST(HashRing, LargeFileSpreadsSmallFileStaysWhole) {
   HashRing ring(Members(8));
   std::set<size_t> owners;

@@ -103,6 +103,12 @@ class AccountingStore final : public UnderStore {
     if (n) read_bytes_->Add(*n);
     return r.Done(std::move(n));
   }
+  Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out) override {
+    Request r(*this, kRead);
+    auto res = inner_->ReadWithInfo(key, offset, out);
+    if (res) read_bytes_->Add(res->bytes);
+    return r.Done(std::move(res));
+  }
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
     auto w = inner_->OpenWriter(key);
     if (!w) return w;

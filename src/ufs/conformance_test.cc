@@ -56,6 +56,36 @@ TEST_P(UnderStoreConformance, WriteStatRead) {
   EXPECT_EQ(ReadAll(*store_, "a/b/file.bin", data.size() - 10, 100), data.substr(data.size() - 10));
 }
 
+TEST_P(UnderStoreConformance, ReadWithInfoAgreesWithStatAndRead) {
+  auto data = RandomBytes(70'000, 11);
+  ASSERT_TRUE(store_->Write("rwi/obj", data).ok());
+  auto st = store_->Stat("rwi/obj");
+  ASSERT_TRUE(st) << st.error().ToString();
+  std::string buf(50'000, '\0');
+  auto r = store_->ReadWithInfo("rwi/obj", 0, std::span<char>(buf.data(), buf.size()));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->bytes, buf.size());
+  EXPECT_EQ(buf, data.substr(0, buf.size()));
+  EXPECT_FALSE(r->info.is_dir);
+  EXPECT_EQ(r->info.size, data.size());
+  EXPECT_EQ(r->info.Version(), st->Version());
+  // Past the end of a short object: the bytes there are, and the whole size.
+  std::string tail(100'000, '\0');
+  auto t = store_->ReadWithInfo("rwi/obj", 60'000, std::span<char>(tail.data(), tail.size()));
+  ASSERT_TRUE(t) << t.error().ToString();
+  EXPECT_EQ(t->bytes, 10'000u);
+  EXPECT_EQ(t->info.size, data.size());
+  // An empty object, and a missing key.
+  ASSERT_TRUE(store_->Write("rwi/empty", std::string_view()).ok());
+  auto e = store_->ReadWithInfo("rwi/empty", 0, std::span<char>(buf.data(), buf.size()));
+  ASSERT_TRUE(e) << e.error().ToString();
+  EXPECT_EQ(e->bytes, 0u);
+  EXPECT_EQ(e->info.size, 0u);
+  auto m = store_->ReadWithInfo("rwi/missing", 0, std::span<char>(buf.data(), buf.size()));
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code(), Code::kNotFound) << m.error().ToString();
+}
+
 TEST_P(UnderStoreConformance, EmptyObject) {
   ASSERT_TRUE(store_->Write("empty", std::string_view()).ok());
   auto st = store_->Stat("empty");

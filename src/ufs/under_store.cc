@@ -25,6 +25,18 @@ Status UnderStore::Write(std::string_view key, std::span<const char> data) {
   return (*w)->Close();
 }
 
+Result<UnderStore::ReadWithInfoResult> UnderStore::ReadWithInfo(std::string_view key, uint64_t offset,
+                                                               std::span<char> out) {
+  auto st = Stat(key);
+  if (!st) return Err(st.error());
+  if (st->is_dir) return Err(Code::kNotFound, "'" + std::string(key) + "' in " + uri() + " is a directory, not an object");
+  ReadOptions o;
+  o.if_version = st->Version();
+  auto n = Read(key, offset, out, o);
+  if (!n) return Err(n.error());
+  return ReadWithInfoResult{*n, std::move(*st)};
+}
+
 Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
   auto uri = ParseUfsUri(mount.ufs);
   if (!uri) return Err(uri.error());

@@ -85,6 +85,16 @@ class UnderStore {
   virtual Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out,
                               const ReadOptions& options = {}) = 0;
 
+  // Read() and Stat() in one: the bytes at `offset` and the object's metadata,
+  // from a single request where the store allows it (a ranged GET carries the
+  // ETag and the total size). The default makes the two calls. kNotFound when
+  // there is no object under the key (a directory is not an object).
+  struct ReadWithInfoResult {
+    size_t bytes = 0;
+    FileInfo info;
+  };
+  virtual Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out);
+
   virtual Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) = 0;
 
   // Whole-object write; the default streams through OpenWriter.

@@ -81,7 +81,24 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
   }
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
-  auto r = (*store)->Stat(p.key);
+  // A file with nothing cached is stat'ed by reading its first page: one
+  // request answers the stat and fills page 0, which lives on this worker (the
+  // ring places shard 0 with the path's metadata), so a cold small file costs
+  // one under-store request. A file with cached pages is only revalidated.
+  Result<FileInfo> r = Err(Code::kInternal, "unset");
+  std::string first(pages_->HasPath(p.ns_path) ? 0 : page_size_, '\0');
+  Result<UnderStore::ReadWithInfoResult> rw = Err(Code::kNotFound, "not tried");
+  if (!first.empty()) rw = (*store)->ReadWithInfo(p.key, 0, std::span<char>(first.data(), first.size()));
+  if (rw && !rw->info.is_dir && rw->bytes == std::min<uint64_t>(page_size_, rw->info.size)) {
+    r = rw->info;
+    ufs_read_bytes_.fetch_add(rw->bytes, std::memory_order_relaxed);
+    if (rw->bytes > 0) {
+      auto st = pages_->Put(PageKey{p.ns_path, rw->info.Version(), 0}, std::span<const char>(first.data(), rw->bytes));
+      if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+    }
+  } else {
+    r = (*store)->Stat(p.key);  // a directory, or a store that could not answer in one go
+  }
   meta_.InsertStat(p.ns_path, r);
   if (r && !r->is_dir) {
     std::string version = r->Version();

@@ -158,6 +158,10 @@ Result<HttpResponse> PerformHttp(const HttpRequest& req) {
 
   if (rc != CURLE_OK) {
     if (rc == CURLE_WRITE_ERROR && resp.body_out_overflow) return resp;
+    if (rc == CURLE_PARTIAL_FILE && req.accept_partial) {
+      resp.truncated = true;
+      return resp;
+    }
     std::string what = std::string(curl_easy_strerror(rc)) + " (" + req.method + " " + req.url + ")";
     if (rc == CURLE_OPERATION_TIMEDOUT) return Err(Code::kTimeout, "request timed out after " +
                                                                        std::to_string(req.timeout.count()) + " ms: " + what);

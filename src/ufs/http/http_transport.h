@@ -27,6 +27,9 @@ struct HttpRequest {
   bool follow_redirects = false;
   std::string ca_file;                     // custom CA bundle; "" uses the system's
   bool verify_tls = true;
+  // A body cut short (fewer bytes than Content-Length) comes back as a response
+  // with `truncated` set, for the caller to judge, instead of a kUnavailable error.
+  bool accept_partial = false;
 };
 
 struct HttpResponse {
@@ -36,6 +39,7 @@ struct HttpResponse {
   size_t body_out_size = 0;                     // bytes written into body_out
   bool body_out_overflow = false;               // the server sent more than body_out holds
   std::string effective_url;                    // after redirects
+  bool truncated = false;                       // see HttpRequest::accept_partial
 
   std::string Header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

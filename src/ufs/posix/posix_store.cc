@@ -122,6 +122,20 @@ class PosixStore final : public UnderStore {
   }
 
   Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options) override {
+    return ReadImpl(key, offset, out, options, nullptr);
+  }
+
+  // One open: the fstat that guards the version also answers the stat.
+  Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out) override {
+    ReadWithInfoResult r;
+    auto n = ReadImpl(key, offset, out, {}, &r.info);
+    if (!n) return Err(n.error());
+    r.bytes = *n;
+    return r;
+  }
+
+  Result<size_t> ReadImpl(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options,
+                          FileInfo* info) {
     auto path = Path(key);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Err(ErrnoStatus(errno, "cannot open", path));
@@ -135,6 +149,7 @@ class PosixStore final : public UnderStore {
       ::close(fd);
       return Err(Code::kInvalidArgument, "'" + path + "' is a directory, not a file");
     }
+    if (info) *info = InfoFromStat(std::string(key), st);
     if (!options.if_version.empty() && InfoFromStat("", st).Version() != options.if_version) {
       ::close(fd);
       return Err(Code::kVersionMismatch, "'" + path + "' changed since it was opened");

@@ -71,6 +71,7 @@ Result<HttpResponse> S3Client::Send(const S3Request& request, const Validator& v
     http.headers = request.headers;
     http.body = request.body;
     http.body_out = request.body_out;
+    http.accept_partial = request.accept_partial;
     http.timeout = left;
     http.connect_timeout = std::min(left, s_.connect_timeout);
     http.ca_file = s_.ca_file;

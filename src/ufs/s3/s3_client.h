@@ -29,6 +29,7 @@ struct S3Request {
   Headers headers;                                         // extra headers, all signed
   std::span<const char> body;
   std::span<char> body_out;  // a 2xx body goes here (zero-copy ranged GET)
+  bool accept_partial = false;  // a cut-short body reaches the validator (HttpResponse::truncated)
 };
 
 class S3Client {

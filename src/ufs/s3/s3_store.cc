@@ -22,6 +22,13 @@ uint64_t ParseU64(std::string_view s) {
 }
 
 // "bytes 100-199/5000" -> {100, 199, 5000}; false if malformed.
+// Last-Modified as ns since the epoch; 0 when absent or unparsable.
+int64_t MtimeFrom(const HttpResponse& resp) {
+  auto lm = resp.Header("last-modified");
+  time_t t = lm.empty() ? 0 : curl_getdate(lm.c_str(), nullptr);
+  return t > 0 ? static_cast<int64_t>(t) * 1'000'000'000 : 0;
+}
+
 bool ParseContentRange(std::string_view v, uint64_t& first, uint64_t& last, uint64_t& total) {
   if (!v.starts_with("bytes ")) return false;
   v.remove_prefix(6);
@@ -61,11 +68,7 @@ class S3Store final : public UnderStore {
       info.key = rel;
       info.size = ParseU64(resp->Header("content-length"));
       info.etag = UnquoteEtag(resp->Header("etag"));
-      auto lm = resp->Header("last-modified");
-      if (!lm.empty()) {
-        time_t t = curl_getdate(lm.c_str(), nullptr);
-        if (t > 0) info.mtime_ns = static_cast<int64_t>(t) * 1'000'000'000;
-      }
+      info.mtime_ns = MtimeFrom(*resp);
       return info;
     }
     if (resp->status != 404) return Err(client_->ErrorFor(*resp, r));
@@ -118,6 +121,22 @@ class S3Store final : public UnderStore {
   }
 
   Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options) override {
+    return ReadImpl(key, offset, out, options, nullptr);
+  }
+
+  // One ranged GET: its ETag, Content-Range total and Last-Modified are the stat.
+  Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out) override {
+    if (out.empty() || Trimmed(key).empty()) return UnderStore::ReadWithInfo(key, offset, out);
+    ReadWithInfoResult r;
+    auto n = ReadImpl(key, offset, out, {}, &r.info);
+    if (!n) return Err(n.error());
+    if (r.info.etag.empty()) return UnderStore::ReadWithInfo(key, offset, out);  // a 416: past the end, or empty
+    r.bytes = *n;
+    return r;
+  }
+
+  Result<size_t> ReadImpl(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options,
+                          FileInfo* info) {
     std::string rel = Trimmed(key);
     if (out.empty()) {
       auto st = Stat(rel);
@@ -127,6 +146,7 @@ class S3Store final : public UnderStore {
     S3Request r;
     r.key = Full(rel);
     r.body_out = out;
+    r.accept_partial = true;  // judged by `validate` below
     r.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1));
     if (!options.if_version.empty()) r.headers.emplace_back("If-Match", "\"" + options.if_version + "\"");
     const std::string uri = client_->UriOf(r.key);
@@ -138,6 +158,13 @@ class S3Store final : public UnderStore {
       }
       uint64_t first = 0, last = 0, total = 0;
       if (h.status == 206) {
+        // Some S3 clones answer a range on an empty object with "bytes 0-0/0"
+        // and a body they never send: the object is empty, whatever the length says.
+        if (ParseContentRange(h.Header("content-range"), first, last, total) && total == 0) return {};
+        if (h.truncated) {
+          return Status(Code::kIo, "truncated response for " + uri + ": the connection ended after " +
+                                       std::to_string(h.body_out_size) + " bytes");
+        }
         if (!ParseContentRange(h.Header("content-range"), first, last, total) || first != offset) {
           return Status(Code::kIo, "GET " + uri + " returned a bad Content-Range '" + h.Header("content-range") + "'");
         }
@@ -150,6 +177,10 @@ class S3Store final : public UnderStore {
       }
       // 200: the whole object, which is only right when reading from 0.
       uint64_t len = ParseU64(h.Header("content-length"));
+      if (h.truncated) {
+        return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
+                                     " of " + std::to_string(len) + " bytes");
+      }
       if (offset != 0) return Status(Code::kIo, "GET " + uri + " ignored the Range header");
       if (h.body_out_size != len) {
         return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
@@ -161,6 +192,15 @@ class S3Store final : public UnderStore {
     if (!resp) return Err(resp.error());
     if (resp->status == 416) return size_t{0};  // offset at or past the end
     if (resp->status / 100 != 2) return Err(client_->ErrorFor(*resp, r));
+    if (info) {
+      info->key = rel;
+      info->etag = UnquoteEtag(resp->Header("etag"));
+      uint64_t first = 0, last = 0, total = 0;
+      info->size = resp->status == 206 && ParseContentRange(resp->Header("content-range"), first, last, total)
+                       ? total
+                       : ParseU64(resp->Header("content-length"));
+      info->mtime_ns = MtimeFrom(*resp);
+    }
     // Stores that ignore If-Match (some S3 clones) are caught here.
     if (!options.if_version.empty()) {
       auto etag = UnquoteEtag(resp->Header("etag"));
