@@ -79,6 +79,39 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
     root.is_dir = true;
     return root;
   }
+  // Concurrent misses on one path share one under-store request (single-flight):
+  // two readers opening the same cold file must not fetch it twice.
+  std::shared_ptr<PendingStat> pending;
+  bool leader = false;
+  {
+    std::lock_guard lock(stat_mu_);
+    auto& slot = pending_stats_[p.ns_path];
+    if (!slot) {
+      slot = std::make_shared<PendingStat>();
+      leader = true;
+    }
+    pending = slot;
+  }
+  if (!leader) {
+    std::unique_lock lock(pending->mu);
+    pending->cv.wait(lock, [&] { return pending->done; });
+    return pending->result;
+  }
+  auto r = StatFromStore(p);
+  {
+    std::lock_guard lock(stat_mu_);
+    pending_stats_.erase(p.ns_path);
+  }
+  {
+    std::lock_guard lock(pending->mu);
+    pending->result = r;
+    pending->done = true;
+  }
+  pending->cv.notify_all();
+  return r;
+}
+
+Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
   // A file with nothing cached is stat'ed by reading its first page: one

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -113,6 +114,8 @@ class WorkerService {
  private:
   WorkerService(const Config& config, Executor ufs_executor);
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
+  // A stat that missed the metadata cache: one under-store request, cached.
+  Result<FileInfo> StatFromStore(const ResolvedPath& p);
   // Claims the pages [first, last] that are neither cached nor in flight,
   // stopping at the first that is, and starts one fetch for them.
   std::shared_ptr<Fetch> StartFetchLocked(const FileRef& file, uint64_t first_page, uint64_t last_page);
@@ -130,6 +133,15 @@ class WorkerService {
 
   std::mutex stores_mu_;
   std::vector<std::shared_ptr<UnderStore>> stores_;  // per mount, opened on first use
+
+  struct PendingStat {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Result<FileInfo> result = Err(Code::kInternal, "stat not finished");
+  };
+  std::mutex stat_mu_;
+  std::unordered_map<std::string, std::shared_ptr<PendingStat>> pending_stats_;  // path -> stat in flight
 
   std::mutex inflight_mu_;
   std::unordered_map<std::string, std::shared_ptr<Fetch>> inflight_;  // page key -> its fetch
