@@ -177,7 +177,9 @@ Status WorkerConnection::ReadBody(std::span<char> out, Deadline deadline) {
   buffered_.erase(0, got);
   if (got < out.size()) SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
   while (got < out.size()) {
-    ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, 0);
+    // MSG_WAITALL: one wake-up for the whole body rather than one per segment
+    // batch (SO_RCVTIMEO still bounds it; a partial count comes back then).
+    ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, MSG_WAITALL);
     if (n > 0) {
       got += static_cast<size_t>(n);
       continue;
