@@ -186,7 +186,7 @@ TEST_F(ClusterTest, KilledWorkerMidReadFallsBackToUfs) {
 }
 
 TEST_F(ClusterTest, DeadWorkerWithoutFallbackFailsFastNotHangs) {
-  AddFile("d.bin", 1000, 5);
+  AddFile("d.bin", 1024 * 1024, 5);
   ClientConfig cc;
   cc.ufs_fallback = false;
   cc.timeout = std::chrono::seconds(3);
@@ -196,7 +196,7 @@ TEST_F(ClusterTest, DeadWorkerWithoutFallbackFailsFastNotHangs) {
   cluster_->Kill(0);
   auto start = std::chrono::steady_clock::now();
   char buf[100];
-  auto n = (*f)->Pread(0, buf);
+  auto n = (*f)->Pread(600'000, buf);  // past the bytes the open already brought
   ASSERT_FALSE(n);
   EXPECT_EQ(n.error().code(), Code::kUnavailable) << n.error().ToString();
   EXPECT_NE(n.error().message().find("ufs_fallback"), std::string::npos) << n.error().message();

@@ -92,6 +92,16 @@ TEST_F(WorkerInputTest, HostileRequestsGet4xxWithReason) {
   EXPECT_TRUE(cluster_->running(0));
 }
 
+TEST_F(WorkerInputTest, OpenReturnsStatAndFirstBytes) {
+  auto r = Raw(addr_, Get("/v1/open?path=/data/f&length=4"));
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200") << r;
+  EXPECT_NE(r.find("X-Shoal-Stat: {"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"size\":10"), std::string::npos) << r;
+  EXPECT_EQ(r.substr(r.size() - 4), "0123");
+  ExpectStatus(Get("/v1/open?path=/data/nope&length=4"), "404", "no such file");
+  ExpectStatus(Get("/v1/open?path=/data/f"), "400", "length");
+}
+
 TEST_F(WorkerInputTest, RangePastEndIsClampedAndEmptyReadIsEmpty) {
   auto stat = Raw(addr_, Get("/v1/stat?path=/data/f"));
   auto v = stat.find("\"version\":\"");

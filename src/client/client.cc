@@ -19,6 +19,9 @@ namespace {
 // several connections (and workers) busy at once.
 constexpr uint64_t kPieceBytes = 1ull << 20;
 
+// Bytes an open fetches along with the stat: whole ImageNet-sized files.
+constexpr uint64_t kOpenPrefetch = 256 * 1024;
+
 Result<FileStatus> StatusFromJson(const std::string& body) {
   try {
     auto j = Json::parse(body);
@@ -108,6 +111,7 @@ WorkerReply Client::Impl::Call(const std::string& worker, std::string_view metho
       r.transport_failed = true;
       return r;
     }
+    r.shoal_stat = std::move(head->shoal_stat);
     if (head->keep_alive) pool_.Release(std::move(*conn));
     if (head->status < 200 || head->status >= 300) {
       std::string code, msg = r.body;
@@ -165,6 +169,30 @@ Result<FileStatus> Client::Impl::Stat(std::string_view path) {
     return Err(info.error());
   }
   return ToFileStatus(*info, rp->ns_path);
+}
+
+Result<OpenedFile> Client::Impl::Open(std::string_view path) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  if (!ring_.empty()) {
+    const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
+    if (!IsDown(worker)) {
+      auto r = Call(worker, "GET",
+                    "/v1/open?path=" + PercentEncode(rp->ns_path, true) + "&length=" + std::to_string(kOpenPrefetch),
+                    true);
+      if (r.status.ok()) {
+        auto st = StatusFromJson(r.shoal_stat);
+        if (!st) return Err(st.error());
+        worker_read_bytes_.fetch_add(r.body.size(), std::memory_order_relaxed);
+        return OpenedFile{std::move(*rp), std::move(*st), std::move(r.body)};
+      }
+      if (!r.transport_failed) return Err(r.status);
+      MarkDown(worker, r.status);
+    }
+  }
+  auto st = Stat(rp->ns_path);  // the worker is down: the under-store, or the error
+  if (!st) return Err(st.error());
+  return OpenedFile{std::move(*rp), std::move(*st), std::string()};
 }
 
 Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {

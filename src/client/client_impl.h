@@ -25,6 +25,14 @@ struct WorkerReply {
   Status status;                // OK for a 2xx answer; the worker's error otherwise
   bool transport_failed = false;  // the worker could not be reached or broke off: try elsewhere
   std::string body;
+  std::string shoal_stat;         // X-Shoal-Stat of a /v1/open answer
+};
+
+// What Open() learns: the file's status and its first bytes (possibly none).
+struct OpenedFile {
+  ResolvedPath resolved;
+  FileStatus status;
+  std::string prefix;
 };
 
 class Client::Impl {
@@ -35,6 +43,8 @@ class Client::Impl {
   const MountTable& mounts() const { return mounts_; }
 
   Result<FileStatus> Stat(std::string_view path);
+  // Stat plus the first bytes, in one round trip to the path's owner.
+  Result<OpenedFile> Open(std::string_view path);
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);
   std::vector<WorkerStatus> ClusterStatus();

@@ -12,8 +12,11 @@ constexpr uint64_t kDirectReadBytes = 1 << 20;
 
 class FileImpl final : public File {
  public:
-  FileImpl(Client::Impl& client, ResolvedPath rp, FileStatus st)
-      : client_(client), rp_(std::move(rp)), st_(std::move(st)) {
+  FileImpl(Client::Impl& client, OpenedFile opened)
+      : client_(client),
+        rp_(std::move(opened.resolved)),
+        st_(std::move(opened.status)),
+        prefix_(std::move(opened.prefix)) {
     uint64_t ra = client_.config().client.readahead;
     chunk_ = std::clamp<uint64_t>(ra / 2, 256 * 1024, 4ull << 20);
     depth_ = ra == 0 ? 0 : std::max<uint64_t>(1, ra / chunk_);
@@ -27,7 +30,7 @@ class FileImpl final : public File {
     if (st_.is_dir) return Err(Code::kInvalidArgument, st_.path + " is a directory");
     if (offset >= st_.size || out.empty()) return size_t{0};
     size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), st_.size - offset));
-    SHOAL_RETURN_IF_ERROR(client_.ReadRange(rp_, st_, offset, out.first(n), /*parallel=*/true));
+    SHOAL_RETURN_IF_ERROR(ReadAt(offset, out.first(n)));
     return n;
   }
 
@@ -41,7 +44,7 @@ class FileImpl final : public File {
       // requests; the worker's own read-ahead keeps the next bytes coming from
       // the under-store. Client read-ahead (with its copy) is for small reads.
       DropAhead();
-      SHOAL_RETURN_IF_ERROR(client_.ReadRange(rp_, st_, pos_, out.first(want), true));
+      SHOAL_RETURN_IF_ERROR(ReadAt(pos_, out.first(want)));
       pos_ += want;
       return want;
     }
@@ -73,6 +76,22 @@ class FileImpl final : public File {
     std::shared_future<void> done;
   };
 
+  // [offset, offset + out.size()) within the file: the part the open already
+  // brought from the prefix, the rest from the workers.
+  Status ReadAt(uint64_t offset, std::span<char> out) {
+    size_t n = CopyFromPrefix(offset, out);
+    if (n == out.size()) return {};
+    return client_.ReadRange(rp_, st_, offset + n, out.subspan(n), /*parallel=*/true);
+  }
+
+  // Copies what `prefix_` holds of [offset, offset + out.size()); returns the count.
+  size_t CopyFromPrefix(uint64_t offset, std::span<char> out) const {
+    if (offset >= prefix_.size()) return 0;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), prefix_.size() - offset));
+    std::memcpy(out.data(), prefix_.data() + offset, n);
+    return n;
+  }
+
   // Read-ahead tasks use this File: wait for them before forgetting their chunks.
   void DropAhead() {
     for (auto& c : ahead_) c->done.wait();
@@ -93,8 +112,11 @@ class FileImpl final : public File {
       next += c->data.size();
       c->done = client_.readahead_pool()
                     .Submit([this, c] {
-                      c->status = client_.ReadRange(rp_, st_, c->offset, std::span<char>(c->data.data(), c->data.size()),
-                                                    /*parallel=*/false);
+                      std::span<char> out(c->data.data(), c->data.size());
+                      size_t n = CopyFromPrefix(c->offset, out);
+                      c->status = n == out.size() ? Status()
+                                                  : client_.ReadRange(rp_, st_, c->offset + n, out.subspan(n),
+                                                                      /*parallel=*/false);
                     })
                     .share();
       ahead_.push_back(std::move(c));
@@ -104,6 +126,7 @@ class FileImpl final : public File {
   Client::Impl& client_;
   ResolvedPath rp_;
   FileStatus st_;
+  const std::string prefix_;  // the file's first bytes, fetched by the open
   uint64_t chunk_;
   uint64_t depth_;
   std::mutex mu_;
@@ -114,12 +137,10 @@ class FileImpl final : public File {
 }  // namespace
 
 Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path) {
-  auto rp = impl_->mounts().Resolve(path);
-  if (!rp) return Err(rp.error());
-  auto st = impl_->Stat(rp->ns_path);
-  if (!st) return Err(st.error());
-  if (st->is_dir) return Err(Code::kInvalidArgument, st->path + " is a directory, not a file");
-  return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*rp), std::move(*st)));
+  auto opened = impl_->Open(path);
+  if (!opened) return Err(opened.error());
+  if (opened->status.is_dir) return Err(Code::kInvalidArgument, opened->status.path + " is a directory, not a file");
+  return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*opened)));
 }
 
 }  // namespace shoal

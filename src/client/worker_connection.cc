@@ -161,6 +161,8 @@ Result<ResponseHead> WorkerConnection::ReadHead(Deadline deadline) {
       if (IEquals(name, "content-length")) {
         h.content_length = std::strtoull(std::string(value).c_str(), nullptr, 10);
         has_length = true;
+      } else if (IEquals(name, "x-shoal-stat")) {
+        h.shoal_stat = std::string(value);
       } else if (IEquals(name, "connection") && IEquals(value, "close")) {
         h.keep_alive = false;
       }

@@ -26,6 +26,7 @@ struct ResponseHead {
   int status = 0;
   uint64_t content_length = 0;
   bool keep_alive = true;
+  std::string shoal_stat;  // the X-Shoal-Stat header (a /v1/open answer)
 };
 
 class WorkerConnection {

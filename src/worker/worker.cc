@@ -94,7 +94,7 @@ Json ObjectJson(std::string_view k1, A a, std::string_view k2, B b) {
 }
 
 bool IsKnownRoute(std::string_view r) {
-  static const std::set<std::string_view> kRoutes = {"/v1/read",   "/v1/stat", "/v1/list", "/v1/refresh",
+  static const std::set<std::string_view> kRoutes = {"/v1/read",   "/v1/open", "/v1/stat", "/v1/list", "/v1/refresh",
                                                      "/v1/health", "/health",  "/metrics", "/v1/status"};
   return kRoutes.contains(r);
 }
@@ -351,6 +351,7 @@ class Worker::Impl {
     bool get = req.method() == http::verb::get || req.method() == http::verb::head;
 
     if (route == "/v1/read" && get) co_return co_await HandleRead(s, q, keep);
+    if (route == "/v1/open" && get) co_return co_await HandleOpen(s, q, keep);
     if (route == "/v1/stat" && get) {
       auto rp = ResolveParam(q);
       if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
@@ -426,17 +427,44 @@ class Worker::Impl {
       co_return co_await SendError(s, 416, "OutOfRange", msg, keep);
     }
     uint64_t end = *offset + std::min(*length, *size - *offset);
-    if (end == *offset) co_return co_await Send(s, 200, "", "application/octet-stream", keep);
-
     FileRef file{*rp, *version, *size};
-    auto segs = svc_->PlanRead(file, *offset, end);
+    std::string no_headers;
+    co_return co_await SendRange(s, file, *offset, end, keep, no_headers, started);
+  }
+
+  // GET /v1/open?path=P&length=L: the stat (in an X-Shoal-Stat header) and the
+  // first L bytes of its version, in one round trip: a small file is opened and
+  // read with one request to its owner.
+  awaitable<bool> HandleOpen(tcp::socket& s, const Query& q, bool keep) {
+    auto started = std::chrono::steady_clock::now();
+    auto rp = ResolveParam(q);
+    if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
+    auto length = q.Number("length");
+    if (!length) co_return co_await SendStatus(s, length.error(), keep);
+    std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
+    auto st = co_await Blocking(std::move(work));
+    if (!st) co_return co_await SendStatus(s, st.error(), keep);
+    std::string stat_header = "X-Shoal-Stat: " + InfoJson(*st, rp->ns_path).dump() + "\r\n";
+    FileRef file{*rp, st->is_dir ? std::string() : st->Version(), st->size};
+    uint64_t end = st->is_dir ? 0 : std::min(*length, st->size);
+    co_return co_await SendRange(s, file, 0, end, keep, stat_header, started);
+  }
+
+  // Streams [offset, end) of `file` (pages by sendfile, fetched bytes from
+  // memory) after a 200 head carrying `extra_headers` (complete lines).
+  awaitable<bool> SendRange(tcp::socket& s, const FileRef& file, uint64_t offset, uint64_t end, bool keep,
+                            const std::string& extra_headers, std::chrono::steady_clock::time_point started) {
+    const ResolvedPath* rp = &file.resolved;
+    std::vector<Segment> segs;
+    if (end > offset) segs = svc_->PlanRead(file, offset, end);
     // Errors can still be reported as a status until the first byte is due.
-    if (segs.front().fetch) {
+    if (!segs.empty() && segs.front().fetch) {
       co_await WaitFetch(segs.front().fetch);
       if (!segs.front().fetch->result()) co_return co_await SendStatus(s, segs.front().fetch->result().error(), keep);
     }
     std::string head = "HTTP/1.1 200 OK\r\nServer: shoal\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                       std::to_string(end - *offset) + "\r\n" + (keep ? "" : "Connection: close\r\n") + "\r\n";
+                       std::to_string(end - offset) + "\r\n" + extra_headers + (keep ? "" : "Connection: close\r\n") +
+                       "\r\n";
     auto [ec, n] = co_await asio::async_write(s, asio::buffer(head), kTuple);
     if (ec) co_return false;
     uint64_t hit = 0, miss = 0;
