@@ -126,8 +126,24 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
     r = rw->info;
     ufs_read_bytes_.fetch_add(rw->bytes, std::memory_order_relaxed);
     if (rw->bytes > 0) {
-      auto st = pages_->Put(PageKey{p.ns_path, rw->info.Version(), 0}, std::span<const char>(first.data(), rw->bytes));
-      if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+      // The page is written to disk off the stat's path: until then readers
+      // find it in flight, already complete, and are served from memory.
+      first.resize(rw->bytes);
+      FileRef file{p, rw->info.Version(), rw->info.size};
+      auto fetch = std::make_shared<Fetch>(0, rw->bytes);
+      fetch->Finish(std::move(first));
+      {
+        std::lock_guard lock(inflight_mu_);
+        inflight_[InflightKey(file, 0)] = fetch;
+      }
+      ufs_executor_([this, file, fetch] {
+        const std::string& data = *fetch->result();
+        auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, 0}, std::span<const char>(data));
+        if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+        std::lock_guard lock(inflight_mu_);
+        auto it = inflight_.find(InflightKey(file, 0));
+        if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
+      });
     }
   } else {
     r = (*store)->Stat(p.key);  // a directory, or a store that could not answer in one go
