@@ -145,6 +145,8 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
         if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
       });
     }
+  } else if (!rw && rw.error().code() != Code::kNotFound && rw.error().code() != Code::kInvalidArgument) {
+    r = Err(rw.error());  // unreachable, refused, timed out: asking again would only double the wait
   } else {
     r = (*store)->Stat(p.key);  // a directory, or a store that could not answer in one go
   }
