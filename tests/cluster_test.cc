@@ -161,9 +161,11 @@ TEST_F(ClusterTest, ConcurrentMissesShareOneFetch) {
   readers.clear();
   EXPECT_EQ(bad.load(), 0);
   // Eight readers of one cold file: its stat and its bytes come from the UFS
-  // once (stat and page 0 in one request, the other pages in one more), not eight times.
+  // once, not eight times. How the pages group into requests depends on timing
+  // (a fetch stops at a page another reader already claimed), so the request
+  // count is bounded by one per page (8 of 256 KiB) plus the stat.
   EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), static_cast<double>(data.size()));
-  EXPECT_LE(Metric("shoal_ufs_requests_total"), 3);
+  EXPECT_LE(Metric("shoal_ufs_requests_total"), 1 + 8);
 }
 
 TEST_F(ClusterTest, KilledWorkerMidReadFallsBackToUfs) {
