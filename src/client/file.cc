@@ -78,10 +78,10 @@ class FileImpl final : public File {
 
   // [offset, offset + out.size()) within the file: the part the open already
   // brought from the prefix, the rest from the workers.
-  Status ReadAt(uint64_t offset, std::span<char> out) {
+  Status ReadAt(uint64_t offset, std::span<char> out, bool parallel = true) {
     size_t n = CopyFromPrefix(offset, out);
     if (n == out.size()) return {};
-    return client_.ReadRange(rp_, st_, offset + n, out.subspan(n), /*parallel=*/true);
+    return client_.ReadRange(rp_, st_, offset + n, out.subspan(n), parallel);
   }
 
   // Copies what `prefix_` holds of [offset, offset + out.size()); returns the count.
@@ -112,11 +112,7 @@ class FileImpl final : public File {
       next += c->data.size();
       c->done = client_.readahead_pool()
                     .Submit([this, c] {
-                      std::span<char> out(c->data.data(), c->data.size());
-                      size_t n = CopyFromPrefix(c->offset, out);
-                      c->status = n == out.size() ? Status()
-                                                  : client_.ReadRange(rp_, st_, c->offset + n, out.subspan(n),
-                                                                      /*parallel=*/false);
+                      c->status = ReadAt(c->offset, std::span<char>(c->data.data(), c->data.size()), false);
                     })
                     .share();
       ahead_.push_back(std::move(c));
