@@ -66,6 +66,12 @@ Result<std::string> NormaliseKey(std::string_view key) {
   return out;
 }
 
+std::string TrimSlashes(std::string_view key) {
+  while (!key.empty() && key.front() == '/') key.remove_prefix(1);
+  while (!key.empty() && key.back() == '/') key.remove_suffix(1);
+  return std::string(key);
+}
+
 Result<std::string> PercentDecode(std::string_view s) {
   std::string out;
   out.reserve(s.size());

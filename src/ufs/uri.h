@@ -22,6 +22,9 @@ Result<UfsUri> ParseUfsUri(std::string_view uri);
 // trailing '/'. Rejects ".." segments and NUL bytes (kInvalidArgument).
 Result<std::string> NormaliseKey(std::string_view key);
 
+// A key without leading or trailing '/' ("/a/b/" -> "a/b"); nothing else changes.
+std::string TrimSlashes(std::string_view key);
+
 // Percent-decodes a URL path component ("%2e%2e" -> ".."); kInvalidArgument on bad escapes.
 Result<std::string> PercentDecode(std::string_view s);
 // Percent-encodes everything but unreserved characters (and '/' when keep_slash).

@@ -249,11 +249,7 @@ class AzureStore final : public UnderStore {
   }
 
  private:
-  static std::string Trimmed(std::string_view key) {
-    while (!key.empty() && key.front() == '/') key.remove_prefix(1);
-    while (!key.empty() && key.back() == '/') key.remove_suffix(1);
-    return std::string(key);
-  }
+  static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
   std::string Blob(const std::string& key) const { return client_->settings().prefix + key; }
 
   // One List Blobs page for names starting with root prefix + `prefix`.

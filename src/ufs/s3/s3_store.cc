@@ -277,11 +277,7 @@ class S3Store final : public UnderStore {
   }
 
  private:
-  static std::string Trimmed(std::string_view key) {
-    while (!key.empty() && key.front() == '/') key.remove_prefix(1);
-    while (!key.empty() && key.back() == '/') key.remove_suffix(1);
-    return std::string(key);
-  }
+  static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
   std::string Full(std::string_view rel) const { return client_->settings().prefix + std::string(rel); }
 
   Result<ListResult> ListRaw(const std::string& full_prefix, const std::string& delimiter,
