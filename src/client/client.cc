@@ -74,7 +74,7 @@ void Client::Impl::MarkDown(const std::string& worker, const Status& why) {
 }
 
 WorkerReply Client::Impl::Call(const std::string& worker, std::string_view method, const std::string& target,
-                               bool want_body, std::span<char> body_out) {
+                               std::span<char> body_out) {
   WorkerReply r;
   auto deadline = NewDeadline();
   // A pooled connection may have been closed by the worker while idle: one retry on a fresh one.
@@ -123,7 +123,6 @@ WorkerReply Client::Impl::Call(const std::string& worker, std::string_view metho
       }
       r.status = Status(CodeFromWire(code, head->status), msg);
     }
-    (void)want_body;
     return r;
   }
   return r;
@@ -146,7 +145,7 @@ Result<FileStatus> Client::Impl::Stat(std::string_view path) {
   if (!ring_.empty()) {
     const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
     if (!IsDown(worker)) {
-      auto r = Call(worker, "GET", "/v1/stat?path=" + PercentEncode(rp->ns_path, true), true);
+      auto r = Call(worker, "GET", "/v1/stat?path=" + PercentEncode(rp->ns_path, true));
       if (r.status.ok()) return StatusFromJson(r.body);
       if (!r.transport_failed) return Err(r.status);
       MarkDown(worker, r.status);
@@ -178,8 +177,7 @@ Result<OpenedFile> Client::Impl::Open(std::string_view path) {
     const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
     if (!IsDown(worker)) {
       auto r = Call(worker, "GET",
-                    "/v1/open?path=" + PercentEncode(rp->ns_path, true) + "&length=" + std::to_string(kOpenPrefetch),
-                    true);
+                    "/v1/open?path=" + PercentEncode(rp->ns_path, true) + "&length=" + std::to_string(kOpenPrefetch));
       if (r.status.ok()) {
         auto st = StatusFromJson(r.shoal_stat);
         if (!st) return Err(st.error());
@@ -202,7 +200,7 @@ Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {
   if (!ring_.empty()) {
     const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
     if (!IsDown(worker)) {
-      auto r = Call(worker, "GET", "/v1/list?path=" + PercentEncode(rp->ns_path, true), true);
+      auto r = Call(worker, "GET", "/v1/list?path=" + PercentEncode(rp->ns_path, true));
       if (r.status.ok()) {
         try {
           Json answer = Json::parse(r.body);  // named: a range-for over a temporary's member dangles
@@ -224,16 +222,10 @@ Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {
   }
   auto store = FallbackStore(*rp);
   if (!store) return Err(store.error());
-  ListOptions o;
-  std::string prefix = rp->key.empty() ? "" : rp->key + "/";
+  auto listed = ListDirectory(**store, rp->key);
+  if (!listed) return Err(listed.error());
   const std::string& mp = rp->mount->path;
-  for (;;) {
-    auto page = (*store)->List(prefix, o);
-    if (!page) return Err(page.error());
-    for (const auto& e : page->entries) out.push_back(ToFileStatus(e, (mp == "/" ? "" : mp) + "/" + e.key));
-    if (page->continuation.empty()) break;
-    o.continuation = page->continuation;
-  }
+  for (const auto& e : *listed) out.push_back(ToFileStatus(e, (mp == "/" ? "" : mp) + "/" + e.key));
   if (out.empty() && !rp->key.empty()) {
     auto st = Stat(path);
     if (!st) return Err(st.error());
@@ -256,7 +248,7 @@ Status Client::Impl::Refresh(std::string_view path, bool recursive, bool data) {
                        (data ? "&data=1" : "");
   std::vector<std::string> failed;
   for (const auto& w : ring_.members()) {
-    auto r = Call(w, "POST", target, true);
+    auto r = Call(w, "POST", target);
     if (!r.status.ok()) failed.push_back(w + " (" + r.status.message() + ")");
   }
   if (!failed.empty()) {
@@ -274,7 +266,7 @@ std::vector<WorkerStatus> Client::Impl::ClusterStatus() {
   for (const auto& w : ring_.members()) {
     WorkerStatus s;
     s.address = w;
-    auto r = Call(w, "GET", "/v1/status", true);
+    auto r = Call(w, "GET", "/v1/status");
     if (r.status.ok()) {
       try {
         auto j = Json::parse(r.body);
@@ -302,7 +294,7 @@ ClientStats Client::Impl::stats() const {
 void Client::Impl::ForgetMetadata(const std::string& ns_path) {
   if (ring_.empty()) return;
   const auto& owner = ring_.members()[ring_.Owner(HashRing::MetaKey(ns_path))];
-  Call(owner, "POST", "/v1/refresh?path=" + PercentEncode(ns_path, true), true);
+  Call(owner, "POST", "/v1/refresh?path=" + PercentEncode(ns_path, true));
 }
 
 Status Client::Impl::ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
@@ -332,7 +324,7 @@ Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uin
       std::string target = "/v1/read?path=" + PercentEncode(rp.ns_path, true) +
                            "&version=" + PercentEncode(st.version, false) + "&size=" + std::to_string(st.size) +
                            "&offset=" + std::to_string(offset) + "&length=" + std::to_string(out.size());
-      auto r = Call(worker, "GET", target, false, out);
+      auto r = Call(worker, "GET", target, out);
       if (r.status.ok()) {
         worker_read_bytes_.fetch_add(out.size(), std::memory_order_relaxed);
         return {};

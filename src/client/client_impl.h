@@ -57,7 +57,7 @@ class Client::Impl {
   TaskPool& readahead_pool() { return readahead_pool_; }
 
  private:
-  WorkerReply Call(const std::string& worker, std::string_view method, const std::string& target, bool want_body,
+  WorkerReply Call(const std::string& worker, std::string_view method, const std::string& target,
                    std::span<char> body_out = {});
   bool IsDown(const std::string& worker);
   void MarkDown(const std::string& worker, const Status& why);

@@ -124,7 +124,9 @@ TEST_P(UnderStoreConformance, ListWithDelimiterAndPagination) {
   EXPECT_EQ(got_files, files);
   EXPECT_EQ(got_dirs, (std::set<std::string>{"list/sub"}));
   for (auto& e : entries) {
-    if (!e.is_dir) EXPECT_EQ(e.size, 4u);
+    if (!e.is_dir) {
+      EXPECT_EQ(e.size, 4u);
+    }
   }
   auto all = ListAll(*store_, "list/", "", 2);
   std::set<std::string> keys;

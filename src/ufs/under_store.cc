@@ -37,6 +37,19 @@ Result<UnderStore::ReadWithInfoResult> UnderStore::ReadWithInfo(std::string_view
   return ReadWithInfoResult{*n, std::move(*st)};
 }
 
+Result<std::vector<FileInfo>> ListDirectory(UnderStore& store, std::string_view key) {
+  std::vector<FileInfo> out;
+  ListOptions o;
+  std::string prefix = key.empty() ? "" : std::string(key) + "/";
+  for (;;) {
+    auto page = store.List(prefix, o);
+    if (!page) return Err(page.error());
+    for (auto& e : page->entries) out.push_back(std::move(e));
+    if (page->continuation.empty()) return out;
+    o.continuation = std::move(page->continuation);
+  }
+}
+
 Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
   auto uri = ParseUfsUri(mount.ufs);
   if (!uri) return Err(uri.error());

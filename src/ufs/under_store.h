@@ -107,6 +107,10 @@ class UnderStore {
   }
 };
 
+// Every entry of a directory (key "" for the root), following continuation
+// tokens: what both the worker and the client's fallback list.
+Result<std::vector<FileInfo>> ListDirectory(UnderStore& store, std::string_view key);
+
 // Opens the store for `mount.ufs` with the mount's options. Schemes: file://,
 // s3://, gs://, az://, hdfs:// (WebHDFS). Unknown schemes and malformed URIs
 // return kInvalidArgument naming the URI.

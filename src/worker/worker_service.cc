@@ -172,16 +172,9 @@ Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
   if (auto cached = meta_.LookupList(p.ns_path, *p.mount)) return *cached;
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
-  std::vector<FileInfo> out;
-  ListOptions o;
-  std::string prefix = p.key.empty() ? "" : p.key + "/";
-  for (;;) {
-    auto page = (*store)->List(prefix, o);
-    if (!page) return Err(page.error());
-    for (auto& e : page->entries) out.push_back(std::move(e));
-    if (page->continuation.empty()) break;
-    o.continuation = page->continuation;
-  }
+  auto listed = ListDirectory(**store, p.key);
+  if (!listed) return Err(listed.error());
+  std::vector<FileInfo> out = std::move(*listed);
   if (out.empty() && !p.key.empty()) {
     // Nothing under it: a file lists as itself, a missing path is an error.
     auto st = Stat(p);
@@ -285,7 +278,6 @@ std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offse
   }
 
   uint64_t last_page = (end - 1) / page_size_ * page_size_;
-  uint64_t max_last = 0;
   for (uint64_t page = offset / page_size_ * page_size_; page < end; page += page_size_) {
     Segment seg;
     seg.offset = std::max(offset, page);
@@ -309,8 +301,7 @@ std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offse
       page -= page_size_;  // look again
       continue;
     } else {
-      max_last = std::min(last_page, page + max_fetch_bytes_ - page_size_);
-      seg.fetch = StartFetchLocked(file, page, max_last);
+      seg.fetch = StartFetchLocked(file, page, std::min(last_page, page + max_fetch_bytes_ - page_size_));
     }
     segs.push_back(std::move(seg));
   }
