@@ -79,6 +79,7 @@ WorkerReply Client::Impl::Call(const std::string& worker, std::string_view metho
   auto deadline = NewDeadline();
   // A pooled connection may have been closed by the worker while idle: one retry on a fresh one.
   for (int attempt = 0; attempt < 2; ++attempt) {
+    r = WorkerReply{};  // forget the failed first attempt
     auto conn = attempt == 0 ? pool_.Acquire(worker, deadline) : WorkerConnection::Connect(worker, deadline);
     if (!conn) {
       r.status = conn.error();
