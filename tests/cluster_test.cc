@@ -148,6 +148,62 @@ TEST_F(ClusterTest, LargeFileSpreadsOverWorkersAndSecondReadIsCached) {
   EXPECT_GT(Metric("shoal_read_latency_seconds_count"), 0);
 }
 
+TEST_F(ClusterTest, SameHostClientReadsCachedPagesShortCircuit) {
+  const auto& data = AddFile("sc.bin", 9 * 1024 * 1024 + 4321, 12);
+  StartCluster(2);
+  EXPECT_TRUE(ReadAll("/data/sc.bin") == data);
+  uint64_t local1 = client_->stats().local_read_bytes;
+  double ufs1 = Metric("shoal_ufs_read_bytes_total");
+  double sc1 = Metric("shoal_short_circuit_bytes_total");
+
+  // Warm: everything past the bytes the open brings comes from page files.
+  EXPECT_TRUE(ReadAll("/data/sc.bin") == data);
+  uint64_t local = client_->stats().local_read_bytes - local1;
+  EXPECT_GE(local, data.size() - 256 * 1024) << "warm bytes went over TCP";
+  EXPECT_EQ(Metric("shoal_short_circuit_bytes_total") - sc1, static_cast<double>(local));
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), ufs1);
+  EXPECT_EQ(client_->stats().fallback_read_bytes, 0u);
+
+  // Random ranges, short-circuit, against the source.
+  auto f = client_->OpenFile("/data/sc.bin");
+  ASSERT_TRUE(f);
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    uint64_t off = rng() % data.size();
+    std::string buf(1 + rng() % 3'000'000, '\0');
+    auto n = (*f)->Pread(off, std::span<char>(buf.data(), buf.size()));
+    ASSERT_TRUE(n) << n.error().ToString();
+    ASSERT_TRUE(buf.substr(0, *n) == data.substr(off, buf.size())) << "offset " << off << " length " << buf.size();
+  }
+
+  // The same cluster with the short circuit off reads everything over TCP.
+  ClientConfig off;
+  off.short_circuit = false;
+  auto tcp = Client::FromYaml(cluster_->ClientYaml(off));
+  ASSERT_TRUE(tcp) << tcp.error().ToString();
+  auto g = (*tcp)->OpenFile("/data/sc.bin");
+  ASSERT_TRUE(g);
+  std::string got(data.size(), '\0');
+  ASSERT_TRUE((*g)->Pread(0, std::span<char>(got.data(), got.size())));
+  g->reset();
+  EXPECT_TRUE(got == data);
+  EXPECT_EQ((*tcp)->stats().local_read_bytes, 0u);
+  EXPECT_GE((*tcp)->stats().worker_read_bytes, data.size());
+}
+
+TEST_F(ClusterTest, ShortCircuitSurvivesAWorkerRestart) {
+  const auto& data = AddFile("r.bin", 3 * 1024 * 1024, 13);
+  StartCluster(1);
+  EXPECT_TRUE(ReadAll("/data/r.bin") == data);
+  EXPECT_TRUE(ReadAll("/data/r.bin") == data);
+  ASSERT_GT(client_->stats().local_read_bytes, 0u);
+  // Same port, new process and token: the pooled socket connections are dead.
+  ASSERT_EQ(cluster_->Stop(0), 0);
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  EXPECT_TRUE(ReadAll("/data/r.bin") == data);
+  EXPECT_EQ(client_->stats().fallback_read_bytes, 0u) << "a dead short circuit must not count as a dead worker";
+}
+
 TEST_F(ClusterTest, ConcurrentMissesShareOneFetch) {
   const auto& data = AddFile("hot.bin", 2 * 1024 * 1024, 3);
   StartCluster(1);

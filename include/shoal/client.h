@@ -64,6 +64,7 @@ struct ClientStats {
   uint64_t worker_read_bytes = 0;    // bytes read from workers
   uint64_t fallback_read_bytes = 0;  // bytes read from the under-store directly (worker failed)
   uint64_t worker_failures = 0;      // requests to a worker that failed
+  uint64_t local_read_bytes = 0;     // of worker_read_bytes, read short-circuit from page files on this host
 };
 
 class File;

@@ -55,6 +55,7 @@ Client::Impl::Impl(Config config)
       ring_(config_.cluster.workers),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
+      local_(config_.client.timeout, std::chrono::seconds(30)),
       fallback_stores_(config_.mounts.size()) {}
 
 bool Client::Impl::IsDown(const std::string& worker) {
@@ -289,7 +290,7 @@ std::vector<WorkerStatus> Client::Impl::ClusterStatus() {
 }
 
 ClientStats Client::Impl::stats() const {
-  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), worker_failures_.load()};
+  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), worker_failures_.load(), local_read_bytes_.load()};
 }
 
 void Client::Impl::ForgetMetadata(const std::string& ns_path) {
@@ -317,10 +318,37 @@ Status Client::Impl::ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, u
   return {};
 }
 
+uint64_t Client::Impl::ReadLocal(const std::string& worker, const ResolvedPath& rp, const FileStatus& st,
+                                 uint64_t offset, std::span<char> out) {
+  if (local_.ClaimDiscovery(worker)) {
+    std::string socket, token;
+    auto r = Call(worker, "GET", "/v1/status");
+    if (r.status.ok()) {
+      try {
+        auto j = Json::parse(r.body);
+        socket = j.value("local_socket", "");
+        token = j.value("local_token", "");
+      } catch (const std::exception&) {
+      }
+    }
+    local_.Discovered(worker, socket, token);
+  }
+  uint64_t n = local_.Read(worker, rp.ns_path, st.version, st.size, offset, out);
+  local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+  worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+  return n;
+}
+
 Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
   if (!ring_.empty()) {
     uint64_t shard = offset / config_.cluster.shard_size;
     const auto& worker = ring_.members()[ring_.Owner(HashRing::DataKey(rp.ns_path, st.version, shard))];
+    if (config_.client.short_circuit && !IsDown(worker)) {
+      uint64_t n = ReadLocal(worker, rp, st, offset, out);
+      if (n == out.size()) return {};
+      offset += n;
+      out = out.subspan(n);
+    }
     if (!IsDown(worker)) {
       std::string target = "/v1/read?path=" + PercentEncode(rp.ns_path, true) +
                            "&version=" + PercentEncode(st.version, false) + "&size=" + std::to_string(st.size) +

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "client/local_reader.h"
 #include "client/worker_connection.h"
 #include "cluster/hash_ring.h"
 #include "common/config.h"
@@ -66,6 +67,10 @@ class Client::Impl {
   // Drops the metadata owner's cached stat of a path seen to have changed.
   void ForgetMetadata(const std::string& ns_path);
   Status ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
+  // Reads a prefix of the range from the pages of `worker` when it is on this
+  // host (short circuit); returns the prefix's length.
+  uint64_t ReadLocal(const std::string& worker, const ResolvedPath& rp, const FileStatus& st, uint64_t offset,
+                     std::span<char> out);
   Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
 
   Config config_;
@@ -74,6 +79,7 @@ class Client::Impl {
   ConnectionPool pool_;
   TaskPool fanout_pool_;
   TaskPool readahead_pool_;
+  LocalReader local_;
 
   std::mutex mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> down_until_;
@@ -81,6 +87,7 @@ class Client::Impl {
 
   std::atomic<uint64_t> worker_read_bytes_{0};
   std::atomic<uint64_t> fallback_read_bytes_{0};
+  std::atomic<uint64_t> local_read_bytes_{0};
   std::atomic<uint64_t> worker_failures_{0};
 };
 

@@ -51,6 +51,9 @@ struct WorkerConfig {
   int ufs_max_concurrency = 32;    // cap on concurrent requests to one under-store
   uint64_t readahead = 4ull << 20; // bytes fetched ahead of a sequential reader
   size_t metadata_entries = 200'000;
+  // UNIX socket for short-circuit reads by clients on the same host: "auto"
+  // ($TMPDIR/shoal-sockets-UID/worker-PORT.sock), "off", or a path.
+  std::string local_socket = "auto";
 };
 
 struct ClientConfig {
@@ -60,6 +63,9 @@ struct ClientConfig {
   uint64_t readahead = 8ull << 20;
   int max_parallel = 8;         // concurrent shard requests per read
   std::chrono::milliseconds down_backoff{2'000};  // skip a failed worker for this long
+  // Read cached pages of workers on this host through their page files (fds
+  // passed over a UNIX socket) instead of TCP.
+  bool short_circuit = true;
 };
 
 struct Config {

@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <cstring>
+#include <random>
 #include <set>
 #include <thread>
 
 #include "common/metrics.h"
 #include "ufs/uri.h"
 #include "worker/http_status.h"
+#include "worker/local_server.h"
 #include "worker/worker_service.h"
 
 namespace shoal {
@@ -143,6 +145,8 @@ class Worker::Impl {
     address_ = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string()) +
                ":" + std::to_string(bound.port());
 
+    StartLocalServer(bound.port());
+
     if (handle_signals) {
       signals_ = std::make_unique<asio::signal_set>(ioc_, SIGINT, SIGTERM);
       signals_->async_wait([this](const boost::system::error_code& e, int) {
@@ -168,6 +172,7 @@ class Worker::Impl {
     for (auto& t : threads_) {
       if (t.joinable()) t.join();
     }
+    local_.reset();
     ufs_pool_.stop();
     ufs_pool_.join();
   }
@@ -175,6 +180,60 @@ class Worker::Impl {
   const std::string& address() const { return address_; }
 
  private:
+  // Short-circuit reads for clients on this host. Without it (switched off, or
+  // the socket cannot be made) those clients simply read over TCP.
+  void StartLocalServer(unsigned port) {
+    const std::string& setting = config_.worker.local_socket;
+    if (setting == "off" || setting.empty()) return;
+    auto path = setting == "auto" ? LocalServer::AutoPath(port) : Result<std::string>(setting);
+    if (!path) {
+      spdlog::warn("short-circuit reads are off: {}", path.error().message());
+      return;
+    }
+    std::random_device rd;
+    local_token_ = fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+    auto server = LocalServer::Start(*path, local_token_, [this](const local_wire::Request& r, std::vector<PageRef>* pages) {
+      return ServeLocal(r, pages);
+    });
+    if (!server) {
+      spdlog::warn("short-circuit reads are off: {}", server.error().message());
+      return;
+    }
+    local_ = std::move(*server);
+  }
+
+  // A short-circuit read: the fds of the cached pages covering a prefix of the range.
+  local_wire::Reply ServeLocal(const local_wire::Request& r, std::vector<PageRef>* pages) {
+    auto started = std::chrono::steady_clock::now();
+    local_wire::Reply out;
+    auto fail = [&out](const Status& s) {
+      out.code = static_cast<int32_t>(s.code());
+      out.message = s.message();
+      return out;
+    };
+    auto rp = svc_->mounts().Resolve(r.path);
+    if (!rp) return fail(rp.error());
+    if (r.version.empty()) return fail(Status(Code::kInvalidArgument, "short-circuit read without a version"));
+    if (r.offset > r.size) {
+      return fail(Status(Code::kOutOfRange, "offset " + std::to_string(r.offset) + " is past the end of " +
+                                                rp->ns_path + " (size " + std::to_string(r.size) + ")"));
+    }
+    FileRef file{*rp, r.version, r.size};
+    uint64_t end = r.offset + std::min(r.length, r.size - r.offset);
+    if (end == r.offset) return out;
+    uint64_t hit = 0;
+    for (auto& seg : svc_->CachedPrefix(file, r.offset, end, local_wire::kMaxSegments)) {
+      out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length});
+      hit += seg.length;
+      pages->push_back(std::move(*seg.page));
+    }
+    if (hit) {
+      short_circuit_bytes_->Add(hit);
+      svc_->CountServed(hit, 0, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
+    return out;
+  }
+
   awaitable<void> Listen() {
     for (;;) {
       // Each connection runs on its own strand, so its idle timer and its
@@ -333,7 +392,9 @@ class Worker::Impl {
                 {"hit_bytes", t.hit_bytes},
                 {"miss_bytes", t.miss_bytes},
                 {"ufs_read_bytes", t.ufs_read_bytes},
-                {"evicted_bytes", st.evicted_bytes}};
+                {"evicted_bytes", st.evicted_bytes},
+                {"local_socket", local_ ? local_->path() : std::string()},
+                {"local_token", local_ ? local_token_ : std::string()}};
   }
 
   Result<ResolvedPath> ResolveParam(const Query& q) {
@@ -507,6 +568,10 @@ class Worker::Impl {
   std::vector<std::thread> threads_;
   std::string address_;
   std::atomic<bool> stopped_{false};
+  std::unique_ptr<LocalServer> local_;
+  std::string local_token_;
+  Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
 };
 
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -248,8 +248,7 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   fetch->Finish(std::move(result));
 }
 
-std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offset, uint64_t end) {
-  std::vector<Segment> segs;
+bool WorkerService::NoteRead(const FileRef& file, uint64_t offset, uint64_t end) {
   bool drop_old = false;
   bool sequential = false;
   {
@@ -276,6 +275,33 @@ std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offse
     std::string path = file.resolved.ns_path, v = file.version;
     ufs_executor_([this, path, v] { pages_->DropOtherVersions(path, v); });
   }
+  return sequential;
+}
+
+std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t offset, uint64_t end,
+                                                 size_t max_segments) {
+  std::vector<Segment> segs;
+  bool sequential = NoteRead(file, offset, end);
+  for (uint64_t page = offset / page_size_ * page_size_; page < end && segs.size() < max_segments;
+       page += page_size_) {
+    Segment seg;
+    seg.offset = std::max(offset, page);
+    seg.length = std::min(end, page + page_size_) - seg.offset;
+    seg.skip = seg.offset - page;
+    auto ref = pages_->Get(PageKey{file.resolved.ns_path, file.version, page});
+    if (!ref || ref->length() < seg.skip + seg.length) break;
+    seg.page = std::move(*ref);
+    segs.push_back(std::move(seg));
+  }
+  // The reader takes what is missing over TCP (a normal read); read-ahead
+  // keeps the pages after this range coming meanwhile.
+  if (sequential) ReadAhead(file, end);
+  return segs;
+}
+
+std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offset, uint64_t end) {
+  std::vector<Segment> segs;
+  bool sequential = NoteRead(file, offset, end);
 
   uint64_t last_page = (end - 1) / page_size_ * page_size_;
   for (uint64_t page = offset / page_size_ * page_size_; page < end; page += page_size_) {

@@ -103,6 +103,12 @@ class WorkerService {
   // read-ahead when the reader is sequential.
   std::vector<Segment> PlanRead(const FileRef& file, uint64_t offset, uint64_t end);
 
+  // Non-blocking. The cached pages covering a prefix of [offset, end), at most
+  // `max_segments` of them, stopping at the first page not cached (no fetch
+  // is started for it). For short-circuit readers, which read the pages
+  // themselves; schedules read-ahead like PlanRead.
+  std::vector<Segment> CachedPrefix(const FileRef& file, uint64_t offset, uint64_t end, size_t max_segments);
+
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
 
@@ -122,6 +128,9 @@ class WorkerService {
   void RunFetch(FileRef file, std::shared_ptr<Fetch> fetch);
   void ReadAhead(const FileRef& file, uint64_t from);
   std::string InflightKey(const FileRef& f, uint64_t page) const;
+  // Records a read of [offset, end) (sequential-reader detection, superseded
+  // versions); returns whether the reader is sequential.
+  bool NoteRead(const FileRef& file, uint64_t offset, uint64_t end);
 
   Config config_;
   MountTable mounts_;

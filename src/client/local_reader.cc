@@ -1,0 +1,191 @@
+#include "client/local_reader.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/local_wire.h"
+
+namespace shoal {
+
+namespace {
+
+constexpr size_t kMaxIdlePerWorker = 32;
+
+void SetTimeouts(int fd, std::chrono::milliseconds t) {
+  timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>((t.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+void CloseAll(const std::vector<int>& fds) {
+  for (int fd : fds) ::close(fd);
+}
+
+}  // namespace
+
+LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after)
+    : timeout_(timeout), retry_after_(retry_after) {}
+
+LocalReader::~LocalReader() {
+  for (auto& [w, ch] : channels_) CloseAll(ch.idle);
+}
+
+bool LocalReader::ClaimDiscovery(const std::string& worker) {
+  std::lock_guard lock(mu_);
+  auto& ch = channels_[worker];
+  if (ch.available || ch.discovering || std::chrono::steady_clock::now() < ch.retry_at) return false;
+  ch.discovering = true;
+  return true;
+}
+
+void LocalReader::Discovered(const std::string& worker, const std::string& socket, const std::string& token) {
+  int fd = socket.empty() ? -1 : Connect(socket, token);
+  std::lock_guard lock(mu_);
+  auto& ch = channels_[worker];
+  ch.discovering = false;
+  ch.available = fd >= 0;
+  ch.socket = socket;
+  ch.token = token;
+  if (fd >= 0) {
+    ch.idle.push_back(fd);
+    spdlog::debug("short-circuit reads from worker {} through {}", worker, socket);
+  } else {
+    ch.retry_at = std::chrono::steady_clock::now() + retry_after_;
+  }
+}
+
+int LocalReader::Connect(const std::string& socket, const std::string& token) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (socket.size() >= sizeof a.sun_path) return -1;
+  std::memcpy(a.sun_path, socket.data(), socket.size());
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  SetTimeouts(fd, timeout_);
+  // A socket path that does not exist here, or is not reachable, means the
+  // worker is on another host (or in another mount namespace): not an error.
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  local_wire::Request hello;
+  hello.kind = local_wire::Kind::kHello;
+  hello.path = token;
+  std::string bytes;
+  std::vector<int> fds;
+  Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(hello), {});
+  if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, &fds);
+  CloseAll(fds);
+  auto reply = st.ok() ? local_wire::DecodeReply(bytes) : Result<local_wire::Reply>(Err(st));
+  if (!reply || reply->code != 0) {
+    spdlog::debug("short-circuit socket {} refused: {}", socket, reply ? reply->message : reply.error().message());
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int LocalReader::Acquire(const std::string& worker) {
+  std::string socket, token;
+  {
+    std::lock_guard lock(mu_);
+    auto it = channels_.find(worker);
+    if (it == channels_.end() || !it->second.available) return -1;
+    if (!it->second.idle.empty()) {
+      int fd = it->second.idle.back();
+      it->second.idle.pop_back();
+      return fd;
+    }
+    socket = it->second.socket;
+    token = it->second.token;
+  }
+  int fd = Connect(socket, token);
+  if (fd < 0) Disable(worker, "cannot connect to " + socket);
+  return fd;
+}
+
+void LocalReader::Release(const std::string& worker, int fd) {
+  std::lock_guard lock(mu_);
+  auto& ch = channels_[worker];
+  if (!ch.available || ch.idle.size() >= kMaxIdlePerWorker) {
+    ::close(fd);
+    return;
+  }
+  ch.idle.push_back(fd);
+}
+
+void LocalReader::Disable(const std::string& worker, const std::string& why) {
+  std::vector<int> idle;
+  {
+    std::lock_guard lock(mu_);
+    auto& ch = channels_[worker];
+    if (!ch.available) return;
+    ch.available = false;
+    ch.retry_at = std::chrono::steady_clock::now() + retry_after_;
+    idle.swap(ch.idle);
+  }
+  CloseAll(idle);
+  spdlog::warn("short-circuit reads from worker {} stopped ({}); reading over TCP, trying again in {} ms", worker, why,
+               retry_after_.count());
+}
+
+uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path, const std::string& version,
+                           uint64_t size, uint64_t offset, std::span<char> out) {
+  int fd = Acquire(worker);
+  if (fd < 0) return 0;
+  local_wire::Request req;
+  req.path = ns_path;
+  req.version = version;
+  req.size = size;
+  req.offset = offset;
+  req.length = out.size();
+  std::string bytes;
+  std::vector<int> fds;
+  Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(req), {});
+  if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, &fds);
+  auto reply = st.ok() ? local_wire::DecodeReply(bytes) : Result<local_wire::Reply>(Err(st));
+  if (reply && reply->segments.size() != fds.size()) {
+    reply = Err(Code::kIo, "short-circuit reply with " + std::to_string(reply->segments.size()) + " segments and " +
+                               std::to_string(fds.size()) + " fds");
+  }
+  if (!reply) {
+    CloseAll(fds);
+    ::close(fd);
+    Disable(worker, reply.error().message());
+    return 0;
+  }
+  Release(worker, fd);
+  if (reply->code != 0) {
+    // The worker refused this range (e.g. a path outside its mounts): TCP gives the caller the real error.
+    CloseAll(fds);
+    return 0;
+  }
+  uint64_t done = 0;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    const auto& seg = reply->segments[i];
+    if (seg.length > out.size() - done) break;  // never write past `out`
+    uint64_t got = 0;
+    while (got < seg.length) {
+      ssize_t n = ::pread(fds[i], out.data() + done + got, seg.length - got, static_cast<off_t>(seg.data_offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<uint64_t>(n);
+    }
+    if (got < seg.length) {
+      spdlog::warn("short-circuit page of {} read short ({} of {} bytes); reading the rest over TCP", ns_path, got,
+                   seg.length);
+      break;
+    }
+    done += seg.length;
+  }
+  CloseAll(fds);
+  return done;
+}
+
+}  // namespace shoal

@@ -1,0 +1,61 @@
+// LocalReader: the client's end of short-circuit reads (common/local_wire.h).
+//
+// Per worker it remembers whether the worker is on this host (its /v1/status
+// named a UNIX socket that answers to the worker's token) and pools
+// connections to it. A read asks the worker for the page files holding a
+// prefix of the range and preads them; whatever it cannot serve that way the
+// caller reads over TCP. Any failure switches a worker's short circuit off for
+// a while and never fails a read.
+//
+// Thread safety: all methods are safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace shoal {
+
+class LocalReader {
+ public:
+  LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after);
+  ~LocalReader();
+  LocalReader(const LocalReader&) = delete;
+  LocalReader& operator=(const LocalReader&) = delete;
+
+  // Whether `worker` needs discovering now; true claims the discovery for the
+  // caller, who must then call Discovered().
+  bool ClaimDiscovery(const std::string& worker);
+  // What the worker's /v1/status said ("" socket: none). Connects to check.
+  void Discovered(const std::string& worker, const std::string& socket, const std::string& token);
+
+  // Reads a prefix of [offset, offset + out.size()) of the file version from
+  // the pages `worker` holds; returns its length (0: none cached, or the
+  // worker has no short circuit to this client).
+  uint64_t Read(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t size,
+                uint64_t offset, std::span<char> out);
+
+ private:
+  struct Channel {
+    bool available = false;
+    bool discovering = false;
+    std::chrono::steady_clock::time_point retry_at{};
+    std::string socket, token;
+    std::vector<int> idle;  // connected and greeted
+  };
+  int Connect(const std::string& socket, const std::string& token);
+  // Takes a pooled connection, or makes one; -1 if the worker has no short circuit.
+  int Acquire(const std::string& worker);
+  void Release(const std::string& worker, int fd);
+  void Disable(const std::string& worker, const std::string& why);
+
+  std::chrono::milliseconds timeout_, retry_after_;
+  std::mutex mu_;
+  std::map<std::string, Channel> channels_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,72 @@
+// The short-circuit protocol between a client and a worker on the same host.
+//
+// A client that finds its worker on the same host (the worker's /v1/status
+// names a UNIX socket and an instance token, and the socket answers to that
+// token) asks over the socket for byte ranges of a file version. The worker
+// answers with the open page files that hold the cached prefix of the range,
+// passed as file descriptors (SCM_RIGHTS), and the client reads them with
+// pread(2): a warm read costs a memory copy instead of a trip through TCP.
+// Pages are immutable once named (written to a temp file and renamed), and an
+// evicted page stays readable through an fd already passed, so a descriptor
+// always reads the bytes of the version it was asked for.
+//
+// Messages are SOCK_SEQPACKET records in host byte order (both ends are on
+// one host):
+//   request: LocalRequestHead, then path_len bytes of path, version_len bytes of version
+//   reply:   LocalReplyHead, then segments x LocalSegment, then message_len bytes of message;
+//            one fd per segment rides along as SCM_RIGHTS.
+// A hello request (kind kHello, the token in `path`) must come first on every
+// connection; the worker answers code 0 only to its own token.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shoal/status.h"
+
+namespace shoal::local_wire {
+
+constexpr uint32_t kMagic = 0x5348'4c31;  // "SHL1"
+constexpr size_t kMaxMessage = 64 * 1024;
+constexpr uint32_t kMaxSegments = 32;
+
+enum class Kind : uint32_t { kHello = 1, kRead = 2 };
+
+struct Request {
+  Kind kind = Kind::kRead;
+  std::string path;     // namespace path; the token for a hello
+  std::string version;
+  uint64_t size = 0;    // file size, as the client saw it at open
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Bytes [offset, offset + length) of the file are bytes
+// [data_offset, data_offset + length) of the segment's fd.
+struct Segment {
+  uint64_t data_offset = 0;
+  uint64_t length = 0;
+};
+
+struct Reply {
+  int32_t code = 0;  // a shoal::Code; 0 = OK
+  std::vector<Segment> segments;
+  std::string message;
+};
+
+std::string EncodeRequest(const Request& r);
+Result<Request> DecodeRequest(std::string_view bytes);
+std::string EncodeReply(const Reply& r);
+Result<Reply> DecodeReply(std::string_view bytes);
+
+// One record with `fds` attached. Blocking; retries EINTR. The fds stay open.
+Status SendRecord(int sock, std::string_view bytes, std::span<const int> fds);
+// One record into `bytes`; received fds are appended to `fds` (the caller
+// closes them). A peer that closed gives kUnavailable; a timeout (SO_RCVTIMEO)
+// gives kTimeout.
+Status RecvRecord(int sock, std::string* bytes, std::vector<int>* fds);
+
+}  // namespace shoal::local_wire

@@ -1,0 +1,250 @@
+#include "worker/local_server.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <list>
+#include <mutex>
+#include <thread>
+
+namespace shoal {
+
+namespace {
+
+constexpr size_t kMaxConnections = 256;
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+Result<sockaddr_un> UnixAddress(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path) {
+    return Err(Code::kInvalidArgument, "worker.local_socket '" + path + "' must be a path of 1 to " +
+                                           std::to_string(sizeof a.sun_path - 1) + " bytes");
+  }
+  std::memcpy(a.sun_path, path.data(), path.size());
+  return a;
+}
+
+// 0 when a worker listens at `a` now; otherwise connect's errno
+// (ECONNREFUSED: a socket file nobody listens on any more).
+int ProbeErrno(const sockaddr_un& a) {
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  int err = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+}  // namespace
+
+class LocalServer::Impl {
+ public:
+  Impl(std::string path, std::string token, Handler handler)
+      : path_(std::move(path)), token_(std::move(token)), handler_(std::move(handler)) {}
+
+  ~Impl() {
+    if (stop_w_ >= 0) {
+      char c = 1;
+      (void)!::write(stop_w_, &c, 1);  // wakes the acceptor and every connection
+    }
+    if (acceptor_.joinable()) acceptor_.join();
+    std::list<std::thread> threads;
+    {
+      std::lock_guard lock(mu_);
+      threads.swap(threads_);
+    }
+    for (auto& t : threads) t.join();
+    if (listen_fd_ >= 0) {
+      ::close(listen_fd_);
+      ::unlink(path_.c_str());
+    }
+    if (stop_r_ >= 0) ::close(stop_r_);
+    if (stop_w_ >= 0) ::close(stop_w_);
+  }
+
+  Status Listen() {
+    auto addr = UnixAddress(path_);
+    if (!addr) return addr.error();
+    struct stat st;
+    if (::lstat(path_.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        return Status(Code::kAlreadyExists, "worker.local_socket " + path_ + " exists and is not a socket");
+      }
+      if (ProbeErrno(*addr) == 0) {
+        return Status(Code::kAlreadyExists, "worker.local_socket " + path_ + " belongs to a live worker");
+      }
+      ::unlink(path_.c_str());  // left by a worker that died
+    }
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status(Code::kIo, Errno("pipe"));
+    stop_r_ = pipe_fds[0];
+    stop_w_ = pipe_fds[1];
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Status(Code::kIo, Errno("socket(AF_UNIX)"));
+    // Only this user may connect (SO_PEERCRED checks it again at accept).
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
+      Status s(Code::kIo, Errno("cannot bind worker.local_socket " + path_));
+      ::close(fd);
+      return s;
+    }
+    if (::chmod(path_.c_str(), 0600) != 0 || ::listen(fd, 64) != 0) {
+      Status s(Code::kIo, Errno("cannot listen on worker.local_socket " + path_));
+      ::close(fd);
+      ::unlink(path_.c_str());
+      return s;
+    }
+    listen_fd_ = fd;
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+    return {};
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  // Waits until `fd` is readable; false once the server is stopping.
+  bool WaitReadable(int fd) {
+    pollfd p[2] = {{fd, POLLIN, 0}, {stop_r_, POLLIN, 0}};
+    for (;;) {
+      int n = ::poll(p, 2, -1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 || p[1].revents) return false;
+      return true;
+    }
+  }
+
+  void AcceptLoop() {
+    while (WaitReadable(listen_fd_)) {
+      int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) {
+        spdlog::warn("short-circuit connection from uid {} refused: only the worker's own user may connect",
+                     cred.uid);
+        ::close(c);
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      ReapLocked();
+      if (threads_.size() >= kMaxConnections) {
+        spdlog::warn("short-circuit connection refused: {} already open", threads_.size());
+        ::close(c);
+        continue;
+      }
+      threads_.emplace_back([this, c] {
+        Serve(c);
+        ::close(c);
+        std::lock_guard l(mu_);
+        finished_.push_back(std::this_thread::get_id());
+      });
+    }
+  }
+
+  // Joins the threads of connections that ended.
+  void ReapLocked() {
+    for (auto id : finished_) {
+      for (auto it = threads_.begin(); it != threads_.end(); ++it) {
+        if (it->get_id() == id) {
+          it->join();  // it has left Serve and only returns now
+          threads_.erase(it);
+          break;
+        }
+      }
+    }
+    finished_.clear();
+  }
+
+  void Serve(int c) {
+    bool greeted = false;
+    std::string bytes;
+    std::vector<int> stray_fds;
+    while (WaitReadable(c)) {
+      Status st = local_wire::RecvRecord(c, &bytes, &stray_fds);
+      for (int fd : stray_fds) ::close(fd);  // clients send none
+      stray_fds.clear();
+      if (!st.ok()) return;
+      auto req = local_wire::DecodeRequest(bytes);
+      local_wire::Reply reply;
+      std::vector<PageRef> pages;
+      if (!req) {
+        reply.code = static_cast<int32_t>(req.error().code());
+        reply.message = req.error().message();
+      } else if (!greeted) {
+        greeted = req->kind == local_wire::Kind::kHello && req->path == token_;
+        if (!greeted) {
+          reply.code = static_cast<int32_t>(Code::kPermissionDenied);
+          reply.message = "short-circuit hello with a wrong token: this socket belongs to another worker";
+        }
+      } else if (req->kind != local_wire::Kind::kRead) {
+        reply.code = static_cast<int32_t>(Code::kInvalidArgument);
+        reply.message = "unexpected short-circuit request kind";
+      } else {
+        reply = handler_(*req, &pages);
+      }
+      std::vector<int> fds;
+      for (const auto& p : pages) fds.push_back(p.fd());
+      std::string out = local_wire::EncodeReply(reply);
+      if (!local_wire::SendRecord(c, out, fds).ok() || !greeted) return;
+    }
+  }
+
+  std::string path_;
+  std::string token_;
+  Handler handler_;
+  int listen_fd_ = -1;
+  int stop_r_ = -1, stop_w_ = -1;
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::list<std::thread> threads_;
+  std::vector<std::thread::id> finished_;
+};
+
+LocalServer::LocalServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LocalServer::~LocalServer() = default;
+const std::string& LocalServer::path() const { return impl_->path(); }
+
+Result<std::unique_ptr<LocalServer>> LocalServer::Start(const std::string& path, std::string token, Handler handler) {
+  auto impl = std::make_unique<Impl>(path, std::move(token), std::move(handler));
+  SHOAL_RETURN_IF_ERROR(impl->Listen());
+  return std::unique_ptr<LocalServer>(new LocalServer(std::move(impl)));
+}
+
+Result<std::string> LocalServer::AutoPath(unsigned port) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/shoal-sockets-" + std::to_string(::geteuid());
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Err(Code::kIo, Errno("cannot create " + dir));
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Err(Code::kIo, Errno("cannot stat " + dir));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return Err(Code::kPermissionDenied, dir + " must be a directory of this user with mode 0700 (set worker.local_socket)");
+  }
+  // Sockets of workers that died without cleaning up (SIGKILL) would pile up here.
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (!name.starts_with("worker-") || !name.ends_with(".sock")) continue;
+      std::string p = dir + "/" + name;
+      auto a = UnixAddress(p);
+      struct stat sst;
+      // Young sockets are skipped: one may be bound but not yet listening.
+      if (!a || ::lstat(p.c_str(), &sst) != 0 || !S_ISSOCK(sst.st_mode) || ::time(nullptr) - sst.st_mtime < 60) continue;
+      if (ProbeErrno(*a) == ECONNREFUSED) ::unlink(p.c_str());
+    }
+    ::closedir(d);
+  }
+  return dir + "/worker-" + std::to_string(port) + ".sock";
+}
+
+}  // namespace shoal
