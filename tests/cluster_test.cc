@@ -17,6 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr uint64_t kTestPage = 256 * 1024;  // ShoalCluster's default page size
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -175,6 +177,19 @@ TEST_F(ClusterTest, SameHostClientReadsCachedPagesShortCircuit) {
     ASSERT_TRUE(n) << n.error().ToString();
     ASSERT_TRUE(buf.substr(0, *n) == data.substr(off, buf.size())) << "offset " << off << " length " << buf.size();
   }
+
+  // A small file, warm: the open brings its stat and its bytes short-circuit.
+  const auto& small = AddFile("small.bin", 130 * 1024 + 7, 14);
+  EXPECT_TRUE(ReadAll("/data/small.bin") == small);
+  // A cold file's first page is written to disk just after it was served:
+  // wait until it is there (a reader meanwhile is served over TCP).
+  const double pages = static_cast<double>((data.size() + kTestPage - 1) / kTestPage + 1);
+  for (int i = 0; i < 1000 && Metric("shoal_cache_pages") < pages; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  uint64_t before = client_->stats().local_read_bytes;
+  EXPECT_TRUE(ReadAll("/data/small.bin") == small);
+  EXPECT_EQ(client_->stats().local_read_bytes - before, small.size());
 
   // The same cluster with the short circuit off reads everything over TCP.
   ClientConfig off;
@@ -346,6 +361,10 @@ TEST_F(ClusterTest, ErrorsAreClear) {
   ASSERT_FALSE(nf);
   EXPECT_EQ(nf.error().code(), Code::kNotFound);
   EXPECT_NE(nf.error().message().find("/data/nope"), std::string::npos);
+  // The second answer comes from the negative cache, and reads the same.
+  auto again = client_->OpenFile("/data/nope");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().ToString(), nf.error().ToString());
   auto out = client_->Stat("/elsewhere/x");
   ASSERT_FALSE(out);
   EXPECT_NE(out.error().message().find("outside every mount"), std::string::npos);

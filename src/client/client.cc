@@ -177,6 +177,16 @@ Result<OpenedFile> Client::Impl::Open(std::string_view path) {
   if (!rp) return Err(rp.error());
   if (!ring_.empty()) {
     const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
+    if (config_.client.short_circuit && !IsDown(worker)) {
+      DiscoverLocal(worker);
+      if (auto o = local_.Open(worker, rp->ns_path, kOpenPrefetch)) {
+        auto st = StatusFromJson(o->stat_json);
+        if (!st) return Err(st.error());
+        local_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
+        worker_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
+        return OpenedFile{std::move(*rp), std::move(*st), std::move(o->prefix)};
+      }
+    }
     if (!IsDown(worker)) {
       auto r = Call(worker, "GET",
                     "/v1/open?path=" + PercentEncode(rp->ns_path, true) + "&length=" + std::to_string(kOpenPrefetch));
@@ -318,21 +328,24 @@ Status Client::Impl::ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, u
   return {};
 }
 
+void Client::Impl::DiscoverLocal(const std::string& worker) {
+  if (!local_.ClaimDiscovery(worker)) return;
+  std::string socket, token;
+  auto r = Call(worker, "GET", "/v1/status");
+  if (r.status.ok()) {
+    try {
+      auto j = Json::parse(r.body);
+      socket = j.value("local_socket", "");
+      token = j.value("local_token", "");
+    } catch (const std::exception&) {
+    }
+  }
+  local_.Discovered(worker, socket, token);
+}
+
 uint64_t Client::Impl::ReadLocal(const std::string& worker, const ResolvedPath& rp, const FileStatus& st,
                                  uint64_t offset, std::span<char> out) {
-  if (local_.ClaimDiscovery(worker)) {
-    std::string socket, token;
-    auto r = Call(worker, "GET", "/v1/status");
-    if (r.status.ok()) {
-      try {
-        auto j = Json::parse(r.body);
-        socket = j.value("local_socket", "");
-        token = j.value("local_token", "");
-      } catch (const std::exception&) {
-      }
-    }
-    local_.Discovered(worker, socket, token);
-  }
+  DiscoverLocal(worker);
   uint64_t n = local_.Read(worker, rp.ns_path, st.version, st.size, offset, out);
   local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
   worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);

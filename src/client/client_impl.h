@@ -67,6 +67,8 @@ class Client::Impl {
   // Drops the metadata owner's cached stat of a path seen to have changed.
   void ForgetMetadata(const std::string& ns_path);
   Status ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
+  // Learns once (per retry interval) whether `worker` is on this host.
+  void DiscoverLocal(const std::string& worker);
   // Reads a prefix of the range from the pages of `worker` when it is on this
   // host (short circuit); returns the prefix's length.
   uint64_t ReadLocal(const std::string& worker, const ResolvedPath& rp, const FileStatus& st, uint64_t offset,

@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/local_wire.h"
-
 namespace shoal {
 
 namespace {
@@ -135,40 +133,34 @@ void LocalReader::Disable(const std::string& worker, const std::string& why) {
                retry_after_.count());
 }
 
-uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path, const std::string& version,
-                           uint64_t size, uint64_t offset, std::span<char> out) {
+std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker, const local_wire::Request& req,
+                                                       std::vector<int>* fds) {
   int fd = Acquire(worker);
-  if (fd < 0) return 0;
-  local_wire::Request req;
-  req.path = ns_path;
-  req.version = version;
-  req.size = size;
-  req.offset = offset;
-  req.length = out.size();
+  if (fd < 0) return std::nullopt;
   std::string bytes;
-  std::vector<int> fds;
   Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(req), {});
-  if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, &fds);
+  if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, fds);
   auto reply = st.ok() ? local_wire::DecodeReply(bytes) : Result<local_wire::Reply>(Err(st));
-  if (reply && reply->segments.size() != fds.size()) {
+  if (reply && reply->segments.size() != fds->size()) {
     reply = Err(Code::kIo, "short-circuit reply with " + std::to_string(reply->segments.size()) + " segments and " +
-                               std::to_string(fds.size()) + " fds");
+                               std::to_string(fds->size()) + " fds");
   }
   if (!reply) {
-    CloseAll(fds);
+    CloseAll(*fds);
+    fds->clear();
     ::close(fd);
     Disable(worker, reply.error().message());
-    return 0;
+    return std::nullopt;
   }
   Release(worker, fd);
-  if (reply->code != 0) {
-    // The worker refused this range (e.g. a path outside its mounts): TCP gives the caller the real error.
-    CloseAll(fds);
-    return 0;
-  }
+  return std::move(*reply);
+}
+
+uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds,
+                                   const std::string& ns_path, std::span<char> out) {
   uint64_t done = 0;
   for (size_t i = 0; i < fds.size(); ++i) {
-    const auto& seg = reply->segments[i];
+    const auto& seg = reply.segments[i];
     if (seg.length > out.size() - done) break;  // never write past `out`
     uint64_t got = 0;
     while (got < seg.length) {
@@ -184,8 +176,44 @@ uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path
     }
     done += seg.length;
   }
+  return done;
+}
+
+uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path, const std::string& version,
+                           uint64_t size, uint64_t offset, std::span<char> out) {
+  local_wire::Request req;
+  req.path = ns_path;
+  req.version = version;
+  req.size = size;
+  req.offset = offset;
+  req.length = out.size();
+  std::vector<int> fds;
+  auto reply = Exchange(worker, req, &fds);
+  // An error answer (e.g. a path outside the worker's mounts): HTTP gives the caller the real error.
+  uint64_t done = reply && reply->code == 0 ? ReadSegments(*reply, fds, ns_path, out) : 0;
   CloseAll(fds);
   return done;
+}
+
+std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, const std::string& ns_path,
+                                                     uint64_t length) {
+  local_wire::Request req;
+  req.kind = local_wire::Kind::kOpen;
+  req.path = ns_path;
+  req.length = length;
+  std::vector<int> fds;
+  auto reply = Exchange(worker, req, &fds);
+  std::optional<Opened> out;
+  if (reply && reply->code == 0) {
+    uint64_t total = 0;
+    for (const auto& seg : reply->segments) total += seg.length;
+    out.emplace();
+    out->stat_json = std::move(reply->message);
+    out->prefix.resize(static_cast<size_t>(std::min(total, length)));
+    out->prefix.resize(static_cast<size_t>(ReadSegments(*reply, fds, ns_path, out->prefix)));
+  }
+  CloseAll(fds);
+  return out;
 }
 
 }  // namespace shoal

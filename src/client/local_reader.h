@@ -14,9 +14,12 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "common/local_wire.h"
 
 namespace shoal {
 
@@ -39,6 +42,15 @@ class LocalReader {
   uint64_t Read(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t size,
                 uint64_t offset, std::span<char> out);
 
+  struct Opened {
+    std::string stat_json;  // as /v1/stat answers it
+    std::string prefix;     // the cached part of the first `length` bytes
+  };
+  // The path's stat and first bytes from `worker` (its metadata owner);
+  // nullopt when there is no short circuit to it or it answered an error
+  // (the caller asks over HTTP, which reports the error properly).
+  std::optional<Opened> Open(const std::string& worker, const std::string& ns_path, uint64_t length);
+
  private:
   struct Channel {
     bool available = false;
@@ -52,6 +64,13 @@ class LocalReader {
   int Acquire(const std::string& worker);
   void Release(const std::string& worker, int fd);
   void Disable(const std::string& worker, const std::string& why);
+  // One request and its reply, with the reply's fds (the caller closes them);
+  // nullopt when the worker has no short circuit or it just failed.
+  std::optional<local_wire::Reply> Exchange(const std::string& worker, const local_wire::Request& req,
+                                            std::vector<int>* fds);
+  // Preads the reply's segments into `out`, in order; returns the bytes read.
+  static uint64_t ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds, const std::string& ns_path,
+                               std::span<char> out);
 
   std::chrono::milliseconds timeout_, retry_after_;
   std::mutex mu_;

@@ -33,7 +33,10 @@ constexpr uint32_t kMagic = 0x5348'4c31;  // "SHL1"
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
 
-enum class Kind : uint32_t { kHello = 1, kRead = 2 };
+// kRead: the cached prefix of [offset, offset + length) of a version.
+// kOpen: the path's current stat (as JSON in the reply's message) and the
+// cached prefix of its first `length` bytes; size, offset and version unused.
+enum class Kind : uint32_t { kHello = 1, kRead = 2, kOpen = 3 };
 
 struct Request {
   Kind kind = Kind::kRead;
@@ -54,7 +57,7 @@ struct Segment {
 struct Reply {
   int32_t code = 0;  // a shoal::Code; 0 = OK
   std::vector<Segment> segments;
-  std::string message;
+  std::string message;  // why, when code != 0; the stat, for an open
 };
 
 std::string EncodeRequest(const Request& r);

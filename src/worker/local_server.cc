@@ -187,7 +187,7 @@ class LocalServer::Impl {
           reply.code = static_cast<int32_t>(Code::kPermissionDenied);
           reply.message = "short-circuit hello with a wrong token: this socket belongs to another worker";
         }
-      } else if (req->kind != local_wire::Kind::kRead) {
+      } else if (req->kind == local_wire::Kind::kHello) {
         reply.code = static_cast<int32_t>(Code::kInvalidArgument);
         reply.message = "unexpected short-circuit request kind";
       } else {

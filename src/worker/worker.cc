@@ -202,7 +202,9 @@ class Worker::Impl {
     local_ = std::move(*server);
   }
 
-  // A short-circuit read: the fds of the cached pages covering a prefix of the range.
+  // A short-circuit request: the fds of the cached pages covering a prefix of
+  // the range (and for an open, the stat first). Runs on the local server's
+  // connection thread, where blocking on a stat is fine.
   local_wire::Reply ServeLocal(const local_wire::Request& r, std::vector<PageRef>* pages) {
     auto started = std::chrono::steady_clock::now();
     local_wire::Reply out;
@@ -213,16 +215,26 @@ class Worker::Impl {
     };
     auto rp = svc_->mounts().Resolve(r.path);
     if (!rp) return fail(rp.error());
-    if (r.version.empty()) return fail(Status(Code::kInvalidArgument, "short-circuit read without a version"));
-    if (r.offset > r.size) {
-      return fail(Status(Code::kOutOfRange, "offset " + std::to_string(r.offset) + " is past the end of " +
-                                                rp->ns_path + " (size " + std::to_string(r.size) + ")"));
-    }
     FileRef file{*rp, r.version, r.size};
-    uint64_t end = r.offset + std::min(r.length, r.size - r.offset);
-    if (end == r.offset) return out;
+    uint64_t offset = r.offset;
+    if (r.kind == local_wire::Kind::kOpen) {
+      auto st = svc_->Stat(*rp);
+      if (!st) return fail(st.error());
+      out.message = InfoJson(*st, rp->ns_path).dump();
+      if (st->is_dir) return out;
+      file.version = st->Version();
+      file.size = st->size;
+      offset = 0;
+    }
+    if (file.version.empty()) return fail(Status(Code::kInvalidArgument, "short-circuit read without a version"));
+    if (offset > file.size) {
+      return fail(Status(Code::kOutOfRange, "offset " + std::to_string(offset) + " is past the end of " +
+                                                rp->ns_path + " (size " + std::to_string(file.size) + ")"));
+    }
+    uint64_t end = offset + std::min(r.length, file.size - offset);
+    if (end == offset) return out;
     uint64_t hit = 0;
-    for (auto& seg : svc_->CachedPrefix(file, r.offset, end, local_wire::kMaxSegments)) {
+    for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments)) {
       out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length});
       hit += seg.length;
       pages->push_back(std::move(*seg.page));

@@ -150,6 +150,10 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   } else {
     r = (*store)->Stat(p.key);  // a directory, or a store that could not answer in one go
   }
+  if (!r && r.error().code() == Code::kNotFound) {
+    // Cached as said to the client: a later (cached) answer must read the same.
+    r = Err(Code::kNotFound, "no such file or directory: " + p.ns_path);
+  }
   meta_.InsertStat(p.ns_path, r);
   if (r && !r->is_dir) {
     std::string version = r->Version();
@@ -161,9 +165,6 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
       latest = version;
     }
     if (changed) pages_->DropOtherVersions(p.ns_path, version);
-  }
-  if (!r && r.error().code() == Code::kNotFound) {
-    return Err(Code::kNotFound, "no such file or directory: " + p.ns_path);
   }
   return r;
 }
