@@ -1,5 +1,6 @@
 #include "bench/loadgen.h"
 
+#include <sys/resource.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -34,14 +35,22 @@ std::string EpochResult::ToLine() const {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "epoch=%d ops=%llu bytes=%llu secs=%.3f mbps=%.1f ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f "
-                "max_ms=%.3f au=%.4f batches=%llu errors=%llu verified_bytes=%llu",
+                "max_ms=%.3f au=%.4f batches=%llu errors=%llu verified_bytes=%llu cpu_s=%.3f",
                 epoch, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(bytes), seconds,
                 mb_per_s(), ops_per_s(), p50_ms, p99_ms, max_ms, au, static_cast<unsigned long long>(batches),
-                static_cast<unsigned long long>(errors), static_cast<unsigned long long>(verified_bytes));
+                static_cast<unsigned long long>(errors), static_cast<unsigned long long>(verified_bytes), cpu_seconds);
   return buf;
 }
 
 namespace {
+
+// CPU time (user + system, all threads) this process has used so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
 
 struct Op {
   uint32_t file;
@@ -159,6 +168,7 @@ Result<std::vector<EpochResult>> RunLoad(const Manifest& m, const ReaderFactory&
     };
 
     auto t0 = Clock::now();
+    double cpu0 = ProcessCpuSeconds();
     std::vector<std::thread> threads;
     for (int t = 0; t < o.readers; t++) {
       threads.emplace_back([&, t] {
@@ -215,6 +225,7 @@ Result<std::vector<EpochResult>> RunLoad(const Manifest& m, const ReaderFactory&
     r.verified_bytes = verified;
     r.first_error = first_error;
     r.seconds = std::chrono::duration<double>(io_end - t0).count();
+    r.cpu_seconds = ProcessCpuSeconds() - cpu0;
     std::vector<double> all;
     for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
     if (!all.empty()) {

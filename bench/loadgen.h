@@ -85,6 +85,7 @@ struct EpochResult {
   uint64_t ops = 0;    // files (whole/seq) or ranges read
   uint64_t bytes = 0;
   double seconds = 0;
+  double cpu_seconds = 0;  // of the loadgen process (readers, checks, client library) during the epoch
   double p50_ms = 0, p99_ms = 0, max_ms = 0;  // per read
   double au = -1;          // accelerator utilisation, -1 when the model is off
   uint64_t batches = 0;

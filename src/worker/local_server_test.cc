@@ -70,84 +70,81 @@ class LocalServerTest : public ::testing::Test {
     server_ = std::move(*s);
   }
 
-  uint64_t Read(LocalReader& reader, uint64_t offset, std::string* out) {
-    return reader.Read("w", "/data/f", "v1", data_.size(), offset, std::span<char>(out->data(), out->size()));
+  // What the client does with a worker's /v1/status answer.
+  void Discover(const std::string& socket, const std::string& token, const std::string& worker = "w") {
+    ASSERT_TRUE(reader_.ClaimDiscovery(worker));
+    reader_.Discovered(worker, socket, token);
+  }
+
+  uint64_t Read(uint64_t offset, std::string* out, const std::string& path = "/data/f",
+                const std::string& worker = "w") {
+    return reader_.Read(worker, path, "v1", data_.size(), offset, std::span<char>(out->data(), out->size()));
   }
 
   std::string dir_, socket_, data_;
   uint64_t cached_pages_ = 4;
   std::atomic<int> requests_{0};
   std::unique_ptr<LocalServer> server_;
+  LocalReader reader_{2s, 30s};
 };
 
 TEST_F(LocalServerTest, ReaderGetsCachedBytesThroughPassedFds) {
   StartServer("tok");
-  LocalReader reader(2s, 30s);
-  ASSERT_TRUE(reader.ClaimDiscovery("w"));
-  EXPECT_FALSE(reader.ClaimDiscovery("w")) << "discovery claimed twice";
-  reader.Discovered("w", socket_, "tok");
+  Discover(socket_, "tok");
+  EXPECT_FALSE(reader_.ClaimDiscovery("w")) << "discovery claimed twice";
   // A range crossing pages, from the middle of one.
   std::string buf(2 * kPage + 10, '\0');
-  ASSERT_EQ(Read(reader, 1000, &buf), buf.size());
+  ASSERT_EQ(Read(1000, &buf), buf.size());
   EXPECT_EQ(buf, data_.substr(1000, buf.size()));
   // The tail of the file: the last page is short.
   std::string tail(500, '\0');
-  ASSERT_EQ(Read(reader, data_.size() - 100, &tail), 100u);
+  ASSERT_EQ(Read(data_.size() - 100, &tail), 100u);
   EXPECT_EQ(tail.substr(0, 100), data_.substr(data_.size() - 100));
   // Only a cached prefix is served: the caller reads the rest elsewhere.
   cached_pages_ = 1;
   std::string two(2 * kPage, '\0');
-  EXPECT_EQ(Read(reader, 0, &two), kPage);
+  EXPECT_EQ(Read(0, &two), kPage);
   EXPECT_EQ(two.substr(0, kPage), data_.substr(0, kPage));
   cached_pages_ = 0;
-  EXPECT_EQ(Read(reader, 0, &two), 0u);
+  EXPECT_EQ(Read(0, &two), 0u);
 }
 
 TEST_F(LocalServerTest, WrongTokenIsRefused) {
   StartServer("right");
-  LocalReader reader(2s, 30s);
-  ASSERT_TRUE(reader.ClaimDiscovery("w"));
-  reader.Discovered("w", socket_, "wrong");  // another worker's socket at this path
+  Discover(socket_, "wrong");  // another worker's socket at this path
   std::string buf(100, '\0');
-  EXPECT_EQ(Read(reader, 0, &buf), 0u);
+  EXPECT_EQ(Read(0, &buf), 0u);
   EXPECT_EQ(requests_.load(), 0) << "a read reached the handler without the right token";
-  EXPECT_FALSE(reader.ClaimDiscovery("w")) << "rediscovery should wait for the retry interval";
+  EXPECT_FALSE(reader_.ClaimDiscovery("w")) << "rediscovery should wait for the retry interval";
 }
 
 TEST_F(LocalServerTest, MissingSocketMeansAnotherHost) {
-  LocalReader reader(2s, 30s);
-  ASSERT_TRUE(reader.ClaimDiscovery("w"));
-  reader.Discovered("w", dir_ + "/nothing.sock", "tok");
+  Discover(dir_ + "/nothing.sock", "tok");
   std::string buf(100, '\0');
-  EXPECT_EQ(Read(reader, 0, &buf), 0u);
+  EXPECT_EQ(Read(0, &buf), 0u);
   // A worker whose status names no socket at all.
-  ASSERT_TRUE(reader.ClaimDiscovery("other"));
-  reader.Discovered("other", "", "");
-  EXPECT_EQ(reader.Read("other", "/data/f", "v1", data_.size(), 0, std::span<char>(buf.data(), buf.size())), 0u);
+  Discover("", "", "other");
+  EXPECT_EQ(Read(0, &buf, "/data/f", "other"), 0u);
 }
 
 TEST_F(LocalServerTest, ErrorsFromTheWorkerLeaveTheChannelUp) {
   StartServer("tok");
-  LocalReader reader(2s, 30s);
-  ASSERT_TRUE(reader.ClaimDiscovery("w"));
-  reader.Discovered("w", socket_, "tok");
+  Discover(socket_, "tok");
   std::string buf(100, '\0');
-  EXPECT_EQ(reader.Read("w", "/data/nope", "v1", 100, 0, std::span<char>(buf.data(), buf.size())), 0u);
-  EXPECT_EQ(Read(reader, 0, &buf), buf.size());
+  EXPECT_EQ(Read(0, &buf, "/data/nope"), 0u);
+  EXPECT_EQ(Read(0, &buf), buf.size());
   EXPECT_EQ(buf, data_.substr(0, buf.size()));
 }
 
 TEST_F(LocalServerTest, StoppedServerTurnsTheShortCircuitOff) {
   StartServer("tok");
-  LocalReader reader(2s, 30s);
-  ASSERT_TRUE(reader.ClaimDiscovery("w"));
-  reader.Discovered("w", socket_, "tok");
+  Discover(socket_, "tok");
   std::string buf(100, '\0');
-  ASSERT_EQ(Read(reader, 0, &buf), buf.size());
+  ASSERT_EQ(Read(0, &buf), buf.size());
   server_.reset();  // closes its connections and removes the socket file
   EXPECT_FALSE(fs::exists(socket_));
-  EXPECT_EQ(Read(reader, 0, &buf), 0u);
-  EXPECT_EQ(Read(reader, 0, &buf), 0u);
+  EXPECT_EQ(Read(0, &buf), 0u);
+  EXPECT_EQ(Read(0, &buf), 0u);
 }
 
 TEST_F(LocalServerTest, StaleSocketIsReplacedLiveOneIsNot) {
