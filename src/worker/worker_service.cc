@@ -6,10 +6,15 @@
 
 #include "common/metrics.h"
 #include "ufs/accounting_store.h"
+#include "worker/idle_writer.h"
 
 namespace shoal {
 
 namespace {
+
+// Pages waiting for the idle-priority writer hold at most this much memory;
+// past it, pages are written by the UFS pool at normal priority.
+constexpr uint64_t kIdleWriteBytes = 256ull << 20;
 
 // n bytes for an under-store read to fill. Not zeroed first: that would cost a
 // memset and a page fault per 4 KiB of a whole page (1 MiB) for every cold
@@ -59,6 +64,7 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
   hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
   miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
   read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
+  idle_writer_ = std::make_unique<IdleWriter>(kIdleWriteBytes);
 }
 
 WorkerService::~WorkerService() = default;
@@ -140,9 +146,11 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
     r = rw->info;
     ufs_read_bytes_.fetch_add(rw->bytes, std::memory_order_relaxed);
     if (rw->bytes > 0) {
-      // The page is written to disk off the stat's path: until then readers
-      // find it in flight, already complete, and are served from memory.
+      // The page is written to disk off the stat's path, at idle priority
+      // (IdleWriter): until then readers find it in flight, already complete,
+      // and are served from memory.
       first.resize(rw->bytes);
+      first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
       FileRef file{p, rw->info.Version(), rw->info.size};
       auto fetch = std::make_shared<Fetch>(0, rw->bytes);
       fetch->Finish(std::move(first));
@@ -150,14 +158,15 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
         std::lock_guard lock(inflight_mu_);
         inflight_[InflightKey(file, 0)] = fetch;
       }
-      ufs_executor_([this, file, fetch] {
+      std::function<void()> write = [this, file, fetch] {
         const std::string& data = *fetch->result();
         auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, 0}, std::span<const char>(data));
         if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
         std::lock_guard lock(inflight_mu_);
         auto it = inflight_.find(InflightKey(file, 0));
         if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
-      });
+      };
+      if (!idle_writer_->Submit(fetch->result()->size(), write)) ufs_executor_(std::move(write));
     }
   } else if (!rw && rw.error().code() != Code::kNotFound && rw.error().code() != Code::kInvalidArgument) {
     r = Err(rw.error());  // unreachable, refused, timed out: asking again would only double the wait
