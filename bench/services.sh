@@ -179,6 +179,13 @@ upload() {
     >>"$WORK/upload.log" 2>&1 || { log "uploading $prefix to s3rver failed: $(tail -3 "$WORK/upload.log")"; return 1; }
 }
 
+# stop_shoal: stops the `shoal up` that start_shoal started (and its workers).
+stop_shoal() {
+  [[ -n ${SHOAL_PID:-} ]] || return 0
+  stop_pid "$SHOAL_PID"
+  SHOAL_PID=""
+}
+
 # start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG.
 # The endpoint is a mount option, so it is in the client config too: a client
 # that falls back to the UFS reads through the same emulator. The 1 h metadata
@@ -190,6 +197,7 @@ start_shoal() {
     "$BUILD_DIR/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE" \
     --state-dir "$WORK/shoal-state" --consistency ttl=1h -o "endpoint=http://127.0.0.1:$PROXY_PORT" \
     -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true
+  SHOAL_PID=$BG_PID
   local line
   line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
   SHOAL_CONFIG=${line#ready: config=}

@@ -6,8 +6,27 @@
 
 #include "common/metrics.h"
 #include "ufs/accounting_store.h"
+#include "worker/idle_writer.h"
 
 namespace shoal {
+
+namespace {
+
+// Pages waiting for the idle-priority writer hold at most this much memory;
+// past it, pages are written by the UFS pool at normal priority.
+constexpr uint64_t kIdleWriteBytes = 256ull << 20;
+
+// n bytes for an under-store read to fill. Not zeroed first: that would cost a
+// memset and a page fault per 4 KiB of a whole page (1 MiB) for every cold
+// read, on a file that is usually much smaller. Only bytes the read wrote are
+// ever used.
+std::string ReadBuffer(size_t n) {
+  std::string s;
+  s.resize_and_overwrite(n, [](char*, size_t len) { return len; });
+  return s;
+}
+
+}  // namespace
 
 void Fetch::OnDone(std::function<void()> cb) {
   {
@@ -45,6 +64,7 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
   hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
   miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
   read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
+  idle_writer_ = std::make_unique<IdleWriter>(kIdleWriteBytes);
 }
 
 WorkerService::~WorkerService() = default;
@@ -119,16 +139,18 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   // ring places shard 0 with the path's metadata), so a cold small file costs
   // one under-store request. A file with cached pages is only revalidated.
   Result<FileInfo> r = Err(Code::kInternal, "unset");
-  std::string first(pages_->HasPath(p.ns_path) ? 0 : page_size_, '\0');
+  std::string first = ReadBuffer(pages_->HasPath(p.ns_path) ? 0 : page_size_);
   Result<UnderStore::ReadWithInfoResult> rw = Err(Code::kNotFound, "not tried");
   if (!first.empty()) rw = (*store)->ReadWithInfo(p.key, 0, std::span<char>(first.data(), first.size()));
   if (rw && !rw->info.is_dir && rw->bytes == std::min<uint64_t>(page_size_, rw->info.size)) {
     r = rw->info;
     ufs_read_bytes_.fetch_add(rw->bytes, std::memory_order_relaxed);
     if (rw->bytes > 0) {
-      // The page is written to disk off the stat's path: until then readers
-      // find it in flight, already complete, and are served from memory.
+      // The page is written to disk off the stat's path, at idle priority
+      // (IdleWriter): until then readers find it in flight, already complete,
+      // and are served from memory.
       first.resize(rw->bytes);
+      first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
       FileRef file{p, rw->info.Version(), rw->info.size};
       auto fetch = std::make_shared<Fetch>(0, rw->bytes);
       fetch->Finish(std::move(first));
@@ -136,14 +158,15 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
         std::lock_guard lock(inflight_mu_);
         inflight_[InflightKey(file, 0)] = fetch;
       }
-      ufs_executor_([this, file, fetch] {
+      std::function<void()> write = [this, file, fetch] {
         const std::string& data = *fetch->result();
         auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, 0}, std::span<const char>(data));
         if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
         std::lock_guard lock(inflight_mu_);
         auto it = inflight_.find(InflightKey(file, 0));
         if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
-      });
+      };
+      if (!idle_writer_->Submit(fetch->result()->size(), write)) ufs_executor_(std::move(write));
     }
   } else if (!rw && rw.error().code() != Code::kNotFound && rw.error().code() != Code::kInvalidArgument) {
     r = Err(rw.error());  // unreachable, refused, timed out: asking again would only double the wait
@@ -221,7 +244,7 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   if (!store) {
     result = Err(store.error());
   } else {
-    std::string buf(fetch->end() - fetch->start(), '\0');
+    std::string buf = ReadBuffer(fetch->end() - fetch->start());
     ReadOptions o;
     o.if_version = file.version;
     auto n = (*store)->Read(file.resolved.key, fetch->start(), std::span<char>(buf.data(), buf.size()), o);

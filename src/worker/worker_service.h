@@ -40,6 +40,7 @@ namespace shoal {
 
 class Counter;
 class Histogram;
+class IdleWriter;
 
 // One ranged read from the UFS covering one or more adjacent pages.
 class Fetch {
@@ -164,6 +165,9 @@ class WorkerService {
   Counter* miss_bytes_;
   Histogram* read_latency_;
   std::atomic<uint64_t> ufs_read_bytes_{0};
+  // Last, so it is destroyed (and its queued writes, which use the members
+  // above, are run) first.
+  std::unique_ptr<IdleWriter> idle_writer_;
 };
 
 }  // namespace shoal

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 namespace shoal {
 namespace {
@@ -14,14 +15,57 @@ struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
 
-struct EasyHandle {
-  CURL* h = nullptr;
-  EasyHandle() {
+// Idle easy handles, shared by all threads. A request takes the handle that
+// finished last, whose connection is the most likely to still be open, and
+// gives it back when done; so a process keeps about as many connections open
+// as it has requests in flight, however many threads make them. (One handle
+// per thread would open a connection per thread: each pays a TCP, and for
+// HTTPS a TLS, handshake before its first request, and the store sees more
+// connections than there are requests.)
+class HandlePool {
+ public:
+  CURL* Take() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        CURL* h = idle_.back();
+        idle_.pop_back();
+        return h;
+      }
+    }
     static CurlGlobal global;
-    h = curl_easy_init();
+    return curl_easy_init();
   }
+  void Give(CURL* h) {
+    {
+      std::lock_guard lock(mu_);
+      if (idle_.size() < kMaxIdle) {
+        idle_.push_back(h);
+        return;
+      }
+    }
+    curl_easy_cleanup(h);
+  }
+
+ private:
+  static constexpr size_t kMaxIdle = 64;
+  std::mutex mu_;
+  std::vector<CURL*> idle_;  // the most recently used last
+};
+
+HandlePool& Pool() {
+  static auto* pool = new HandlePool;  // never destroyed: threads may still use it at exit
+  return *pool;
+}
+
+// A handle from the pool for one request, given back on scope exit.
+struct EasyHandle {
+  CURL* h = Pool().Take();
+  EasyHandle() = default;
+  EasyHandle(const EasyHandle&) = delete;
+  EasyHandle& operator=(const EasyHandle&) = delete;
   ~EasyHandle() {
-    if (h) curl_easy_cleanup(h);
+    if (h) Pool().Give(h);
   }
 };
 
@@ -98,7 +142,7 @@ int OnSeek(void* user, curl_off_t offset, int origin) {
 }  // namespace
 
 Result<HttpResponse> PerformHttp(const HttpRequest& req) {
-  thread_local EasyHandle easy;
+  EasyHandle easy;
   CURL* h = easy.h;
   if (!h) return Err(Code::kInternal, "curl_easy_init failed");
   curl_easy_reset(h);

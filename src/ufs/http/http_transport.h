@@ -1,6 +1,8 @@
 // HttpTransport: blocking HTTP(S) requests for the object-store backends
-// (S3/GCS, Azure Blob, WebHDFS), on libcurl with one reused easy handle per
-// thread, so connections stay alive between requests of the same thread.
+// (S3/GCS, Azure Blob, WebHDFS), on libcurl. Easy handles, and with them their
+// keep-alive connections, are pooled across threads: a request reuses the
+// handle that finished last, so a process holds about as many connections as
+// it has requests in flight.
 //
 // Thread safety: Perform() may be called from any number of threads.
 #pragma once

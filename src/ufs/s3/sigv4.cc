@@ -59,6 +59,23 @@ std::string TrimValue(std::string_view v) {
   return out;
 }
 
+// The signing key depends only on the secret, the day, the region and the
+// service, so each thread derives it (four HMACs) once a day, not per request.
+const std::string& SigningKey(const std::string& secret, const std::string& date, const std::string& region,
+                              const std::string& service) {
+  struct Cached {
+    std::string secret, date, region, service, key;
+  };
+  thread_local Cached c;
+  if (c.key.empty() || c.date != date || c.secret != secret || c.region != region || c.service != service) {
+    std::string key = Hmac("AWS4" + secret, date);
+    key = Hmac(key, region);
+    key = Hmac(key, service);
+    c = Cached{secret, date, region, service, Hmac(key, "aws4_request")};
+  }
+  return c.key;
+}
+
 }  // namespace
 
 std::string Sha256Hex(std::span<const char> data) {
@@ -129,11 +146,7 @@ void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::syste
   std::string scope = date + '/' + in.region + '/' + in.service + "/aws4_request";
   std::string string_to_sign = "AWS4-HMAC-SHA256\n" + amz_date + '\n' + scope + '\n' + Sha256Hex(canonical_request);
 
-  std::string key = Hmac("AWS4" + creds.secret_access_key, date);
-  key = Hmac(key, in.region);
-  key = Hmac(key, in.service);
-  key = Hmac(key, "aws4_request");
-  auto sig = Hmac(key, string_to_sign);
+  auto sig = Hmac(SigningKey(creds.secret_access_key, date, in.region, in.service), string_to_sign);
   headers.emplace_back("Authorization", "AWS4-HMAC-SHA256 Credential=" + creds.access_key_id + '/' + scope +
                                             ", SignedHeaders=" + signed_headers +
                                             ", Signature=" + Hex(reinterpret_cast<const unsigned char*>(sig.data()),
