@@ -186,7 +186,8 @@ stop_shoal() {
   SHOAL_PID=""
 }
 
-# start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG.
+# start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG,
+# and writes SHOAL_TCP_CONFIG: the same cluster with client.short_circuit off (a reader on another host).
 # The endpoint is a mount option, so it is in the client config too: a client
 # that falls back to the UFS reads through the same emulator. The 1 h metadata
 # TTL matches the 1 h stat caches given to s3fs and rclone.
@@ -201,4 +202,7 @@ start_shoal() {
   local line
   line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
   SHOAL_CONFIG=${line#ready: config=}
+  SHOAL_TCP_CONFIG="$WORK/shoal-tcp.yaml"
+  grep -q 'short_circuit: true' "$SHOAL_CONFIG" || { log "$SHOAL_CONFIG does not say short_circuit: true"; return 1; }
+  sed 's/short_circuit: true/short_circuit: false/' "$SHOAL_CONFIG" >"$SHOAL_TCP_CONFIG"
 }
