@@ -32,14 +32,28 @@ class TaskPool {
     threads_.clear();  // joins
   }
 
+  // The task is destroyed once it has run. (A packaged_task would keep it in
+  // the future's shared state: a task holding a pointer to whatever holds its
+  // future would then never be freed.)
   template <typename F>
   auto Submit(F f) -> std::future<std::invoke_result_t<F>> {
     using R = std::invoke_result_t<F>;
-    auto task = std::make_shared<std::packaged_task<R()>>(std::move(f));
-    auto fut = task->get_future();
+    auto promise = std::make_shared<std::promise<R>>();
+    auto fut = promise->get_future();
     {
       std::lock_guard lock(mu_);
-      queue_.emplace_back([task] { (*task)(); });
+      queue_.emplace_back([promise, f = std::move(f)]() mutable {
+        try {
+          if constexpr (std::is_void_v<R>) {
+            f();
+            promise->set_value();
+          } else {
+            promise->set_value(f());
+          }
+        } catch (...) {
+          promise->set_exception(std::current_exception());
+        }
+      });
     }
     cv_.notify_one();
     return fut;
