@@ -42,10 +42,7 @@ class ClusterTest : public ::testing::Test {
   void StartCluster(int workers, ClientConfig client = {}, uint64_t capacity = 256ull << 20) {
     ShoalCluster::Options o;
     o.workers = workers;
-    MountConfig m;
-    m.path = "/data";
-    m.ufs = "file://" + ufs_ + "/";
-    o.mounts = {m};
+    o.mounts = {FileMount(ufs_)};
     o.client = client;
     o.cache_capacity = capacity;
     auto c = ShoalCluster::Start(o);
@@ -354,10 +351,7 @@ TEST_F(ClusterTest, FullCacheDiskServesFromUfs) {
   {
     ShoalCluster::Options o;
     o.workers = 1;
-    MountConfig m;
-    m.path = "/data";
-    m.ufs = "file://" + ufs_ + "/";
-    o.mounts = {m};
+    o.mounts = {FileMount(ufs_)};
     o.cache_root = root;
     auto c = ShoalCluster::Start(o);
     ASSERT_TRUE(c) << c.error().ToString();

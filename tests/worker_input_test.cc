@@ -46,10 +46,7 @@ class WorkerInputTest : public ::testing::Test {
     ASSERT_TRUE(WriteFile(ufs_ + "/f", "0123456789").ok());
     ShoalCluster::Options o;
     o.workers = 1;
-    MountConfig m;
-    m.path = "/data";
-    m.ufs = "file://" + ufs_ + "/";
-    o.mounts = {m};
+    o.mounts = {FileMount(ufs_)};
     auto c = ShoalCluster::Start(o);
     ASSERT_TRUE(c) << c.error().ToString();
     cluster_ = std::move(*c);

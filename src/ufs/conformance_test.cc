@@ -1,21 +1,13 @@
 #include "ufs/conformance_test.h"
 
-#include <cstring>
-#include <random>
 #include <set>
+
+#include "tests/harness/harness_util.h"
 
 namespace shoal {
 namespace {
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
-  }
-  return s;
-}
+using shoal::testing::RandomBytes;
 
 std::string ReadAll(UnderStore& s, const std::string& key, uint64_t off, size_t len) {
   std::string buf(len, '\0');

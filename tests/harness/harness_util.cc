@@ -2,7 +2,10 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <random>
 
 namespace shoal::testing {
 
@@ -19,6 +22,16 @@ Result<std::string> MakeTempDir(std::string_view name, std::string_view what) {
   std::string tmpl = "/tmp/shoal-" + std::string(name) + "-XXXXXX";
   if (!::mkdtemp(tmpl.data())) return Err(Code::kIo, "cannot create a temporary directory for " + std::string(what));
   return tmpl;
+}
+
+std::string RandomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
+  }
+  return s;
 }
 
 ScratchDir::~ScratchDir() {

@@ -20,6 +20,9 @@ std::string SourceDir();
 // Creates /tmp/shoal-<name>-XXXXXX. On failure the error says it was for `what`.
 Result<std::string> MakeTempDir(std::string_view name, std::string_view what);
 
+// n random bytes from `seed` (the same bytes for the same seed).
+std::string RandomBytes(size_t n, uint64_t seed);
+
 // A directory removed, with everything in it, when its last owner lets go.
 struct ScratchDir {
   std::string path;

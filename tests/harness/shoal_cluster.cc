@@ -24,22 +24,13 @@ std::string ShoalBinary() {
   return b && *b ? b : "shoal";
 }
 
-std::string MakeTempDir(const std::string& tag) {
-  std::string tmpl = "/tmp/shoal-" + tag + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  const char* d = ::mkdtemp(buf.data());
-  return d ? d : "";
-}
+std::string MakeTempDir(const std::string& tag) { return MakeTempDir(tag, "a test").value_or(""); }
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
-  }
-  return s;
+MountConfig FileMount(const std::string& dir) {
+  MountConfig m;
+  m.path = "/data";
+  m.ufs = "file://" + dir + "/";
+  return m;
 }
 
 Status WriteFile(const std::string& path, const std::string& data) {

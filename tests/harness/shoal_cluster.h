@@ -16,6 +16,7 @@
 #include "common/config.h"
 #include "common/subprocess.h"
 #include "shoal/client.h"
+#include "tests/harness/harness_util.h"
 
 namespace shoal::testing {
 
@@ -67,10 +68,10 @@ class ShoalCluster {
 
 // The `shoal` binary under test ($SHOAL_BIN, set by CTest).
 std::string ShoalBinary();
-// A fresh temp directory.
+// A fresh temp directory, or "" if none could be made.
 std::string MakeTempDir(const std::string& tag);
-// n random bytes from `seed`.
-std::string RandomBytes(size_t n, uint64_t seed);
+// The mount /data -> file://DIR/.
+MountConfig FileMount(const std::string& dir);
 Status WriteFile(const std::string& path, const std::string& data);
 
 }  // namespace shoal::testing
