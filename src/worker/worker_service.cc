@@ -183,9 +183,7 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
     bool changed = false;
     {
       std::lock_guard lock(inflight_mu_);
-      auto& latest = latest_version_[p.ns_path];
-      changed = !latest.empty() && latest != version;
-      latest = version;
+      changed = NoteVersionLocked(p.ns_path, version);
     }
     if (changed) pages_->DropOtherVersions(p.ns_path, version);
   }
@@ -272,15 +270,20 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   fetch->Finish(std::move(result));
 }
 
+bool WorkerService::NoteVersionLocked(const std::string& path, const std::string& version) {
+  if (latest_version_.size() >= 100'000) latest_version_.clear();  // a bound, not a cache policy
+  auto& latest = latest_version_[path];
+  bool changed = !latest.empty() && latest != version;
+  latest = version;
+  return changed;
+}
+
 bool WorkerService::NoteRead(const FileRef& file, uint64_t offset, uint64_t end) {
   bool drop_old = false;
   bool sequential = false;
   {
     std::lock_guard lock(inflight_mu_);
-    auto& latest = latest_version_[file.resolved.ns_path];
-    drop_old = !latest.empty() && latest != file.version;
-    latest = file.version;
-    if (latest_version_.size() > 100'000) latest_version_.clear();
+    drop_old = NoteVersionLocked(file.resolved.ns_path, file.version);
     std::string stream = file.resolved.ns_path + '\n' + file.version;
     auto it = stream_end_.find(stream);
     if (it != stream_end_.end()) {

@@ -129,6 +129,9 @@ class WorkerService {
   void RunFetch(FileRef file, std::shared_ptr<Fetch> fetch);
   void ReadAhead(const FileRef& file, uint64_t from);
   std::string InflightKey(const FileRef& f, uint64_t page) const;
+  // Records `version` as the latest seen of `path`; true when it supersedes
+  // another, whose pages the caller then drops. REQUIRES: inflight_mu_ held.
+  bool NoteVersionLocked(const std::string& path, const std::string& version);
   // Records a read of [offset, end) (sequential-reader detection, superseded
   // versions); returns whether the reader is sequential.
   bool NoteRead(const FileRef& file, uint64_t offset, uint64_t end);
