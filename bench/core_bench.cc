@@ -289,8 +289,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(cs.fallback_read_bytes));
   if (mo / mt < 0.8) {
     std::printf("\nOver TCP the client reaches %.0f%% of TCP loopback: on 2 cores the worker's sendfile, the kernel's loopback "
-                "path and the client's receive copy share the CPUs that iperf-style loopback has to itself (perf: about 84%% "
-                "of the time in the kernel). The short circuit removes TCP from the warm path on the same host.\n",
+                "path and the client's receive copy share the CPUs that a plain socket transfer has to itself. The short circuit removes TCP from the warm path on the same host.\n",
                 100 * mo / mt);
   }
   up->Stop();
