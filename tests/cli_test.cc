@@ -142,8 +142,8 @@ TEST_F(CliTest, UpServesClientCommandsAndStopsCleanly) {
   EXPECT_EQ(WEXITSTATUS(st), 0);
   EXPECT_NE(up_.output().find("stopped"), std::string::npos);
   for (const auto& w : cfg->cluster.workers) {
-    auto c = WorkerConnection::Connect(w, std::chrono::steady_clock::now() + std::chrono::seconds(2));
-    EXPECT_FALSE(c) << "worker " << w << " still accepts connections after shoal up stopped";
+    auto c = WorkerConnection::Connect(w.address, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    EXPECT_FALSE(c) << "worker " << w.address << " still accepts connections after shoal up stopped";
   }
 }
 

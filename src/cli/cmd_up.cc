@@ -105,7 +105,7 @@ struct RunningWorker {
   int restarts = 0;
 };
 
-Result<std::string> StartWorker(RunningWorker& w, const std::string& exe, const std::string& worker_config,
+Result<WorkerEntry> StartWorker(RunningWorker& w, const std::string& exe, const std::string& worker_config,
                                 const std::string& cache_size, const std::string& listen) {
   Subprocess::Options o;
   o.argv = {exe, "worker", "--config", worker_config, "--listen", listen, "--cache-dir", w.cache_dir,
@@ -114,15 +114,16 @@ Result<std::string> StartWorker(RunningWorker& w, const std::string& exe, const 
   auto p = Subprocess::Start(o);
   if (!p) return Err(p.error());
   auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
-  if (!line) {
+  Result<WorkerEntry> entry = line ? ParseListeningLine(*line) : Err(line.error());
+  if (!entry) {
     std::ifstream in(w.log);
     std::string last, l;
     while (std::getline(in, l)) last = l;
-    return Err(Code::kUnavailable, "worker did not start: " + (last.empty() ? line.error().message() : last) +
+    return Err(Code::kUnavailable, "worker did not start: " + (last.empty() ? entry.error().message() : last) +
                                        " (log: " + w.log + ")");
   }
   w.proc = std::move(*p);
-  return line->substr(line->find(':') + 2);
+  return *entry;
 }
 
 int RunUp(const UpArgs& a) {
@@ -175,8 +176,8 @@ int RunUp(const UpArgs& a) {
     w.log = state + "/worker-" + std::to_string(i) + ".log";
     auto addr = StartWorker(w, exe, worker_config, a.cache_size, "127.0.0.1:0");
     if (!addr) return Fail(addr.error().WithContext("worker " + std::to_string(i)));
-    w.address = *addr;
-    cfg.cluster.workers.push_back(w.address);
+    w.address = addr->address;
+    cfg.cluster.workers.push_back(*addr);
   }
   std::string client_config = state + "/shoal.yaml";
   if (auto st = WriteFile(client_config, ToYaml(cfg)); !st.ok()) return Fail(st);

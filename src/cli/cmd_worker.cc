@@ -45,7 +45,7 @@ void AddWorker(CLI::App& app, int* exit_code) {
       *exit_code = Fail(worker.error());
       return;
     }
-    std::printf("listening: %s\n", (*worker)->address().c_str());
+    std::printf("%s\n", ListeningLine({(*worker)->id(), (*worker)->address()}).c_str());
     std::fflush(stdout);
     spdlog::info("worker serving on {} ({} mounts)", (*worker)->address(), config->mounts.size());
     (*worker)->Wait();

@@ -37,6 +37,12 @@ Result<FileStatus> StatusFromJson(const std::string& body) {
   }
 }
 
+std::vector<std::string> WorkerIds(const std::vector<WorkerEntry>& workers) {
+  std::vector<std::string> ids;
+  for (const auto& w : workers) ids.push_back(w.id);
+  return ids;
+}
+
 }  // namespace
 
 FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
@@ -52,7 +58,7 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
 Client::Impl::Impl(Config config)
     : config_(std::move(config)),
       mounts_(config_.mounts),
-      ring_(config_.cluster.workers),
+      ring_(WorkerIds(config_.cluster.workers)),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
       local_(config_.client.timeout, std::chrono::seconds(30)),
@@ -145,7 +151,7 @@ Result<FileStatus> Client::Impl::Stat(std::string_view path) {
   auto rp = mounts_.Resolve(path);
   if (!rp) return Err(rp.error());
   if (!ring_.empty()) {
-    const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
+    const auto& worker = Address(ring_.Owner(HashRing::MetaKey(rp->ns_path)));
     if (!IsDown(worker)) {
       auto r = Call(worker, "GET", "/v1/stat?path=" + PercentEncode(rp->ns_path, true));
       if (r.status.ok()) return StatusFromJson(r.body);
@@ -176,7 +182,7 @@ Result<OpenedFile> Client::Impl::Open(std::string_view path) {
   auto rp = mounts_.Resolve(path);
   if (!rp) return Err(rp.error());
   if (!ring_.empty()) {
-    const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
+    const auto& worker = Address(ring_.Owner(HashRing::MetaKey(rp->ns_path)));
     if (config_.client.short_circuit && !IsDown(worker)) {
       DiscoverLocal(worker);
       if (auto o = local_.Open(worker, rp->ns_path, kOpenPrefetch)) {
@@ -210,7 +216,7 @@ Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {
   if (!rp) return Err(rp.error());
   std::vector<FileStatus> out;
   if (!ring_.empty()) {
-    const auto& worker = ring_.members()[ring_.Owner(HashRing::MetaKey(rp->ns_path))];
+    const auto& worker = Address(ring_.Owner(HashRing::MetaKey(rp->ns_path)));
     if (!IsDown(worker)) {
       auto r = Call(worker, "GET", "/v1/list?path=" + PercentEncode(rp->ns_path, true));
       if (r.status.ok()) {
@@ -259,7 +265,8 @@ Status Client::Impl::Refresh(std::string_view path, bool recursive, bool data) {
   std::string target = "/v1/refresh?path=" + PercentEncode(ns, true) + (recursive ? "&recursive=1" : "") +
                        (data ? "&data=1" : "");
   std::vector<std::string> failed;
-  for (const auto& w : ring_.members()) {
+  for (const auto& entry : config_.cluster.workers) {
+    const auto& w = entry.address;
     auto r = Call(w, "POST", target);
     if (!r.status.ok()) failed.push_back(w + " (" + r.status.message() + ")");
   }
@@ -275,7 +282,8 @@ Status Client::Impl::Refresh(std::string_view path, bool recursive, bool data) {
 
 std::vector<WorkerStatus> Client::Impl::ClusterStatus() {
   std::vector<WorkerStatus> out;
-  for (const auto& w : ring_.members()) {
+  for (const auto& entry : config_.cluster.workers) {
+    const auto& w = entry.address;
     WorkerStatus s;
     s.address = w;
     auto r = Call(w, "GET", "/v1/status");
@@ -305,7 +313,7 @@ ClientStats Client::Impl::stats() const {
 
 void Client::Impl::ForgetMetadata(const std::string& ns_path) {
   if (ring_.empty()) return;
-  const auto& owner = ring_.members()[ring_.Owner(HashRing::MetaKey(ns_path))];
+  const auto& owner = Address(ring_.Owner(HashRing::MetaKey(ns_path)));
   Call(owner, "POST", "/v1/refresh?path=" + PercentEncode(ns_path, true));
 }
 
@@ -355,7 +363,7 @@ uint64_t Client::Impl::ReadLocal(const std::string& worker, const ResolvedPath& 
 Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
   if (!ring_.empty()) {
     uint64_t shard = offset / config_.cluster.shard_size;
-    const auto& worker = ring_.members()[ring_.Owner(HashRing::DataKey(rp.ns_path, st.version, shard))];
+    const auto& worker = Address(ring_.Owner(HashRing::DataKey(rp.ns_path, st.version, shard)));
     if (config_.client.short_circuit && !IsDown(worker)) {
       uint64_t n = ReadLocal(worker, rp, st, offset, out);
       if (n == out.size()) return {};

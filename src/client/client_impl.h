@@ -75,9 +75,12 @@ class Client::Impl {
                      std::span<char> out);
   Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
 
+  // The address of ring member i.
+  const std::string& Address(size_t i) const { return config_.cluster.workers[i].address; }
+
   Config config_;
   MountTable mounts_;
-  HashRing ring_;
+  HashRing ring_;  // keyed by worker id; member i is config_.cluster.workers[i]
   ConnectionPool pool_;
   TaskPool fanout_pool_;
   TaskPool readahead_pool_;

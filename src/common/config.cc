@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -136,6 +137,43 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
 
 }  // namespace
 
+Result<WorkerEntry> ParseWorkerEntry(std::string_view text) {
+  WorkerEntry w;
+  auto at = text.find('@');
+  std::string_view addr = at == std::string_view::npos ? text : text.substr(at + 1);
+  auto colon = addr.rfind(':');
+  if (addr.empty() || colon == std::string_view::npos || colon == 0 || colon + 1 == addr.size()) {
+    return Err(Code::kInvalidArgument, "'" + std::string(text) + "' is not host:port or id@host:port");
+  }
+  w.address = std::string(addr);
+  w.id = at == std::string_view::npos ? w.address : std::string(text.substr(0, at));
+  if (w.id.empty() || w.id.size() > 128) {
+    return Err(Code::kInvalidArgument, "worker id in '" + std::string(text) + "' must be 1 to 128 characters");
+  }
+  for (char ch : w.id) {
+    bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == ':' ||
+              ch == '[' || ch == ']';
+    if (!ok) {
+      return Err(Code::kInvalidArgument, "worker id '" + w.id + "' may hold only letters, digits and - _ . : [ ]");
+    }
+  }
+  return w;
+}
+
+std::string FormatWorkerEntry(const WorkerEntry& w) { return w.id == w.address ? w.address : w.id + "@" + w.address; }
+
+std::string ListeningLine(const WorkerEntry& w) { return "listening: " + w.address + " id=" + w.id; }
+
+Result<WorkerEntry> ParseListeningLine(std::string_view line) {
+  constexpr std::string_view kPrefix = "listening: ";
+  auto bad = [&] { return Err(Code::kInternal, "unexpected worker output '" + std::string(line) + "'"); };
+  if (!line.starts_with(kPrefix)) return bad();
+  line.remove_prefix(kPrefix.size());
+  auto sp = line.find(" id=");
+  if (sp == std::string_view::npos) return bad();
+  return ParseWorkerEntry(std::string(line.substr(sp + 4)) + "@" + std::string(line.substr(0, sp)));
+}
+
 std::string_view ConsistencyName(Consistency c) {
   switch (c) {
     case Consistency::kImmutable: return "immutable";
@@ -162,11 +200,17 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size"}));
   if (cl.IsDefined() && cl["workers"].IsDefined() && !cl["workers"].IsNull()) {
-    if (!cl["workers"].IsSequence()) return Err(r.Fail(cl["workers"], "cluster.workers", "expected a list of host:port"));
+    if (!cl["workers"].IsSequence()) {
+      return Err(r.Fail(cl["workers"], "cluster.workers", "expected a list of host:port or id@host:port"));
+    }
     for (const auto& w : cl["workers"]) {
-      auto s = w.as<std::string>();
-      if (s.find(':') == std::string::npos) return Err(r.Fail(w, "cluster.workers", "'" + s + "' is not host:port"));
-      c.cluster.workers.push_back(s);
+      if (!w.IsScalar()) return Err(r.Fail(w, "cluster.workers", "expected host:port or id@host:port"));
+      auto e = ParseWorkerEntry(w.as<std::string>());
+      if (!e) return Err(r.Fail(w, "cluster.workers", e.error().message()));
+      for (const auto& prev : c.cluster.workers) {
+        if (prev.id == e->id) return Err(r.Fail(w, "cluster.workers", "worker id '" + e->id + "' is listed twice"));
+      }
+      c.cluster.workers.push_back(std::move(*e));
     }
   }
   if (cl.IsDefined()) SHOAL_RETURN_IF_ERROR(r.Size(cl["shard_size"], "cluster.shard_size", &c.cluster.shard_size));
@@ -182,10 +226,14 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& w = root["worker"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "page_size", "cache_dirs", "io_threads", "ufs_threads",
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads",
                                                   "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
+    SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
+    if (!c.worker.id.empty()) {
+      if (auto e = ParseWorkerEntry(c.worker.id + "@127.0.0.1:1"); !e) return Err(r.Fail(w["id"], "worker.id", e.error().message()));
+    }
     SHOAL_RETURN_IF_ERROR(r.Size(w["page_size"], "worker.page_size", &c.worker.page_size));
     SHOAL_RETURN_IF_ERROR(r.Integer(w["io_threads"], "worker.io_threads", &c.worker.io_threads, 1, 256));
     SHOAL_RETURN_IF_ERROR(r.Integer(w["ufs_threads"], "worker.ufs_threads", &c.worker.ufs_threads, 1, 1024));
@@ -270,7 +318,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "shard_size" << YAML::Value << std::to_string(c.cluster.shard_size);
   e << YAML::Key << "workers" << YAML::Value << YAML::BeginSeq;
-  for (const auto& w : c.cluster.workers) e << w;
+  for (const auto& w : c.cluster.workers) e << FormatWorkerEntry(w);
   e << YAML::EndSeq << YAML::EndMap;
   e << YAML::Key << "mounts" << YAML::Value << YAML::BeginSeq;
   for (const auto& m : c.mounts) {
@@ -290,6 +338,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::EndSeq;
   e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "listen" << YAML::Value << c.worker.listen;
+  if (!c.worker.id.empty()) e << YAML::Key << "id" << YAML::Value << c.worker.id;
   e << YAML::Key << "page_size" << YAML::Value << std::to_string(c.worker.page_size);
   e << YAML::Key << "io_threads" << YAML::Value << c.worker.io_threads;
   e << YAML::Key << "ufs_threads" << YAML::Value << c.worker.ufs_threads;

@@ -37,13 +37,31 @@ struct CacheDirConfig {
   uint64_t capacity = 0;
 };
 
+// One member of the cluster. Written "ID@HOST:PORT" in a config ("HOST:PORT"
+// alone uses the address as the id). The ring is keyed by the id, which a
+// worker keeps in its cache dir: a worker that comes back on another port
+// still owns the same data, so a restarted cluster is warm.
+struct WorkerEntry {
+  std::string id;
+  std::string address;  // host:port
+  bool operator==(const WorkerEntry&) const = default;
+};
+Result<WorkerEntry> ParseWorkerEntry(std::string_view text);
+std::string FormatWorkerEntry(const WorkerEntry& w);
+// What `shoal worker` prints once it serves: "listening: HOST:PORT id=ID".
+std::string ListeningLine(const WorkerEntry& w);
+Result<WorkerEntry> ParseListeningLine(std::string_view line);
+
 struct ClusterConfig {
-  std::vector<std::string> workers;  // "host:port"
+  std::vector<WorkerEntry> workers;
   uint64_t shard_size = 64ull << 20;
 };
 
 struct WorkerConfig {
   std::string listen = "127.0.0.1:0";
+  // The worker's identity on the ring. "" (the default): the id kept in the
+  // first cache dir (worker.id), made at the first start.
+  std::string id;
   uint64_t page_size = 1ull << 20;
   std::vector<CacheDirConfig> cache_dirs;
   int io_threads = 2;              // Asio threads serving HTTP

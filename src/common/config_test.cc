@@ -77,4 +77,26 @@ TEST(Config, RejectsBadPageSize) {
   EXPECT_NE(c.error().message().find("page_size"), std::string::npos);
 }
 
+TEST(Config, WorkerEntriesCarryStableIds) {
+  auto c = ParseConfig("cluster:\n  workers: [w-a@127.0.0.1:7001, '[::1]:7002']\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  ASSERT_EQ(c->cluster.workers.size(), 2u);
+  EXPECT_EQ(c->cluster.workers[0], (WorkerEntry{"w-a", "127.0.0.1:7001"}));
+  EXPECT_EQ(c->cluster.workers[1], (WorkerEntry{"[::1]:7002", "[::1]:7002"}));  // no id: the address is the id
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->cluster.workers, c->cluster.workers);
+
+  auto dup = ParseConfig("cluster:\n  workers: [w@127.0.0.1:1, w@127.0.0.1:2]\n", "t.yaml");
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().message().find("listed twice"), std::string::npos) << dup.error().message();
+  EXPECT_FALSE(ParseConfig("cluster:\n  workers: ['bad id@127.0.0.1:1']\n", "t.yaml"));
+  EXPECT_FALSE(ParseConfig("cluster:\n  workers: ['@127.0.0.1:1']\n", "t.yaml"));
+
+  auto line = ParseListeningLine(ListeningLine({"w-1f", "127.0.0.1:4000"}));
+  ASSERT_TRUE(line) << line.error().ToString();
+  EXPECT_EQ(*line, (WorkerEntry{"w-1f", "127.0.0.1:4000"}));
+  EXPECT_FALSE(ParseListeningLine("listening: 127.0.0.1:4000"));
+}
+
 }  // namespace shoal

@@ -19,6 +19,7 @@
 #include "ufs/uri.h"
 #include "worker/http_status.h"
 #include "worker/local_server.h"
+#include "worker/worker_id.h"
 #include "worker/worker_service.h"
 
 namespace shoal {
@@ -121,6 +122,13 @@ class Worker::Impl {
     auto svc = WorkerService::Create(config_, [this](std::function<void()> f) { asio::post(ufs_pool_, std::move(f)); });
     if (!svc) return svc.error();
     svc_ = std::move(*svc);
+    if (config_.worker.id.empty()) {
+      auto id = LoadOrCreateWorkerId(config_.worker.cache_dirs.at(0).path);
+      if (!id) return id.error();
+      id_ = *id;
+    } else {
+      id_ = config_.worker.id;
+    }
 
     auto colon = config_.worker.listen.rfind(':');
     if (colon == std::string::npos) {
@@ -178,6 +186,7 @@ class Worker::Impl {
   }
 
   const std::string& address() const { return address_; }
+  const std::string& id() const { return id_; }
 
  private:
   // Short-circuit reads for clients on this host. Without it (switched off, or
@@ -398,6 +407,7 @@ class Worker::Impl {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
     return Json{{"address", address_},
+                {"id", id_},
                 {"cache_used_bytes", st.used_bytes},
                 {"cache_capacity_bytes", st.capacity_bytes},
                 {"pages", st.pages},
@@ -579,6 +589,7 @@ class Worker::Impl {
   std::unique_ptr<asio::signal_set> signals_;
   std::vector<std::thread> threads_;
   std::string address_;
+  std::string id_;
   std::atomic<bool> stopped_{false};
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
@@ -596,6 +607,7 @@ Result<std::unique_ptr<Worker>> Worker::Start(const Config& config, bool handle_
 }
 
 const std::string& Worker::address() const { return impl_->address(); }
+const std::string& Worker::id() const { return impl_->id(); }
 void Worker::Stop() { impl_->Stop(); }
 void Worker::Wait() { impl_->Wait(); }
 

@@ -3,6 +3,7 @@
 //
 //   auto w = Worker::Start(config);   // binds config.worker.listen (port 0 picks one)
 //   w->address();                     // "127.0.0.1:40123"
+//   w->id();                          // "w-6f0c2a9e41d3b7c5" (kept in the cache dir)
 //   w->Wait();                        // until Stop() or SIGINT/SIGTERM (with handle_signals)
 #pragma once
 
@@ -20,6 +21,8 @@ class Worker {
   ~Worker();
 
   const std::string& address() const;
+  // The worker's identity on the ring (worker.id, or the one kept in its cache dir).
+  const std::string& id() const;
   void Stop();
   void Wait();
 

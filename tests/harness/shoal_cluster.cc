@@ -76,8 +76,10 @@ Status ShoalCluster::StartWorker(size_t i, const std::string& listen) {
     ss << in.rdbuf();
     return Status(line.error().code(), line.error().message() + "\nworker log:\n" + ss.str());
   }
+  auto entry = ParseListeningLine(*line);
+  if (!entry) return entry.error();
   procs_[i] = std::move(*p);
-  config_.cluster.workers[i] = line->substr(line->find(':') + 2);
+  config_.cluster.workers[i] = *entry;
   return {};
 }
 
@@ -112,12 +114,12 @@ Status ShoalCluster::Restart(size_t i) {
   if (procs_[i].running()) Stop(i);
   // The old port can briefly be taken by someone else; the worker then fails to
   // start and the error says so.
-  return StartWorker(i, config_.cluster.workers[i]);
+  return StartWorker(i, config_.cluster.workers[i].address);
 }
 
 Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto conn = WorkerConnection::Connect(config_.cluster.workers[i], deadline);
+  auto conn = WorkerConnection::Connect(config_.cluster.workers[i].address, deadline);
   if (!conn) return Err(conn.error());
   SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", target, deadline));
   auto head = (*conn)->ReadHead(deadline);

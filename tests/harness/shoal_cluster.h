@@ -40,7 +40,12 @@ class ShoalCluster {
   std::string ClientYaml(const ClientConfig& client) const;
   Result<std::unique_ptr<Client>> NewClient() const;
 
-  const std::vector<std::string>& addresses() const { return config_.cluster.workers; }
+  std::vector<std::string> addresses() const {
+    std::vector<std::string> out;
+    for (const auto& w : config_.cluster.workers) out.push_back(w.address);
+    return out;
+  }
+  const std::vector<WorkerEntry>& workers() const { return config_.cluster.workers; }
   const std::string& cache_dir(size_t i) const { return cache_dirs_[i]; }
 
   void Kill(size_t i);                  // SIGKILL, no cleanup: a crash
