@@ -174,12 +174,15 @@ TEST_P(ConsistencyTest, NewObjectsAppearInListingsAndNegativeLookupsExpire) {
   EXPECT_EQ(Names("/short/grow"), (std::vector<std::string>{"a"}));
   EXPECT_FALSE(client_->Stat("/short/grow/b"));  // a cached negative lookup
   EXPECT_FALSE(client_->Stat("/imm/grow/b"));
+  EXPECT_EQ(Names("/imm/grow"), (std::vector<std::string>{"a"}));
   Put("grow/b", "2");
   EXPECT_EQ(Names("/always/grow"), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(Eventually([&] { return Names("/short/grow") == std::vector<std::string>{"a", "b"}; }));
   EXPECT_TRUE(Eventually([&] { return client_->Stat("/short/grow/b").has_value(); }));
-  // Even an immutable mount forgets a negative lookup after its ttl.
+  // Even an immutable mount forgets a negative lookup after its ttl, and its
+  // listing agrees with its lookups: the new object appears in both.
   EXPECT_TRUE(Eventually([&] { return client_->Stat("/imm/grow/b").has_value(); }));
+  EXPECT_TRUE(Eventually([&] { return Names("/imm/grow") == std::vector<std::string>{"a", "b"}; }));
 }
 
 TEST_P(ConsistencyTest, ColdSmallFileCostsOneUfsRequest) {
@@ -194,6 +197,79 @@ TEST_P(ConsistencyTest, ColdSmallFileCostsOneUfsRequest) {
   EXPECT_EQ(*after - *before, 1);
   EXPECT_TRUE(Read("/ttl/small/one") == data);
   EXPECT_EQ(*cluster_->MetricSum("shoal_ufs_requests_total"), *after) << "a warm read went to the under-store";
+}
+
+// A store outage: a fully cached file whose metadata is past its ttl is still
+// served (stale-if-error) while the store cannot be reached, and a mount with
+// stale_if_error: 0 fails as before.
+TEST(StoreOutageTest, CachedFilesAreServedStaleWhileTheStoreIsDown) {
+  auto s3 = S3rverProcess::Start();
+  ASSERT_TRUE(s3) << s3.error().ToString();
+  auto s3p = std::make_unique<S3rverProcess>(std::move(*s3));
+  ASSERT_TRUE(s3p->CreateBucket("outage").ok());
+  MountConfig base;
+  base.ufs = "s3://outage/data/";
+  base.options = {{"endpoint", s3p->endpoint()},
+                  {"region", "us-east-1"},
+                  {"access_key_id", S3rverProcess::kAccessKeyId},
+                  {"secret_access_key", S3rverProcess::kSecretAccessKey},
+                  {"max_retries", "1"},
+                  {"retry_base_delay", "10ms"}};
+  auto mount = [&](std::string path, std::chrono::milliseconds stale) {
+    MountConfig m = base;
+    m.path = std::move(path);
+    m.consistency = Consistency::kTtl;
+    m.ttl = 1s;
+    m.stale_if_error = stale;
+    return m;
+  };
+  ShoalCluster::Options o;
+  o.workers = 2;
+  o.mounts = {mount("/stale", 1h), mount("/strict", 0ms)};
+  auto ufs = OpenUnderStore(o.mounts[0]);
+  ASSERT_TRUE(ufs) << ufs.error().ToString();
+  const std::string data = RandomBytes(1300 * 1024, 7);
+  ASSERT_TRUE((*ufs)->Write("dir/f", data).ok());
+  auto cluster = ShoalCluster::Start(o);
+  ASSERT_TRUE(cluster) << cluster.error().ToString();
+  auto client = (*cluster)->NewClient();
+  ASSERT_TRUE(client);
+
+  auto read = [&](const std::string& path) -> std::string {
+    auto f = (*client)->OpenFile(path);
+    if (!f) return "<error: " + f.error().ToString() + ">";
+    std::string out((*f)->status().size, '\0');
+    auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
+    if (!n) return "<error: " + n.error().ToString() + ">";
+    return out;
+  };
+  ASSERT_TRUE(read("/stale/dir/f") == data);
+  ASSERT_TRUE(read("/strict/dir/f") == data);
+  ASSERT_TRUE((*client)->List("/stale/dir"));
+  // Every page on disk before the store goes away (page 0 is written off the stat's path).
+  auto pages = [&] { return (*cluster)->MetricSum("shoal_cache_pages").value_or(0); };
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (pages() < 2 * 6 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  ASSERT_GE(pages(), 2 * 6) << "1300 KiB in 256 KiB pages, twice";
+
+  s3p.reset();  // the store is gone: connections are refused
+
+  // Once the 1 s ttl has passed, the strict mount must revalidate and cannot.
+  deadline = std::chrono::steady_clock::now() + 60s;
+  std::string strict;
+  while (std::chrono::steady_clock::now() < deadline) {
+    strict = read("/strict/dir/f");
+    if (strict.starts_with("<error")) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(strict.starts_with("<error: Unavailable")) << strict.substr(0, 300);
+  // The same file under stale_if_error: every byte from the cache.
+  EXPECT_TRUE(read("/stale/dir/f") == data);
+  auto listed = (*client)->List("/stale/dir");
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  EXPECT_EQ(listed->size(), 1u);
+  EXPECT_GE((*cluster)->MetricSum("shoal_stale_served_total{kind=\"stat\"}").value_or(0), 1);
+  EXPECT_EQ((*client)->stats().fallback_read_bytes, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ufs, ConsistencyTest, ::testing::Values("file", "s3"),

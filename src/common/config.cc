@@ -97,7 +97,7 @@ std::string NormaliseMountPath(std::string p) {
 
 Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* out) {
   std::string key = "mounts[" + std::to_string(i) + "]";
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key, {"path", "ufs", "consistency", "ttl", "read_only", "options"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key, {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "options"}));
   SHOAL_RETURN_IF_ERROR(r.String(m["path"], key + ".path", &out->path));
   SHOAL_RETURN_IF_ERROR(r.String(m["ufs"], key + ".ufs", &out->ufs));
   if (out->path.empty() || out->path[0] != '/') return r.Fail(m, key + ".path", "must be an absolute path such as /data");
@@ -123,6 +123,7 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
     }
   }
   SHOAL_RETURN_IF_ERROR(r.Duration(m["ttl"], key + ".ttl", &out->ttl));
+  SHOAL_RETURN_IF_ERROR(r.Duration(m["stale_if_error"], key + ".stale_if_error", &out->stale_if_error));
   SHOAL_RETURN_IF_ERROR(r.Bool(m["read_only"], key + ".read_only", &out->read_only));
   const auto& opts = m["options"];
   if (opts.IsDefined() && !opts.IsNull()) {
@@ -327,6 +328,7 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "ufs" << YAML::Value << m.ufs;
     e << YAML::Key << "consistency" << YAML::Value << std::string(ConsistencyName(m.consistency));
     e << YAML::Key << "ttl" << YAML::Value << FormatDuration(m.ttl);
+    e << YAML::Key << "stale_if_error" << YAML::Value << FormatDuration(m.stale_if_error);
     e << YAML::Key << "read_only" << YAML::Value << m.read_only;
     if (!m.options.empty()) {
       e << YAML::Key << "options" << YAML::Value << YAML::BeginMap;

@@ -27,6 +27,11 @@ struct MountConfig {
   std::string ufs;   // under-store URI: "file:///srv/datasets/", "s3://bucket/prefix/"
   Consistency consistency = Consistency::kTtl;
   std::chrono::milliseconds ttl{60'000};
+  // When revalidation fails because the under-store cannot be reached (not
+  // because the object changed or vanished), cached metadata is still served
+  // for up to this long past its freshness (HTTP's stale-if-error), so the
+  // cache carries readers through a store outage. 0 turns it off.
+  std::chrono::milliseconds stale_if_error{3'600'000};
   bool read_only = false;
   // Backend-specific options (endpoint, region, credentials, ...). Values are strings.
   std::map<std::string, std::string> options;

@@ -92,6 +92,51 @@ TEST(MetadataCache, ImmutableAndAlwaysModes) {
   EXPECT_FALSE(c.LookupStat("/d/a", always));
 }
 
+TEST(MetadataCache, ImmutableListingsExpireLikeNegativeLookups) {
+  // An immutable mount promises that a file never changes once seen, not that
+  // no file is ever added: listings and negative lookups agree after the ttl.
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto imm = Mount("/d", "file:///x", Consistency::kImmutable);
+  c.InsertList("/d", {Info(1)});
+  EXPECT_TRUE(c.LookupList("/d", imm));
+  clock.t += std::chrono::seconds(61);
+  EXPECT_FALSE(c.LookupList("/d", imm)) << "a listing of an immutable mount must expire with its ttl";
+}
+
+TEST(MetadataCache, StaleIfErrorWindow) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto m = Mount("/d", "file:///x");  // ttl 60 s
+  m.stale_if_error = std::chrono::hours(1);
+  c.InsertStat("/d/a", Info(5));
+  c.InsertStat("/d/missing", Err(Code::kNotFound, "no"));
+  c.InsertList("/d", {Info(5)});
+  clock.t += std::chrono::seconds(61);
+  EXPECT_FALSE(c.LookupStat("/d/a", m)) << "past its ttl: revalidate";
+  auto stale = c.LookupStaleStat("/d/a", m);
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->size, 5u);
+  EXPECT_TRUE(c.LookupStaleList("/d", m));
+  EXPECT_FALSE(c.LookupStaleStat("/d/missing", m)) << "only positive answers are served stale";
+  clock.t += std::chrono::minutes(59);
+  EXPECT_TRUE(c.LookupStaleStat("/d/a", m));
+  clock.t += std::chrono::minutes(2);
+  EXPECT_FALSE(c.LookupStaleStat("/d/a", m)) << "past ttl + stale_if_error";
+  EXPECT_FALSE(c.LookupStaleList("/d", m));
+
+  auto off = Mount("/d", "file:///x");
+  off.stale_if_error = std::chrono::milliseconds(0);
+  c.InsertStat("/d/b", Info(1));
+  clock.t += std::chrono::seconds(61);
+  EXPECT_FALSE(c.LookupStaleStat("/d/b", off)) << "stale_if_error: 0 turns it off";
+
+  auto always = Mount("/d", "file:///x", Consistency::kAlways);
+  c.InsertStat("/d/c", Info(2));
+  EXPECT_FALSE(c.LookupStat("/d/c", always));
+  EXPECT_TRUE(c.LookupStaleStat("/d/c", always)) << "always still rides out an outage, within the window";
+}
+
 TEST(MetadataCache, NegativeResultsCachedOnlyForTtlAndErrorsNotAtAll) {
   FakeClock clock;
   MetadataCache c(100, clock.fn());

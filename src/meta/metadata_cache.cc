@@ -4,15 +4,44 @@ namespace shoal {
 
 MetadataCache::MetadataCache(size_t max_entries, Now now) : max_entries_(max_entries), now_(std::move(now)) {}
 
-bool MetadataCache::Fresh(const Entry& e, const MountConfig& mount, bool negative) const {
+MetadataCache::Clock::duration MetadataCache::Lifetime(const MountConfig& mount, bool negative_or_list) {
   switch (mount.consistency) {
-    case Consistency::kAlways: return false;
+    case Consistency::kAlways: return Clock::duration::zero();
     case Consistency::kImmutable:
-      if (!negative) return true;
-      [[fallthrough]];
-    case Consistency::kTtl: return now_() - e.fetched < mount.ttl;
+      // A file never changes once seen; whether a name exists can.
+      if (!negative_or_list) return Clock::duration::max();
+      return mount.ttl;
+    case Consistency::kTtl: return mount.ttl;
   }
-  return false;
+  return Clock::duration::zero();
+}
+
+bool MetadataCache::Fresh(const Entry& e, const MountConfig& mount, bool negative_or_list) const {
+  auto life = Lifetime(mount, negative_or_list);
+  return life == Clock::duration::max() || now_() - e.fetched < life;
+}
+
+bool MetadataCache::WithinStaleWindow(const Entry& e, const MountConfig& mount, bool list) const {
+  if (mount.stale_if_error <= std::chrono::milliseconds::zero()) return false;
+  auto life = Lifetime(mount, list);
+  if (life == Clock::duration::max()) return true;
+  return now_() - e.fetched < life + mount.stale_if_error;
+}
+
+std::optional<FileInfo> MetadataCache::LookupStaleStat(const std::string& path, const MountConfig& mount) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find("s" + path);
+  if (it == entries_.end() || !it->second.stat || !it->second.stat->has_value()) return std::nullopt;
+  if (!WithinStaleWindow(it->second, mount, false)) return std::nullopt;
+  return **it->second.stat;
+}
+
+std::optional<std::vector<FileInfo>> MetadataCache::LookupStaleList(const std::string& path, const MountConfig& mount) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find("l" + path);
+  if (it == entries_.end() || !it->second.list) return std::nullopt;
+  if (!WithinStaleWindow(it->second, mount, true)) return std::nullopt;
+  return it->second.list;
 }
 
 std::optional<Result<FileInfo>> MetadataCache::LookupStat(const std::string& path, const MountConfig& mount) {
@@ -27,7 +56,7 @@ std::optional<std::vector<FileInfo>> MetadataCache::LookupList(const std::string
   std::lock_guard lock(mu_);
   auto it = entries_.find("l" + path);
   if (it == entries_.end() || !it->second.list) return std::nullopt;
-  if (!Fresh(it->second, mount, false)) return std::nullopt;
+  if (!Fresh(it->second, mount, true)) return std::nullopt;
   return it->second.list;
 }
 

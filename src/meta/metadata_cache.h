@@ -1,9 +1,14 @@
 // MetadataCache: a worker's cache of under-store metadata (stat and list
 // results), keyed by namespace path, revalidated by the mount's consistency
 // mode:
-//   immutable  never revalidated (negative results still expire after the ttl)
+//   immutable  a file's stat is never revalidated; negative results and
+//              directory listings expire after the ttl, so objects added
+//              later appear in lookups and listings alike
 //   ttl        revalidated once older than the mount's ttl
-//   always     never served from cache
+//   always     never served from cache (negative results are not kept either)
+// An entry past its freshness is kept: when revalidation fails because the
+// store is unreachable, the Lookup*Stale calls serve it for up to the mount's
+// stale_if_error past its freshness.
 // Bounded: the least recently inserted entries go first past `max_entries`.
 //
 // Thread safety: all methods are safe from any thread.
@@ -37,6 +42,12 @@ class MetadataCache {
   std::optional<std::vector<FileInfo>> LookupList(const std::string& path, const MountConfig& mount);
   void InsertList(const std::string& path, std::vector<FileInfo> entries);
 
+  // A cached positive stat (or listing) that is no longer fresh but is within
+  // the mount's stale_if_error window: what a worker serves when the store
+  // cannot be reached to revalidate it. nullopt: nothing usable.
+  std::optional<FileInfo> LookupStaleStat(const std::string& path, const MountConfig& mount);
+  std::optional<std::vector<FileInfo>> LookupStaleList(const std::string& path, const MountConfig& mount);
+
   // Drops the entries of `path` (and, when recursive, everything under it).
   size_t Invalidate(const std::string& path, bool recursive);
 
@@ -49,7 +60,10 @@ class MetadataCache {
     std::optional<std::vector<FileInfo>> list;
     std::list<std::string>::iterator order;
   };
-  bool Fresh(const Entry& e, const MountConfig& mount, bool negative) const;
+  // How long an entry stays fresh under the mount's rule (max() for ever).
+  static Clock::duration Lifetime(const MountConfig& mount, bool negative_or_list);
+  bool Fresh(const Entry& e, const MountConfig& mount, bool negative_or_list) const;
+  bool WithinStaleWindow(const Entry& e, const MountConfig& mount, bool list) const;
   Entry& Upsert(const std::string& key);
 
   mutable std::mutex mu_;

@@ -16,6 +16,15 @@ namespace {
 // past it, pages are written by the UFS pool at normal priority.
 constexpr uint64_t kIdleWriteBytes = 256ull << 20;
 
+// After the under-store of a mount was found unreachable, stale metadata is
+// served without asking it again for this long.
+constexpr auto kOutageRetry = std::chrono::seconds(5);
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // n bytes for an under-store read to fill. Not zeroed first: that would cost a
 // memset and a page fault per 4 KiB of a whole page (1 MiB) for every cold
 // read, on a file that is usually much smaller. Only bytes the read wrote are
@@ -59,11 +68,15 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
       // One UFS request covers at most this much: large enough to amortise the
       // first-byte latency of an object store, small enough to start serving soon.
       max_fetch_bytes_(std::max<uint64_t>(config.worker.page_size, 8ull << 20)),
-      stores_(config.mounts.size()) {
+      stores_(config.mounts.size()),
+      outage_until_(new std::atomic<int64_t>[std::max<size_t>(1, config.mounts.size())]()) {
   auto& m = MetricsRegistry::Global();
   hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
   miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
   read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
+  const char* stale_help = "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
+  stale_stats_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "stat"}});
+  stale_lists_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "list"}});
   idle_writer_ = std::make_unique<IdleWriter>(kIdleWriteBytes);
 }
 
@@ -117,7 +130,23 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
     pending->cv.wait(lock, [&] { return pending->done; });
     return pending->result;
   }
-  auto r = StatFromStore(p);
+  // During a recent outage of the store, stale metadata is served without
+  // asking it again; otherwise the store is asked, and an outage falls back
+  // to stale metadata.
+  Result<FileInfo> r = Err(Code::kUnavailable, "the under-store of mount " + p.mount->path + " cannot be reached");
+  std::optional<FileInfo> stale;
+  if (InOutage(p)) stale = meta_.LookupStaleStat(p.ns_path, *p.mount);
+  if (!stale) {
+    r = StatFromStore(p);
+    if (!r && IsOutage(r.error())) {
+      NoteOutage(p);
+      stale = meta_.LookupStaleStat(p.ns_path, *p.mount);
+    }
+  }
+  if (!r && stale) {
+    NoteStaleServed(p, "stat", r.error());
+    r = *stale;
+  }
   {
     std::lock_guard lock(stat_mu_);
     pending_stats_.erase(p.ns_path);
@@ -190,11 +219,50 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   return r;
 }
 
+bool WorkerService::InOutage(const ResolvedPath& p) const {
+  return SteadyNs() < outage_until_[p.mount_index].load(std::memory_order_relaxed);
+}
+
+void WorkerService::NoteOutage(const ResolvedPath& p) {
+  outage_until_[p.mount_index].store(SteadyNs() + std::chrono::nanoseconds(kOutageRetry).count(),
+                                     std::memory_order_relaxed);
+}
+
+bool WorkerService::IsOutage(const Status& s) {
+  return s.code() == Code::kUnavailable || s.code() == Code::kTimeout;
+}
+
+void WorkerService::NoteStaleServed(const ResolvedPath& p, const char* what, const Status& why) {
+  (std::string_view(what) == "list" ? stale_lists_ : stale_stats_)->Add(1);
+  {
+    std::lock_guard lock(stale_mu_);
+    if (stale_logged_.size() >= 10'000) stale_logged_.clear();  // a bound, not a policy
+    if (!stale_logged_.emplace(std::string(what) + p.ns_path, true).second) return;
+  }
+  spdlog::warn("serving cached {} of {} past its revalidation time: the under-store of mount {} cannot be reached "
+               "({}); stale_if_error allows up to {} ms",
+               what, p.ns_path, p.mount->path, why.message(), p.mount->stale_if_error.count());
+}
+
 Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
   if (auto cached = meta_.LookupList(p.ns_path, *p.mount)) return *cached;
+  Status outage(Code::kUnavailable, "the under-store of mount " + p.mount->path + " cannot be reached");
+  if (InOutage(p)) {
+    if (auto stale = meta_.LookupStaleList(p.ns_path, *p.mount)) {
+      NoteStaleServed(p, "list", outage);
+      return *stale;
+    }
+  }
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
   auto listed = ListDirectory(**store, p.key);
+  if (!listed && IsOutage(listed.error())) {
+    NoteOutage(p);
+    if (auto stale = meta_.LookupStaleList(p.ns_path, *p.mount)) {
+      NoteStaleServed(p, "list", listed.error());
+      return *stale;
+    }
+  }
   if (!listed) return Err(listed.error());
   std::vector<FileInfo> out = std::move(*listed);
   if (out.empty() && !p.key.empty()) {

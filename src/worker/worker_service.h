@@ -123,6 +123,11 @@ class WorkerService {
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
   // A stat that missed the metadata cache: one under-store request, cached.
   Result<FileInfo> StatFromStore(const ResolvedPath& p);
+  // Whether a failed revalidation may be answered from stale metadata: the
+  // store could not be reached (not: the object changed, vanished or is denied).
+  static bool IsOutage(const Status& s);
+  // Counts and logs (once per path) an answer served stale during an outage.
+  void NoteStaleServed(const ResolvedPath& p, const char* what, const Status& why);
   // Claims the pages [first, last] that are neither cached nor in flight,
   // stopping at the first that is, and starts one fetch for them.
   std::shared_ptr<Fetch> StartFetchLocked(const FileRef& file, uint64_t first_page, uint64_t last_page);
@@ -164,8 +169,20 @@ class WorkerService {
   // Latest version seen per path, so superseded pages are dropped at once.
   std::unordered_map<std::string, std::string> latest_version_;
 
+  // Per mount: until when its store is taken as unreachable (steady-clock ns).
+  // Within it, metadata that may be served stale is, without asking the store
+  // again (each attempt would cost the store's whole retry schedule).
+  std::unique_ptr<std::atomic<int64_t>[]> outage_until_;
+  bool InOutage(const ResolvedPath& p) const;
+  void NoteOutage(const ResolvedPath& p);
+
+  std::mutex stale_mu_;
+  std::unordered_map<std::string, bool> stale_logged_;  // paths already logged as served stale (bounded)
+
   Counter* hit_bytes_;
   Counter* miss_bytes_;
+  Counter* stale_stats_;
+  Counter* stale_lists_;
   Histogram* read_latency_;
   std::atomic<uint64_t> ufs_read_bytes_{0};
   // Last, so it is destroyed (and its queued writes, which use the members
