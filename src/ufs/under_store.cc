@@ -3,6 +3,7 @@
 #include "common/config.h"
 #include "ufs/azure/azure_store.h"
 #include "ufs/posix/posix_store.h"
+#include "ufs/read_only_store.h"
 #include "ufs/s3/s3_store.h"
 #include "ufs/uri.h"
 #include "ufs/webhdfs/webhdfs_store.h"
@@ -50,7 +51,10 @@ Result<std::vector<FileInfo>> ListDirectory(UnderStore& store, std::string_view 
   }
 }
 
-Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
+namespace {
+
+// The backend for the mount's scheme, without the read-only guard.
+Result<std::shared_ptr<UnderStore>> OpenBackend(const MountConfig& mount) {
   auto uri = ParseUfsUri(mount.ufs);
   if (!uri) return Err(uri.error());
   if (uri->scheme == "file") return MakePosixStore(*uri, mount);
@@ -58,6 +62,14 @@ Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
   if (uri->scheme == "az") return MakeAzureStore(*uri, mount);
   if (uri->scheme == "hdfs" || uri->scheme == "webhdfs") return MakeWebHdfsStore(*uri, mount);
   return Err(Code::kInvalidArgument, "unknown under-store scheme '" + uri->scheme + "'");
+}
+
+}  // namespace
+
+Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
+  auto store = OpenBackend(mount);
+  if (store && mount.read_only) return WithReadOnly(std::move(*store), mount.path);
+  return store;
 }
 
 }  // namespace shoal

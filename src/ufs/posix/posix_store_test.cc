@@ -36,5 +36,40 @@ TEST(PosixStore, MissingRootIsClearError) {
   EXPECT_NE(s.error().message().find("/no/such/dir/anywhere"), std::string::npos);
 }
 
+TEST(ReadOnlyMount, EveryWritePathIsRefusedAndReadsWork) {
+  char tmpl[] = "/tmp/shoal-ro-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  ASSERT_NE(dir, nullptr);
+  MountConfig m;
+  m.path = "/data";
+  m.ufs = std::string("file://") + dir;
+  auto rw = OpenUnderStore(m);
+  ASSERT_TRUE(rw) << rw.error().ToString();
+  ASSERT_TRUE((*rw)->Write("a", std::string_view("bytes")).ok());
+  m.read_only = true;
+  auto ro = OpenUnderStore(m);
+  ASSERT_TRUE(ro) << ro.error().ToString();
+
+  char buf[5];
+  auto n = (*ro)->Read("a", 0, std::span<char>(buf, 5));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(std::string(buf, 5), "bytes");
+  EXPECT_TRUE((*ro)->Stat("a"));
+
+  auto w = (*ro)->OpenWriter("b");
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().code(), Code::kPermissionDenied);
+  EXPECT_NE(w.error().message().find("/data/b"), std::string::npos) << w.error().message();
+  EXPECT_NE(w.error().message().find("read-only"), std::string::npos) << w.error().message();
+  EXPECT_EQ((*ro)->Write("b", std::string_view("x")).code(), Code::kPermissionDenied);
+  EXPECT_EQ((*ro)->Delete("a").code(), Code::kPermissionDenied);
+  EXPECT_EQ((*ro)->Rename("a", "c").code(), Code::kPermissionDenied);
+  // Nothing was changed underneath.
+  EXPECT_TRUE((*rw)->Stat("a"));
+  EXPECT_FALSE((*rw)->Stat("b"));
+  EXPECT_FALSE((*rw)->Stat("c"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace shoal
