@@ -361,6 +361,15 @@ TEST_F(ClusterTest, FullCacheDiskServesFromUfs) {
     for (int i = 0; i < 2; ++i) EXPECT_TRUE(ReadAll("/data/full.bin") == data);
     EXPECT_EQ(client_->stats().fallback_read_bytes, 0u) << "the worker itself must serve, not the fallback";
     EXPECT_TRUE((*c)->running(0));
+    // The full disk is not silent: the capacity the worker exports is what the disk holds.
+    auto effective = (*c)->MetricSum("shoal_cache_effective_capacity_bytes");
+    ASSERT_TRUE(effective) << effective.error().ToString();
+    EXPECT_GT(*effective, 0);
+    EXPECT_LE(*effective, 2.0 * 1024 * 1024);
+    EXPECT_EQ((*c)->MetricSum("shoal_cache_capacity_bytes").value_or(0), 256.0 * 1024 * 1024);
+    std::ifstream log(root + "/worker-0.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("capacity lowered"), std::string::npos) << text;
   }
   ::umount2(root.c_str(), MNT_DETACH);
   fs::remove_all(root);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY
@@ -14,7 +15,10 @@
 #include <cstring>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "common/metrics.h"
+#include "common/units.h"
 
 namespace shoal {
 namespace {
@@ -83,6 +87,14 @@ std::string Hex(uint64_t v) {
   return s;
 }
 
+Result<uint64_t> StatvfsFreeBytes(const std::string& dir) {
+  struct statvfs st;
+  if (::statvfs(dir.c_str(), &st) != 0) {
+    return Err(Code::kIo, "cannot measure the free space of '" + dir + "': " + std::strerror(errno));
+  }
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
 Status MakeDir(const std::string& d) {
   if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status(Code::kIo, "cannot create cache directory '" + d + "': " + std::strerror(errno));
@@ -95,8 +107,9 @@ Status MakeDir(const std::string& d) {
 struct PageStore::Dir {
   std::string path;
   uint64_t capacity = 0;
-  uint64_t effective_capacity = 0;  // lowered when the disk reports ENOSPC
+  uint64_t effective_capacity = 0;  // what the file system can hold: lowered by ENOSPC or a lack of free space
   std::chrono::steady_clock::time_point full_since;  // when it was lowered
+  bool logged_enospc = false;
   uint64_t used = 0;
   std::unique_ptr<EvictionPolicy> policy;
 };
@@ -191,6 +204,11 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->capacity_gauge_ = &m.GetGauge("shoal_cache_capacity_bytes", "Configured cache capacity in bytes");
   s->pages_gauge_ = &m.GetGauge("shoal_cache_pages", "Pages in the cache");
   s->corrupt_ = &m.GetCounter("shoal_cache_corrupt_pages_total", "Pages dropped because their checksum failed");
+  s->effective_gauge_ = &m.GetGauge("shoal_cache_effective_capacity_bytes",
+                                    "Cache capacity the disks can hold now: the configured capacity, lowered by a full "
+                                    "disk or a lack of free space");
+  s->enospc_ = &m.GetCounter("shoal_cache_enospc_total", "Page writes that failed because a cache disk was full");
+  s->free_bytes_ = options.free_bytes ? options.free_bytes : StatvfsFreeBytes;
 
   for (const auto& d : options.dirs) {
     SHOAL_RETURN_IF_ERROR(MakeDir(d.path));
@@ -223,20 +241,54 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
     for (auto [mtime, slot] : f) s->dirs_[i]->policy->Insert(slot);
     // A capacity lowered since the last run: evict down to it now.
     auto& dir = *s->dirs_[i];
-    while (dir.used > dir.effective_capacity) {
+    s->MeasureDirLocked(dir, "at start");
+    while (dir.used > dir.capacity) {
       auto v = dir.policy->Victim();
       if (!v) break;
       s->evicted_bytes_->Add(s->slots_[*v].bytes());
       s->RemoveSlotLocked(*v, true);
     }
   }
-  uint64_t cap = 0;
-  for (auto& d : s->dirs_) cap += d->capacity;
+  uint64_t cap = 0, effective = 0;
+  for (auto& d : s->dirs_) cap += d->capacity, effective += d->effective_capacity;
   s->capacity_gauge_->Set(static_cast<int64_t>(cap));
+  s->effective_gauge_->Set(static_cast<int64_t>(effective));
   return s;
 }
 
 PageStore::~PageStore() = default;
+
+void PageStore::MeasureDirLocked(Dir& dir, const char* when) {
+  auto free = free_bytes_(dir.path);
+  if (!free) {
+    spdlog::warn("cache dir {}: {}; keeping its capacity at {}", dir.path, free.error().message(),
+                 FormatSize(dir.effective_capacity));
+    return;
+  }
+  uint64_t room = dir.used + *free;
+  if (room < dir.capacity) {
+    dir.full_since = std::chrono::steady_clock::now();
+    SetEffectiveLocked(dir, room,
+                       std::string("measured ") + when + ": its file system has " + FormatSize(*free) + " free and " +
+                           FormatSize(dir.used) + " is cached, less than the configured capacity " +
+                           FormatSize(dir.capacity) + " (is the disk shared, or the capacity too large?)");
+  } else {
+    SetEffectiveLocked(dir, dir.capacity, std::string("measured ") + when + ": room again");
+  }
+}
+
+void PageStore::SetEffectiveLocked(Dir& dir, uint64_t effective, const std::string& why) {
+  if (effective == dir.effective_capacity) return;
+  if (effective < dir.effective_capacity) {
+    spdlog::warn("cache dir {}: capacity lowered from {} to {}: {}", dir.path, FormatSize(dir.effective_capacity),
+                 FormatSize(effective), why);
+  } else {
+    spdlog::info("cache dir {}: capacity back up from {} to {} ({})", dir.path, FormatSize(dir.effective_capacity),
+                 FormatSize(effective), why);
+  }
+  effective_gauge_->Add(static_cast<int64_t>(effective) - static_cast<int64_t>(dir.effective_capacity));
+  dir.effective_capacity = effective;
+}
 
 Status PageStore::ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found) {
   const std::string& root = dirs_[dir_index]->path;
@@ -420,9 +472,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     // the configured capacity again now and then.
     auto now = std::chrono::steady_clock::now();
     for (auto& d : dirs_) {
-      if (d->effective_capacity < d->capacity && now - d->full_since > kFullDiskRetry) {
-        d->effective_capacity = d->capacity;
-      }
+      if (d->effective_capacity < d->capacity && now - d->full_since > kFullDiskRetry) MeasureDirLocked(*d, "again");
     }
     dir_index = ChooseDirLocked(bytes);
     auto& dir = *dirs_[dir_index];
@@ -451,7 +501,13 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     ::unlink(tmp.c_str());
     if (st.code() == Code::kNoSpace) {
       // The disk is fuller than our accounting thinks (shared disk): stop at what we hold.
-      dir.effective_capacity = std::min(dir.effective_capacity, dir.used);
+      enospc_->Add(1);
+      std::string why = "the disk is full (" + st.message() + ")";
+      if (!dir.logged_enospc) {
+        dir.logged_enospc = true;
+        why += "; pages that do not fit are served from memory and not cached";
+      }
+      SetEffectiveLocked(dir, std::min(dir.effective_capacity, dir.used), why);
       dir.full_since = std::chrono::steady_clock::now();
     }
     return st;
@@ -510,6 +566,7 @@ PageStore::Stats PageStore::stats() const {
   for (const auto& d : dirs_) {
     s.used_bytes += d->used;
     s.capacity_bytes += d->capacity;
+    s.effective_capacity_bytes += d->effective_capacity;
   }
   s.pages = index_.size();
   s.evicted_bytes = evicted_bytes_->value();

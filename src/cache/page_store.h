@@ -14,9 +14,11 @@
 // and reported as a miss, never served.
 //
 // Each directory has a capacity; when a Put would exceed it, pages are evicted
-// in the order of the EvictionPolicy. A full disk (ENOSPC) shrinks the
-// directory's effective capacity and fails the Put with kNoSpace: callers
-// serve the data they already hold and carry on.
+// in the order of the EvictionPolicy. The effective capacity is what the file
+// system can really hold: at Open it is lowered (with a warning) to what is
+// cached plus the free space, a full disk (ENOSPC) lowers it to what is cached
+// (logged, counted) and fails the Put with kNoSpace — callers serve the data
+// they already hold and carry on — and it is measured again every 30 s.
 //
 // Thread safety: all methods are safe from any thread. No lock is held across
 // disk I/O except for the small reads of the first-use verification.
@@ -24,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,11 +89,14 @@ class PageStore {
     std::string policy = "lru";
     std::shared_ptr<PageFileWriter> writer;  // null: the real one
     MetricsRegistry* metrics = nullptr;      // null: MetricsRegistry::Global()
+    // Bytes the file system holding `dir` can still take; null: statvfs(2).
+    std::function<Result<uint64_t>(const std::string& dir)> free_bytes;
   };
 
   struct Stats {
     uint64_t used_bytes = 0;
-    uint64_t capacity_bytes = 0;
+    uint64_t capacity_bytes = 0;            // configured
+    uint64_t effective_capacity_bytes = 0;  // what the disks can hold now (<= capacity_bytes)
     uint64_t pages = 0;
     uint64_t evicted_bytes = 0;
     uint64_t dropped_corrupt = 0;
@@ -137,6 +143,10 @@ class PageStore {
   void RemoveSlotLocked(uint32_t slot, bool unlink_file);
   bool VerifyLocked(uint32_t slot);
   size_t ChooseDirLocked(uint64_t bytes) const;
+  // Sets a directory's effective capacity to min(capacity, used + free space),
+  // logging a change. REQUIRES: mu_ held.
+  void MeasureDirLocked(Dir& dir, const char* when);
+  void SetEffectiveLocked(Dir& dir, uint64_t effective, const std::string& why);
 
   uint64_t page_size_ = 0;
   std::shared_ptr<PageFileWriter> writer_;
@@ -153,6 +163,9 @@ class PageStore {
   Counter* evicted_bytes_ = nullptr;
   Gauge* used_gauge_ = nullptr;
   Gauge* capacity_gauge_ = nullptr;
+  Gauge* effective_gauge_ = nullptr;
+  Counter* enospc_ = nullptr;
+  std::function<Result<uint64_t>(const std::string& dir)> free_bytes_;
   Gauge* pages_gauge_ = nullptr;
   Counter* corrupt_ = nullptr;
 };

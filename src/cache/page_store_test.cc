@@ -39,12 +39,14 @@ class PageStoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr) {
+  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
+                                  std::function<Result<uint64_t>(const std::string&)> free_bytes = nullptr) {
     PageStore::Options o;
     o.dirs = {{root_ + "/d0", capacity}};
     o.page_size = kPage;
     o.writer = std::move(writer);
     o.metrics = &metrics_;
+    o.free_bytes = std::move(free_bytes);
     auto s = PageStore::Open(o);
     EXPECT_TRUE(s) << s.error().ToString();
     return s ? std::move(*s) : nullptr;
@@ -201,6 +203,34 @@ TEST_F(PageStoreTest, NoSpaceFailsPutAndShrinksCapacity) {
   ASSERT_TRUE(s->Put(PageKey{"/n", "v", 2 * kPage}, Bytes(kPage, 3)).ok());
   EXPECT_EQ(s->stats().pages, 1u);
   EXPECT_TRUE(fs::is_empty(root_ + "/d0/tmp"));
+}
+
+TEST_F(PageStoreTest, FullDiskIsCountedAndLowersTheExportedCapacity) {
+  auto writer = std::make_shared<FullDiskWriter>();
+  auto s = Open(100 * kPage, writer);
+  auto& enospc = metrics_.GetCounter("shoal_cache_enospc_total", "");
+  auto& effective = metrics_.GetGauge("shoal_cache_effective_capacity_bytes", "");
+  EXPECT_EQ(s->stats().effective_capacity_bytes, s->stats().capacity_bytes);
+  EXPECT_EQ(effective.value(), static_cast<int64_t>(s->stats().capacity_bytes));
+  ASSERT_TRUE(s->Put(PageKey{"/n", "v", 0}, Bytes(kPage, 1)).ok());
+  writer->fail = true;
+  EXPECT_EQ(s->Put(PageKey{"/n", "v", kPage}, Bytes(kPage, 2)).code(), Code::kNoSpace);
+  EXPECT_EQ(enospc.value(), 1u);
+  EXPECT_EQ(s->stats().effective_capacity_bytes, s->stats().used_bytes) << "lowered to what the disk holds";
+  EXPECT_EQ(effective.value(), static_cast<int64_t>(s->stats().used_bytes));
+  EXPECT_EQ(s->stats().capacity_bytes, 100 * kPage) << "the configured capacity is still reported";
+}
+
+TEST_F(PageStoreTest, CapacityBeyondTheFreeSpaceIsLoweredAtOpen) {
+  // Three workers sharing one small disk each see the disk's free space, not their configured capacity.
+  auto s = Open(100 * kPage, nullptr, [](const std::string&) -> Result<uint64_t> { return 10 * kPage; });
+  EXPECT_EQ(s->stats().capacity_bytes, 100 * kPage);
+  EXPECT_EQ(s->stats().effective_capacity_bytes, 10 * kPage);
+  for (uint64_t i = 0; i < 20; ++i) ASSERT_TRUE(s->Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage / 2, i)).ok());
+  EXPECT_LE(s->stats().used_bytes, 10 * kPage) << "eviction keeps the cache inside what the disk can hold";
+  // A disk with room for everything keeps the configured capacity.
+  auto roomy = Open(100 * kPage, nullptr, [](const std::string&) -> Result<uint64_t> { return 1000 * kPage; });
+  EXPECT_EQ(roomy->stats().effective_capacity_bytes, 100 * kPage);
 }
 
 TEST_F(PageStoreTest, DropPathAndOtherVersions) {

@@ -410,6 +410,7 @@ class Worker::Impl {
                 {"id", id_},
                 {"cache_used_bytes", st.used_bytes},
                 {"cache_capacity_bytes", st.capacity_bytes},
+                {"cache_effective_capacity_bytes", st.effective_capacity_bytes},
                 {"pages", st.pages},
                 {"hit_bytes", t.hit_bytes},
                 {"miss_bytes", t.miss_bytes},
