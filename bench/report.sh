@@ -220,4 +220,8 @@ EOF
   echo
   if [[ -f $WORK/core.out ]]; then cat "$WORK/core.out"; else echo "not run: $CORE_NOTRUN"; fi
   echo
+  echo "## Restart to serving (bench/restart_bench)"
+  echo
+  if [[ -f $WORK/restart.out ]]; then cat "$WORK/restart.out"; else echo "not run: $RESTART_NOTRUN"; fi
+  echo
 }
