@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     out << ToYaml(cfg);
   }
 
-  bool can_drop = DropCaches();
+  bool can_drop = ::access("/proc/sys/vm/drop_caches", W_OK) == 0;
   std::vector<Start> warm, cold;
   for (int r = 0; r < rounds; ++r) {
     for (bool drop : {false, true}) {
