@@ -3,6 +3,10 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 SANITIZER ?=
 JOBS ?= $(shell nproc)
+# OFF leaves out the tests (CMake then needs no GoogleTest) or the benchmark programs; read
+# when BUILD_DIR is first configured, e.g. `make TESTS=OFF BENCH=OFF BUILD_DIR=build-lib`.
+TESTS ?= ON
+BENCH ?= ON
 
 .PHONY: all bootstrap configure build test demo bench clean format
 
@@ -13,7 +17,8 @@ bootstrap:
 
 $(BUILD_DIR)/build.ninja:
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DSANITIZER=$(SANITIZER) >/dev/null
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DSANITIZER=$(SANITIZER) \
+	  -DSHOAL_BUILD_TESTS=$(TESTS) -DSHOAL_BUILD_BENCH=$(BENCH) >/dev/null
 
 configure: bootstrap $(BUILD_DIR)/build.ninja
 
