@@ -3,12 +3,13 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 SANITIZER ?=
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
 # OFF leaves out the tests (CMake then needs no GoogleTest) or the benchmark programs; read
-# when BUILD_DIR is first configured, e.g. `make TESTS=OFF BENCH=OFF BUILD_DIR=build-lib`.
+# when BUILD_DIR is first configured, e.g. `make install TESTS=OFF BENCH=OFF BUILD_DIR=build-install`.
 TESTS ?= ON
 BENCH ?= ON
 
-.PHONY: all bootstrap configure build test demo bench clean format
+.PHONY: all bootstrap configure build test demo bench install clean format
 
 all: build
 
@@ -33,6 +34,9 @@ demo: build
 
 bench: build
 	@bench/run $(if $(QUICK),--quick,)
+
+install: build
+	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD_DIR)
