@@ -8,6 +8,8 @@ PREFIX ?= /usr/local
 # when BUILD_DIR is first configured, e.g. `make install TESTS=OFF BENCH=OFF BUILD_DIR=build-install`.
 TESTS ?= ON
 BENCH ?= ON
+# `make format` formats the lines changed since the branch left FORMAT_BASE, not the whole tree.
+FORMAT_BASE ?= main
 
 .PHONY: all bootstrap configure build test demo bench install clean format
 
@@ -41,5 +43,6 @@ install: build
 clean:
 	rm -rf $(BUILD_DIR)
 
+# git clang-format exits 1 when it changed something.
 format:
-	@clang-format -i $$(git ls-files '*.h' '*.cc')
+	@git clang-format --force --extensions h,cc $$(git merge-base $(FORMAT_BASE) HEAD); [ $$? -le 1 ]
