@@ -3,8 +3,15 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 SANITIZER ?=
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+# OFF leaves out the tests (CMake then needs no GoogleTest) or the benchmark programs; read
+# when BUILD_DIR is first configured, e.g. `make install TESTS=OFF BENCH=OFF BUILD_DIR=build-install`.
+TESTS ?= ON
+BENCH ?= ON
+# `make format` formats the lines changed since the branch left FORMAT_BASE, not the whole tree.
+FORMAT_BASE ?= main
 
-.PHONY: all bootstrap configure build test demo bench clean format
+.PHONY: all bootstrap configure build test demo bench install clean format
 
 all: build
 
@@ -13,7 +20,8 @@ bootstrap:
 
 $(BUILD_DIR)/build.ninja:
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DSANITIZER=$(SANITIZER) >/dev/null
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DSANITIZER=$(SANITIZER) \
+	  -DSHOAL_BUILD_TESTS=$(TESTS) -DSHOAL_BUILD_BENCH=$(BENCH) >/dev/null
 
 configure: bootstrap $(BUILD_DIR)/build.ninja
 
@@ -29,8 +37,12 @@ demo: build
 bench: build
 	@bench/run $(if $(QUICK),--quick,)
 
+install: build
+	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
 clean:
 	rm -rf $(BUILD_DIR)
 
+# git clang-format exits 1 when it changed something.
 format:
-	@clang-format -i $$(git ls-files '*.h' '*.cc')
+	@git clang-format --force --extensions h,cc $$(git merge-base $(FORMAT_BASE) HEAD); [ $$? -le 1 ]

@@ -5,7 +5,7 @@
 // Errors are values on the data path; Shoal does not throw across its APIs.
 //
 // Translation of a Status to the outside world happens in one place per front
-// end: ToExitCode() for the CLI, HttpStatusFor() for the worker's HTTP API.
+// end (the CLI's exit codes, the worker's HTTP statuses), not here.
 #pragma once
 
 #include <expected>
@@ -73,9 +73,6 @@ struct StatusReturn {
     return std::unexpected<Status>(std::move(status));
   }
 };
-
-// Process exit code for a failed CLI command (0 for OK).
-int ToExitCode(const Status& s);
 
 }  // namespace shoal
 

@@ -4,6 +4,23 @@
 
 namespace shoal::cli {
 
+namespace {
+
+// The process exit code for a failed command (README, "The CLI").
+int ToExitCode(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk: return 0;
+    case Code::kInvalidArgument: return 2;
+    case Code::kNotFound: return 3;
+    case Code::kPermissionDenied: return 4;
+    case Code::kUnavailable:
+    case Code::kTimeout: return 5;
+    default: return 1;
+  }
+}
+
+}  // namespace
+
 int Fail(const Status& s) {
   std::fprintf(stderr, "shoal: error: %s\n", s.message().c_str());
   return ToExitCode(s);

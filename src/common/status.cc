@@ -38,16 +38,4 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(m));
 }
 
-int ToExitCode(const Status& s) {
-  switch (s.code()) {
-    case Code::kOk: return 0;
-    case Code::kInvalidArgument: return 2;
-    case Code::kNotFound: return 3;
-    case Code::kPermissionDenied: return 4;
-    case Code::kUnavailable:
-    case Code::kTimeout: return 5;
-    default: return 1;
-  }
-}
-
 }  // namespace shoal
