@@ -49,8 +49,7 @@ ReaderFactory PosixReaders(const std::string& root);
 // "http:URL" GETs URL/<name> (Range for partial reads), keep-alive per thread.
 ReaderFactory HttpReaders(const std::string& base_url);
 // "shoal:CONFIG:PREFIX" reads PREFIX/<name> through the native client (an empty
-// PREFIX means the first mount's path); only
-// when built with the client (SHOAL_BENCH_HAVE_CLIENT).
+// PREFIX means the first mount's path).
 Result<ReaderFactory> ShoalReaders(const std::string& config, const std::string& prefix);
 // Parses one of the specs above.
 Result<ReaderFactory> ReadersFromSpec(const std::string& spec);

@@ -137,10 +137,6 @@ int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "gen") return Gen(ParseFlags(argc, argv, 2));
   if (cmd == "run") return Run(ParseFlags(argc, argv, 2));
-#ifdef SHOAL_BENCH_HAVE_CLIENT
   if (cmd == "has-shoal") return 0;  // bench/run asks whether the Shoal reader is built in
-#else
-  if (cmd == "has-shoal") return 1;
-#endif
   Fail("usage: loadgen gen|run --flag value ... (see the header of bench/loadgen_main.cc)");
 }

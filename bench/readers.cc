@@ -136,11 +136,4 @@ Result<ReaderFactory> ReadersFromSpec(const std::string& spec) {
              "bad reader spec '" + spec + "': use posix:DIR, http:URL or shoal:CONFIG:PREFIX");
 }
 
-#ifndef SHOAL_BENCH_HAVE_CLIENT
-Result<ReaderFactory> ShoalReaders(const std::string&, const std::string&) {
-  return Err(Code::kNotSupported, "loadgen was built without the Shoal client (target shoal_client did not exist)");
-}
-std::string ShoalClusterCounters() { return ""; }
-#endif
-
 }  // namespace shoal::bench

@@ -1,5 +1,4 @@
 // The load generator's Shoal reader: the native client (include/shoal/client.h).
-// Built only when the shoal_client target exists (SHOAL_BENCH_HAVE_CLIENT).
 //
 // One Client is shared by all reader threads of a process, as a training job
 // would share it; a File is opened per read, like a data loader opening a
