@@ -12,46 +12,16 @@
 
 #include "client/worker_connection.h"
 #include "common/subprocess.h"
+#include "tests/cli_helpers.h"
+#include "tests/harness/azurite.h"
+#include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
+#include "ufs/under_store.h"
 
 namespace shoal::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-Run Shoal(std::vector<std::string> args) {
-  static int n = 0;
-  std::string errfile = fs::temp_directory_path() / ("shoal-cli-err-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-  Subprocess::Options o;
-  o.argv = {ShoalBinary()};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.stderr_file = errfile;
-  Run r;
-  auto p = Subprocess::Start(o);
-  if (!p) return r;
-  int st = p->Wait(std::chrono::seconds(120));
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = p->output();
-  std::ifstream in(errfile);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  fs::remove(errfile);
-  return r;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class CliTest : public ::testing::Test {
  protected:
@@ -174,6 +144,10 @@ TEST_F(CliTest, ErrorsAreOneClearLineAndAnExitCode) {
   auto noconfig = Shoal({"ls", "/data"});
   EXPECT_EQ(noconfig.exit_code, 2);
   EXPECT_NE(noconfig.err.find("SHOAL_CONFIG"), std::string::npos) << noconfig.err;
+  // A config file that does not exist is a config error too (README: exit 2).
+  auto nofile = Shoal({"ls", "--config", dir_ + "/nonexistent.yaml", "/data"});
+  EXPECT_EQ(nofile.exit_code, 2) << nofile.err;
+  EXPECT_NE(nofile.err.find("nonexistent.yaml"), std::string::npos) << nofile.err;
 
   // Worker unreachable with the UFS fallback off: a clear error, quickly.
   auto cfg = LoadConfig(config_);
@@ -185,7 +159,19 @@ TEST_F(CliTest, ErrorsAreOneClearLineAndAnExitCode) {
   ASSERT_TRUE(WriteFile(nofb, ToYaml(*cfg)).ok());
   auto down = Shoal({"cat", "--config", nofb, "/data/train/small.txt"});
   EXPECT_EQ(down.exit_code, 5) << down.err;
-  EXPECT_NE(down.err.find("unreachable"), std::string::npos) << down.err;
+  EXPECT_NE(down.err.find("is down"), std::string::npos) << down.err;
+  // Exactly the one error line; -v shows the warning about the worker first.
+  EXPECT_EQ(std::count(down.err.begin(), down.err.end(), '\n'), 1) << down.err;
+  EXPECT_TRUE(down.err.starts_with("shoal: error: ")) << down.err;
+  auto verbose = Shoal({"cat", "-v", "--config", nofb, "/data/train/small.txt"});
+  EXPECT_EQ(verbose.exit_code, 5) << verbose.err;
+  EXPECT_NE(verbose.err.find("[warning]"), std::string::npos) << verbose.err;
+  EXPECT_NE(verbose.err.find("unreachable"), std::string::npos) << verbose.err;
+  EXPECT_NE(verbose.err.find("shoal: error: "), std::string::npos) << verbose.err;
+  setenv("SHOAL_LOG", "warn", 1);  // SHOAL_LOG still decides when set
+  auto logged = Shoal({"cat", "--config", nofb, "/data/train/small.txt"});
+  unsetenv("SHOAL_LOG");
+  EXPECT_NE(logged.err.find("[warning]"), std::string::npos) << logged.err;
   auto status = Shoal({"status", "--config", nofb});
   EXPECT_EQ(status.exit_code, 5);
   EXPECT_NE(status.out.find("down"), std::string::npos) << status.out;
@@ -196,6 +182,219 @@ TEST_F(CliTest, ErrorsAreOneClearLineAndAnExitCode) {
   auto scheme = Shoal({"up", "--ufs", "ftp://x/y", "--state-dir", dir_ + "/s3"});
   EXPECT_EQ(scheme.exit_code, 2);
   EXPECT_NE(scheme.err.find("unknown under-store scheme"), std::string::npos) << scheme.err;
+}
+
+TEST_F(CliTest, RefreshOfAPathThatExistsNowhereIsNotFound) {
+  StartUp();
+  auto nope = Shoal({"refresh", "--config", config_, "/data/nope"});
+  EXPECT_EQ(nope.exit_code, 3) << nope.out << nope.err;
+  EXPECT_NE(nope.err.find("/data/nope"), std::string::npos) << nope.err;
+  EXPECT_EQ(std::count(nope.err.begin(), nope.err.end(), '\n'), 1) << nope.err;
+  // Checked after the drop: a file that appeared since is found.
+  auto cached = Shoal({"stat", "--config", config_, "/data/train/late.txt"});
+  EXPECT_EQ(cached.exit_code, 3);
+  ASSERT_TRUE(WriteFile(ufs_ + "/train/late.txt", "late\n").ok());
+  auto late = Shoal({"refresh", "--config", config_, "/data/train/late.txt"});
+  EXPECT_EQ(late.exit_code, 0) << late.err;
+  auto dir = Shoal({"refresh", "--config", config_, "-r", "/data/train"});
+  EXPECT_EQ(dir.exit_code, 0) << dir.err;
+}
+
+// Starts `shoal up` with `args` and expects it to stop with exit code 2 and one
+// error line holding each of `expect`, without ever printing `ready:`.
+void ExpectUpRefuses(const std::vector<std::string>& args, const std::string& err_file,
+                     const std::vector<std::string>& expect) {
+  auto up = LaunchUp(args, err_file);
+  std::string err = up.err();
+  EXPECT_FALSE(up.ready) << "shoal up printed ready: with " << ::testing::PrintToString(args);
+  EXPECT_EQ(up.exit_code, 2) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_TRUE(err.starts_with("shoal: error: ")) << err;
+  for (const auto& e : expect) EXPECT_NE(err.find(e), std::string::npos) << "no '" << e << "' in: " << err;
+}
+
+TEST_F(CliTest, UpRefusesMountOptionsItCannotUseBeforeReady) {
+  // A closed loopback port: nothing may ever be asked of it.
+  const std::string dead = "http://127.0.0.1:1";
+  int n = 0;
+  auto run = [&](std::vector<std::string> args, const std::vector<std::string>& expect) {
+    std::string s = dir_ + "/s" + std::to_string(n++);
+    args.insert(args.end(), {"--workers", "1", "--state-dir", s, "--cache-size", "64MiB"});
+    ExpectUpRefuses(args, s + ".err", expect);
+  };
+  run({"--ufs", ufs_, "-o", "bogus_key=1"}, {"unknown file:// option 'bogus_key'", "take no options"});
+  run({"--ufs", "s3://bucket/p/", "-o", "endpiont=" + dead},
+      {"mount /data: unknown s3:// option 'endpiont'; did you mean 'endpoint'?", "endpoint, region, access_key_id"});
+  run({"--ufs", "s3://bucket/p/", "-o", "=foo"}, {"'=foo'", "no option name"});
+  run({"--ufs", "s3://bucket/p/", "-o", "endpoint=" + dead, "-o", "max_retries=abc"},
+      {"mount /data: option max_retries='abc': expected a whole number from 0 to 100"});
+  run({"--ufs", "az://ctr/p/", "-o", "endpoint=" + dead + "/devstoreaccount1", "-o", "account=devstoreaccount1", "-o",
+       "key=not-base64!"},
+      {"mount /data:", "not valid base64"});
+  run({"--ufs", "s3://Bad_Bucket!/p/", "-o", "endpoint=" + dead}, {"invalid S3 bucket name 'Bad_Bucket!'"});
+  run({"--ufs", "az://Bad_Container/p/", "-o", "endpoint=" + dead + "/devstoreaccount1", "-o", "account=devstoreaccount1"},
+      {"invalid Azure container name 'Bad_Container'"});
+  run({"--ufs", "s3://bucket/p/", "-o", "endpoint=" + dead, "-o", "access_key_id=AKONLY"},
+      {"access_key_id and secret_access_key"});
+  // A message never names a source file, nor the mount twice.
+  auto again = Shoal({"up", "--ufs", "s3://bucket/p/", "--state-dir", dir_ + "/s-last", "-o", "endpiont=" + dead});
+  EXPECT_EQ(again.err.find(".h "), std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find("mount /data: mount /data"), std::string::npos) << again.err;
+}
+
+TEST_F(CliTest, WorkerRefusesMountOptionsItCannotUseBeforeListening) {
+  std::string config = dir_ + "/worker.yaml";
+  ASSERT_TRUE(WriteFile(config, "mounts:\n  - path: /data\n    ufs: s3://bucket/p/\n    options: {endpiont: 'http://127.0.0.1:1'}\n").ok());
+  auto w = Shoal({"worker", "--config", config, "--cache-dir", dir_ + "/wcache", "--listen", "127.0.0.1:0"},
+                 std::chrono::seconds(30));
+  EXPECT_EQ(w.exit_code, 2) << w.out << w.err;
+  EXPECT_EQ(w.out.find("listening:"), std::string::npos) << w.out;
+  EXPECT_NE(w.err.find("worker.yaml: mount /data: unknown s3:// option 'endpiont'; did you mean 'endpoint'?"),
+            std::string::npos)
+      << w.err;
+}
+
+// `shoal up --cache-size` and `shoal worker --cache-dir` without a size get the same capacity.
+TEST_F(CliTest, CacheSizeHasOneDefault) {
+  auto up = LaunchUp({"--ufs", ufs_, "--workers", "1", "--state-dir", state_}, dir_ + "/up1.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  auto status = Shoal({"status", "--json", "--config", up.config});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("\"cache_capacity_bytes\":2147483648"), std::string::npos) << status.out;
+
+  Subprocess::Options o;
+  o.argv = {ShoalBinary(), "worker", "--config", state_ + "/worker.yaml", "--listen", "127.0.0.1:0", "--cache-dir",
+            dir_ + "/lone-cache"};
+  o.stderr_file = dir_ + "/lone.err";
+  auto w = Subprocess::Start(o);
+  ASSERT_TRUE(w) << w.error().ToString();
+  auto line = w->WaitForLine("listening:", std::chrono::seconds(60));
+  ASSERT_TRUE(line) << line.error().ToString() << Slurp(dir_ + "/lone.err");
+  auto entry = ParseListeningLine(*line);
+  ASSERT_TRUE(entry) << entry.error().ToString();
+  auto body = HttpGet(entry->address, "/v1/status");
+  ASSERT_TRUE(body) << body.error().ToString();
+  EXPECT_NE(body->find("\"cache_capacity_bytes\":2147483648"), std::string::npos) << *body;
+  w->Stop();
+}
+
+// Item 8: secrets given with -o end up only in private files, and a ${NAME}
+// reference is kept as written while the workers use the variable's value.
+TEST_F(CliTest, SecretOptionsStayPrivateAndReferencesStayReferences) {
+  auto s3 = S3rverProcess::Start();
+  ASSERT_TRUE(s3) << s3.error().ToString();
+  ASSERT_TRUE(s3->CreateBucket("secrets").ok());
+  MountConfig direct;
+  direct.path = "/data";
+  direct.ufs = "s3://secrets/p/";
+  direct.options = {{"endpoint", s3->endpoint()}};
+  auto store = OpenUnderStore(direct);
+  ASSERT_TRUE(store) << store.error().ToString();
+  ASSERT_TRUE((*store)->Write("hello.txt", std::string_view("hello from s3\n")).ok());
+
+  // A state dir left world-readable by an older run is made private.
+  ASSERT_TRUE(fs::create_directories(state_));
+  fs::permissions(state_, fs::perms(0755));
+  const std::string secret = "not-in-any-file-" + std::to_string(::getpid());
+  ::setenv("SHOAL_TEST_S3_SECRET", secret.c_str(), 1);
+  auto up = LaunchUp({"--ufs", "s3://secrets/p/", "--workers", "1", "--state-dir", state_, "--cache-size", "64MiB", "-o",
+                     "endpoint=" + s3->endpoint(), "-o", "access_key_id=" + std::string(S3rverProcess::kAccessKeyId),
+                     "-o", "secret_access_key=${SHOAL_TEST_S3_SECRET}", "-o", "session_token=direct-token-value"},
+                    dir_ + "/up.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  auto cat = Shoal({"cat", "--config", up.config, "/data/hello.txt"});
+  EXPECT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_EQ(cat.out, "hello from s3\n");
+  // The worker read the store itself (the client did not fall back to it).
+  auto cfg = LoadConfig(up.config);
+  ASSERT_TRUE(cfg) << cfg.error().ToString();
+  EXPECT_EQ(cfg->mounts.at(0).options.at("secret_access_key"), secret) << "expanded when loaded";
+  auto read = MetricSum({cfg->cluster.workers.at(0).address}, "shoal_ufs_read_bytes_total");
+  ASSERT_TRUE(read) << read.error().ToString();
+  EXPECT_GT(*read, 0);
+
+  auto mode = [](const std::string& p) { return static_cast<int>(fs::status(p).permissions() & fs::perms::all); };
+  EXPECT_EQ(mode(state_), 0700);
+  for (const auto& f : {state_ + "/worker.yaml", state_ + "/shoal.yaml"}) {
+    EXPECT_EQ(mode(f), 0600) << f;
+    std::string text = Slurp(f);
+    EXPECT_EQ(text.find(secret), std::string::npos) << f << " holds the secret's value:\n" << text;
+    EXPECT_NE(text.find("${SHOAL_TEST_S3_SECRET}"), std::string::npos) << f << ":\n" << text;
+    EXPECT_NE(text.find("direct-token-value"), std::string::npos) << f << ": a value given directly is copied";
+  }
+  up.proc.Stop();
+  ::unsetenv("SHOAL_TEST_S3_SECRET");
+}
+
+TEST_F(CliTest, UpChecksThatAnS3StoreAnswersBeforeReady) {
+  auto s3 = S3rverProcess::Start();
+  ASSERT_TRUE(s3) << s3.error().ToString();
+  ASSERT_TRUE(s3->CreateBucket("present").ok());
+  int n = 0;
+  auto up = [&](std::string ufs, std::vector<std::string> extra) {
+    std::string s = dir_ + "/s" + std::to_string(n++);
+    std::vector<std::string> args = {"--ufs", ufs, "--workers", "1", "--state-dir", s, "--cache-size", "64MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return LaunchUp(args, s + ".err");
+  };
+  auto expect_exit = [](Up& u, int code, const std::string& what) {
+    std::string err = u.err();
+    EXPECT_FALSE(u.ready) << "printed ready: though " << what;
+    EXPECT_EQ(u.exit_code, code) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("--no-check"), std::string::npos) << err;
+    return err;
+  };
+  // Refused connections: unreachable, exit 5, quickly.
+  auto start = std::chrono::steady_clock::now();
+  auto refused = up("s3://present/p/", {"-o", "endpoint=http://127.0.0.1:1"});
+  expect_exit(refused, 5, "the endpoint refuses connections");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  // A bucket that does not exist: not found, exit 3, naming it.
+  auto missing = up("s3://absent-bucket/p/", {"-o", "endpoint=" + s3->endpoint()});
+  EXPECT_NE(expect_exit(missing, 3, "the bucket does not exist").find("absent-bucket"), std::string::npos);
+  // A bucket that exists (an empty prefix is fine): ready.
+  auto fine = up("s3://present/not-yet-written/", {"-o", "endpoint=" + s3->endpoint()});
+  EXPECT_TRUE(fine.ready) << fine.err();
+  fine.proc.Stop();
+  // --no-check starts without asking: an offline start.
+  auto offline = up("s3://present/p/", {"-o", "endpoint=http://127.0.0.1:1", "--no-check"});
+  EXPECT_TRUE(offline.ready) << offline.err();
+  offline.proc.Stop();
+  // file:// too: a directory that does not exist is not found.
+  auto nodir = up("file://" + dir_ + "/no-such-dir/", {});
+  EXPECT_NE(expect_exit(nodir, 3, "the directory does not exist").find("no-such-dir"), std::string::npos);
+}
+
+TEST_F(CliTest, UpChecksThatAnAzureContainerAnswersBeforeReady) {
+  auto az = AzuriteProcess::Start();
+  ASSERT_TRUE(az) << az.error().ToString();
+  ASSERT_TRUE(az->CreateContainer("present").ok());
+  int n = 0;
+  auto up = [&](std::string ufs, std::string key) {
+    std::string s = dir_ + "/s" + std::to_string(n++);
+    return LaunchUp({"--ufs", ufs, "--workers", "1", "--state-dir", s, "--cache-size", "64MiB", "-o",
+                    "endpoint=" + az->blob_endpoint(), "-o", "account=" + std::string(AzuriteProcess::kAccount), "-o",
+                    "key=" + key},
+                   s + ".err");
+  };
+  // A well-formed key that is not the account's: denied, exit 4.
+  std::string wrong = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=";
+  auto denied = up("az://present/p/", wrong);
+  std::string err = denied.err();
+  EXPECT_FALSE(denied.ready);
+  EXPECT_EQ(denied.exit_code, 4) << err;
+  EXPECT_NE(err.find("permission denied"), std::string::npos) << err;
+  EXPECT_EQ(err.find(wrong), std::string::npos) << "the key is never repeated: " << err;
+  // A container that does not exist: exit 3, naming it.
+  auto missing = up("az://absent/p/", AzuriteProcess::kKey);
+  err = missing.err();
+  EXPECT_FALSE(missing.ready);
+  EXPECT_EQ(missing.exit_code, 3) << err;
+  EXPECT_NE(err.find("container 'absent'"), std::string::npos) << err;
+  auto fine = up("az://present/p/", AzuriteProcess::kKey);
+  EXPECT_TRUE(fine.ready) << fine.err();
+  fine.proc.Stop();
 }
 
 }  // namespace

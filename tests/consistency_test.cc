@@ -185,6 +185,17 @@ TEST_P(ConsistencyTest, NewObjectsAppearInListingsAndNegativeLookupsExpire) {
   EXPECT_TRUE(Eventually([&] { return Names("/imm/grow") == std::vector<std::string>{"a", "b"}; }));
 }
 
+// README "Consistency modes": `always` keeps no negative lookup at all, while
+// ttl keeps one for its ttl (1 h on /ttl).
+TEST_P(ConsistencyTest, AlwaysModeKeepsNoNegativeLookup) {
+  EXPECT_FALSE(client_->Stat("/always/late/x"));
+  EXPECT_FALSE(client_->Stat("/ttl/late/x"));
+  Put("late/x", "here now");
+  auto st = client_->Stat("/always/late/x");
+  EXPECT_TRUE(st) << "the miss was cached: " << st.error().ToString();
+  EXPECT_FALSE(client_->Stat("/ttl/late/x")) << "a ttl mount keeps its negative lookup for the ttl";
+}
+
 TEST_P(ConsistencyTest, ColdSmallFileCostsOneUfsRequest) {
   const std::string data = RandomBytes(120 * 1024, 5);
   Put("small/one", data);

@@ -23,16 +23,17 @@ std::string Time(int64_t ns) {
 void AddClientCommands(CLI::App& app, int* exit_code) {
   {
     struct Args {
-      std::string config, path;
+      ClientOptions client;
+      std::string path;
       bool longer = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("ls", "List a directory");
-    AddConfigOption(cmd, &a->config);
+    AddClientOptions(cmd, &a->client);
     cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
     cmd->add_flag("-l,--long", a->longer, "Show size, time and version");
     cmd->callback([a, exit_code] {
-      auto c = OpenClient(a->config);
+      auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
       auto list = (*c)->List(a->path);
       if (!list) return void(*exit_code = Fail(list.error()));
@@ -50,14 +51,15 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   }
   {
     struct Args {
-      std::string config, path;
+      ClientOptions client;
+      std::string path;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("stat", "Show a file's size, time and version");
-    AddConfigOption(cmd, &a->config);
+    AddClientOptions(cmd, &a->client);
     cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
     cmd->callback([a, exit_code] {
-      auto c = OpenClient(a->config);
+      auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
       auto st = (*c)->Stat(a->path);
       if (!st) return void(*exit_code = Fail(st.error()));
@@ -68,13 +70,13 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
     });
   }
   {
-    auto config = std::make_shared<std::string>();
+    auto options = std::make_shared<ClientOptions>();
     auto* mount = app.add_subcommand("mount", "Show the mount table");
     auto* list = mount->add_subcommand("list", "Print the mount table");
     mount->require_subcommand(1);
-    AddConfigOption(list, config.get());
-    list->callback([config, exit_code] {
-      auto c = OpenClient(*config);
+    AddClientOptions(list, options.get());
+    list->callback([options, exit_code] {
+      auto c = OpenClient(*options);
       if (!c) return void(*exit_code = Fail(c.error()));
       std::printf("%-20s %-45s %-14s %s\n", "PATH", "UFS", "CONSISTENCY", "MODE");
       for (const auto& m : (*c)->Mounts()) {
@@ -86,35 +88,47 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   }
   {
     struct Args {
-      std::string config, path;
+      ClientOptions client;
+      std::string path;
       bool recursive = false, data = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("refresh", "Drop cached metadata (and with --data, pages) under a path now");
-    AddConfigOption(cmd, &a->config);
+    AddClientOptions(cmd, &a->client);
     cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
     cmd->add_flag("-r,--recursive", a->recursive, "Everything under the path too");
     cmd->add_flag("--data", a->data, "Drop cached pages as well");
     cmd->callback([a, exit_code] {
-      auto c = OpenClient(a->config);
+      auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
       auto st = (*c)->Refresh(a->path, a->recursive, a->data);
       if (!st.ok()) return void(*exit_code = Fail(st));
+      // Asked after the drop, so the answer is fresh from the under-store: a
+      // path that exists nowhere is an error (a typo would otherwise pass).
+      auto exists = (*c)->Stat(a->path);
+      if (!exists) {
+        Status why = exists.error();
+        if (why.code() == Code::kNotFound) {
+          why = Status(Code::kNotFound, "refresh " + a->path + ": " + why.message() +
+                                            " (cached entries were dropped; check the path)");
+        }
+        return void(*exit_code = Fail(why));
+      }
       std::printf("refreshed %s\n", a->path.c_str());
       *exit_code = 0;
     });
   }
   {
     struct Args {
-      std::string config;
+      ClientOptions client;
       bool json = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("status", "Show each worker: address, up/down, cache use, hit ratio");
-    AddConfigOption(cmd, &a->config);
+    AddClientOptions(cmd, &a->client);
     cmd->add_flag("--json", a->json, "One JSON object per worker, for scripts");
     cmd->callback([a, exit_code] {
-      auto c = OpenClient(a->config);
+      auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
       auto workers = (*c)->ClusterStatus();
       if (a->json) {

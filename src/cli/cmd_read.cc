@@ -58,15 +58,15 @@ Status Copy(Client& c, const std::string& path, int fd, const std::string& dest_
 void AddReadCommands(CLI::App& app, int* exit_code) {
   {
     struct Args {
-      std::string config;
+      ClientOptions client;
       std::vector<std::string> paths;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("cat", "Write files to stdout, one after the other");
-    AddConfigOption(cmd, &a->config);
+    AddClientOptions(cmd, &a->client);
     cmd->add_option("paths", a->paths, "Namespace paths or physical URIs")->required();
     cmd->callback([a, exit_code] {
-      auto c = OpenClient(a->config);
+      auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
       for (const auto& p : a->paths) {
         auto st = Copy(**c, p, 1, "stdout", false);
@@ -77,17 +77,18 @@ void AddReadCommands(CLI::App& app, int* exit_code) {
   }
   {
     struct Args {
-      std::string config, path, dest;
+      ClientOptions client;
+      std::string path, dest;
       bool quiet = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("cp", "Copy a file to a local file");
-    AddConfigOption(cmd, &a->config);
+    AddClientOptions(cmd, &a->client);
     cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
     cmd->add_option("dest", a->dest, "Local file to write")->required();
     cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
     cmd->callback([a, exit_code] {
-      auto c = OpenClient(a->config);
+      auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
       // Written beside the destination and renamed, so a failed copy leaves no partial file.
       std::string tmp = a->dest + ".shoal-partial";

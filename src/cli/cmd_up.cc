@@ -1,38 +1,49 @@
 // shoal up --ufs DIR_OR_URI [--workers N] [--cache-dir DIR] [--cache-size SIZE] ...
 //
-// Starts N worker processes on loopback (free ports), writes the client config,
-// prints `ready: config=PATH`, and runs until SIGINT/SIGTERM, restarting a
-// worker that dies (on the same port, warm from its cache dir).
+// Checks the mount (its options without a request, then, unless --no-check,
+// one listing of its root), starts N worker processes on loopback, writes the
+// client config, prints `ready: config=PATH`, and runs until SIGINT/SIGTERM,
+// restarting any worker that dies (WorkerSupervisor).
+//
+// The state dir holds the configs (mode 0600: mount options may hold
+// secrets), the worker logs and the ports to reuse; it is made private
+// (0700) to its owner.
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <set>
 
 #include "cli/commands.h"
+#include "cli/worker_supervisor.h"
 #include "common/config.h"
-#include "common/subprocess.h"
 #include "common/units.h"
+#include "ufs/under_store.h"
 #include "ufs/uri.h"
 
 namespace shoal::cli {
 namespace {
 
+// How long the reachability check of the mount may take, retries included.
+constexpr std::chrono::seconds kCheckDeadline{5};
+
 struct UpArgs {
   std::string ufs;
   int workers = 3;
   std::string cache_dir;
-  std::string cache_size = "2GiB";
+  std::string cache_size;  // "" = kDefaultCacheCapacity
   std::string state_dir;
   std::string mount_path = "/data";
   std::string consistency = "ttl";
   std::string page_size = "1MiB";
   std::string shard_size = "64MiB";
+  std::string max_restart_delay = "30s";
+  bool no_check = false;
   std::vector<std::string> options;
 };
 
@@ -49,14 +60,25 @@ Status MakeDirs(const std::string& dir) {
   return {};
 }
 
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) return Status(Code::kIo, "cannot write '" + tmp + "'");
+// Creates the state dir and makes it private: owned by us, mode 0700 (an
+// existing dir with a wider mode is narrowed).
+Status PrepareStateDir(const std::string& dir) {
+  auto slash = dir.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) SHOAL_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status(Code::kIo, "cannot create state dir '" + dir + "': " + std::strerror(errno));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status(Code::kIo, "cannot write '" + path + "'");
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(Code::kInvalidArgument, "state dir '" + dir + "' is not a directory; pass --state-dir DIR");
+  }
+  if (st.st_uid != ::getuid()) {
+    return Status(Code::kPermissionDenied, "state dir '" + dir + "' belongs to uid " + std::to_string(st.st_uid) +
+                                               ", not to you; pass --state-dir DIR");
+  }
+  if ((st.st_mode & 07777) != 0700 && ::chmod(dir.c_str(), 0700) != 0) {
+    return Status(Code::kIo, "cannot make state dir '" + dir + "' private (chmod 0700): " + std::strerror(errno));
+  }
   return {};
 }
 
@@ -64,6 +86,13 @@ std::string SelfExe() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "shoal";
+}
+
+// A YAML single-quoted scalar.
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
 }
 
 // The mount config from --ufs and friends.
@@ -82,14 +111,23 @@ Result<MountConfig> BuildMount(const UpArgs& a) {
     if (!u) return Err(u.error().WithContext("--ufs"));
     m.ufs = a.ufs;
   }
-  // Parsed through the config reader so the rules and messages are the same as in a file.
-  std::string yaml = "mounts:\n  - path: '" + m.path + "'\n    ufs: '" + m.ufs + "'\n    consistency: '" + a.consistency + "'\n";
+  // Parsed through the config reader so the rules and messages (and the
+  // ${NAME} references) are the same as in a file.
+  std::string yaml = "mounts:\n  - path: " + Quote(m.path) + "\n    ufs: " + Quote(m.ufs) +
+                     "\n    consistency: " + Quote(a.consistency) + "\n";
   if (!a.options.empty()) {
     yaml += "    options:\n";
+    std::set<std::string> seen;
     for (const auto& o : a.options) {
       auto eq = o.find('=');
-      if (eq == std::string::npos) return Err(Code::kInvalidArgument, "--option '" + o + "' is not key=value");
-      yaml += "      '" + o.substr(0, eq) + "': '" + o.substr(eq + 1) + "'\n";
+      if (eq == std::string::npos) {
+        return Err(Code::kInvalidArgument, "-o '" + o + "' is not key=value (e.g. -o endpoint=http://127.0.0.1:9000)");
+      }
+      std::string key = o.substr(0, eq);
+      if (key.empty()) return Err(Code::kInvalidArgument, "-o '" + o + "' has no option name: write -o key=value");
+      if (!seen.insert(key).second) return Err(Code::kInvalidArgument, "-o " + key + " is given twice: give it once");
+      if (auto v = ExpandEnvReferences(o.substr(eq + 1)); !v) return Err(v.error().WithContext("-o " + key));
+      yaml += "      " + Quote(key) + ": " + Quote(o.substr(eq + 1)) + "\n";
     }
   }
   auto c = ParseConfig(yaml, "command line");
@@ -97,68 +135,58 @@ Result<MountConfig> BuildMount(const UpArgs& a) {
   return c->mounts.at(0);
 }
 
-struct RunningWorker {
-  Subprocess proc;
-  std::string address;
-  std::string cache_dir;
-  std::string log;
-  int restarts = 0;
-};
-
-Result<WorkerEntry> StartWorker(RunningWorker& w, const std::string& exe, const std::string& worker_config,
-                                const std::string& cache_size, const std::string& listen) {
-  Subprocess::Options o;
-  o.argv = {exe, "worker", "--config", worker_config, "--listen", listen, "--cache-dir", w.cache_dir,
-            "--cache-size", cache_size};
-  o.stderr_file = w.log;
-  auto p = Subprocess::Start(o);
-  if (!p) return Err(p.error());
-  auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
-  Result<WorkerEntry> entry = line ? ParseListeningLine(*line) : Err(line.error());
-  if (!entry) {
-    std::ifstream in(w.log);
-    std::string last, l;
-    while (std::getline(in, l)) last = l;
-    return Err(Code::kUnavailable, "worker did not start: " + (last.empty() ? entry.error().message() : last) +
-                                       " (log: " + w.log + ")");
-  }
-  w.proc = std::move(*p);
-  return *entry;
+// Whether the store answers, before any worker starts: a wrong endpoint or a
+// missing bucket is one clear line now, not a failure of every read later.
+Status CheckMount(const MountConfig& m) {
+  auto st = ProbeMount(m, kCheckDeadline);
+  if (st.ok()) return st;
+  return Status(st.code(), "checking " + m.ufs + ": " + st.message() +
+                               " (start with --no-check to skip this check, e.g. while the store is offline)");
 }
 
 int RunUp(const UpArgs& a) {
   if (a.workers < 1 || a.workers > 64) return Fail(Status(Code::kInvalidArgument, "--workers must be between 1 and 64"));
+  auto cache_size = a.cache_size.empty() ? Result<uint64_t>(kDefaultCacheCapacity) : ParseSize(a.cache_size);
+  if (!cache_size) return Fail(cache_size.error().WithContext("--cache-size"));
+  if (*cache_size == 0) return Fail(Status(Code::kInvalidArgument, "--cache-size must be more than 0"));
+  auto max_delay = ParseDuration(a.max_restart_delay);
+  if (!max_delay) return Fail(max_delay.error().WithContext("--max-restart-delay"));
+  if (max_delay->count() <= 0) return Fail(Status(Code::kInvalidArgument, "--max-restart-delay must be more than 0"));
+  auto page = ParseSize(a.page_size);
+  auto shard = ParseSize(a.shard_size);
+  if (!page) return Fail(page.error().WithContext("--page-size"));
+  if (!shard) return Fail(shard.error().WithContext("--shard-size"));
+
   auto mount = BuildMount(a);
   if (!mount) return Fail(mount.error());
-  auto cache_size = ParseSize(a.cache_size);
-  if (!cache_size) return Fail(cache_size.error().WithContext("--cache-size"));
+  Config cfg;
+  cfg.mounts = {*mount};
+  cfg.worker.page_size = *page;
+  cfg.cluster.shard_size = *shard;
+  cfg.source = "command line";
+  if (auto st = Validate(cfg); !st.ok()) return Fail(st);
+  if (auto st = ValidateMounts(cfg); !st.ok()) return Fail(st);
+  if (!a.no_check) {
+    if (auto st = CheckMount(*mount); !st.ok()) return Fail(st);
+  }
 
   std::string state = a.state_dir.empty() ? "/tmp/shoal-" + std::to_string(::getuid()) : a.state_dir;
+  while (state.size() > 1 && state.back() == '/') state.pop_back();
+  if (auto st = PrepareStateDir(state); !st.ok()) return Fail(st);
   std::string cache = a.cache_dir.empty() ? state + "/cache" : a.cache_dir;
-  if (auto st = MakeDirs(state); !st.ok()) return Fail(st);
   if (auto st = MakeDirs(cache); !st.ok()) return Fail(st);
 
   // One `shoal up` per state dir.
   std::string lock_path = state + "/up.lock";
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     return Fail(Status(Code::kUnavailable, "another `shoal up` is running with state dir " + state +
                                                "; stop it, or pass --state-dir DIR for a second cluster"));
   }
 
-  Config cfg;
-  cfg.mounts = {*mount};
-  auto page = ParseSize(a.page_size);
-  auto shard = ParseSize(a.shard_size);
-  if (!page) return Fail(page.error().WithContext("--page-size"));
-  if (!shard) return Fail(shard.error().WithContext("--shard-size"));
-  cfg.worker.page_size = *page;
-  cfg.cluster.shard_size = *shard;
-  cfg.source = "command line";
-  if (auto st = Validate(cfg); !st.ok()) return Fail(st);
-
+  // Both configs may hold secrets from -o: readable by their owner only.
   std::string worker_config = state + "/worker.yaml";
-  if (auto st = WriteFile(worker_config, ToYaml(cfg)); !st.ok()) return Fail(st);
+  if (auto st = WriteFileAtomic(worker_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);
 
   // Signals are taken synchronously below; block them before any child exists.
   sigset_t sigs;
@@ -168,23 +196,26 @@ int RunUp(const UpArgs& a) {
   sigaddset(&sigs, SIGHUP);
   ::sigprocmask(SIG_BLOCK, &sigs, nullptr);
 
-  std::string exe = SelfExe();
-  std::vector<RunningWorker> workers(static_cast<size_t>(a.workers));
-  for (size_t i = 0; i < workers.size(); ++i) {
-    auto& w = workers[i];
-    w.cache_dir = cache + "/worker-" + std::to_string(i);
-    w.log = state + "/worker-" + std::to_string(i) + ".log";
-    auto addr = StartWorker(w, exe, worker_config, a.cache_size, "127.0.0.1:0");
-    if (!addr) return Fail(addr.error().WithContext("worker " + std::to_string(i)));
-    w.address = addr->address;
-    cfg.cluster.workers.push_back(*addr);
-  }
+  WorkerSupervisor::Options so;
+  so.exe = SelfExe();
+  so.worker_config = worker_config;
+  so.cache_root = cache;
+  so.state_dir = state;
+  so.cache_size = *cache_size;
+  so.workers = a.workers;
+  so.max_delay = *max_delay;
+  WorkerSupervisor workers(so);
+  if (auto st = workers.StartAll(); !st.ok()) return Fail(st);
+
   std::string client_config = state + "/shoal.yaml";
-  if (auto st = WriteFile(client_config, ToYaml(cfg)); !st.ok()) return Fail(st);
+  cfg.cluster.workers = workers.members();
+  if (auto st = WriteFileAtomic(client_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);
 
   std::printf("mount: %s -> %s\n", mount->path.c_str(), mount->ufs.c_str());
-  for (size_t i = 0; i < workers.size(); ++i) {
-    std::printf("worker %zu: %s (cache %s, %s)\n", i, workers[i].address.c_str(), workers[i].cache_dir.c_str(),
+  auto info = workers.workers();
+  for (size_t i = 0; i < info.size(); ++i) {
+    std::printf("worker %zu: %s id=%s pid=%d (cache %s, %s)\n", i, info[i].entry.address.c_str(),
+                info[i].entry.id.c_str(), static_cast<int>(info[i].pid), info[i].cache_dir.c_str(),
                 FormatSize(*cache_size).c_str());
   }
   std::printf("ready: config=%s\n", client_config.c_str());
@@ -194,19 +225,18 @@ int RunUp(const UpArgs& a) {
     timespec tick{0, 200'000'000};
     int sig = ::sigtimedwait(&sigs, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) break;
-    for (size_t i = 0; i < workers.size(); ++i) {
-      auto& w = workers[i];
-      if (w.proc.running()) continue;
-      if (w.restarts >= 5) continue;
-      ++w.restarts;
-      std::fprintf(stderr, "shoal up: worker %zu (%s) exited; restarting it (log: %s)\n", i, w.address.c_str(),
-                   w.log.c_str());
-      auto addr = StartWorker(w, exe, worker_config, a.cache_size, w.address);
-      if (!addr) std::fprintf(stderr, "shoal up: restart failed: %s\n", addr.error().message().c_str());
+    if (workers.Tick()) {
+      // A worker came back on another port: the ring is keyed by id, so it
+      // still owns its data; clients started from now on find it there.
+      cfg.cluster.workers = workers.members();
+      if (auto st = WriteFileAtomic(client_config, ToYaml(cfg), 0600); !st.ok()) {
+        std::fprintf(stderr, "shoal up: cannot update %s: %s\n", client_config.c_str(), st.message().c_str());
+      } else {
+        std::fprintf(stderr, "shoal up: a worker moved to a new address; %s is updated\n", client_config.c_str());
+      }
     }
   }
-  for (auto& w : workers) w.proc.Signal(SIGTERM);
-  for (auto& w : workers) w.proc.Stop(std::chrono::seconds(10));
+  workers.StopAll();
   std::printf("stopped\n");
   std::fflush(stdout);
   return 0;
@@ -221,13 +251,20 @@ void AddUp(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--workers,-n", a->workers, "Number of worker processes")->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir, "Cache root; worker i caches in DIR/worker-i (default: STATE/cache)");
-  cmd->add_option("--cache-size", a->cache_size, "Cache capacity per worker")->capture_default_str();
-  cmd->add_option("--state-dir", a->state_dir, "Where configs and logs go (default: /tmp/shoal-UID)");
+  cmd->add_option("--cache-size", a->cache_size,
+                  "Cache capacity per worker (default: " + FormatSize(kDefaultCacheCapacity) + ")");
+  cmd->add_option("--state-dir", a->state_dir, "Where configs, logs and ports go (default: /tmp/shoal-UID)");
   cmd->add_option("--mount-path", a->mount_path, "Namespace path of the mount")->capture_default_str();
   cmd->add_option("--consistency", a->consistency, "immutable, ttl, ttl=DURATION or always")->capture_default_str();
   cmd->add_option("--page-size", a->page_size, "Cache page size")->capture_default_str();
   cmd->add_option("--shard-size", a->shard_size, "Shard size (unit of placement)")->capture_default_str();
-  cmd->add_option("--option,-o", a->options, "Mount option key=value (repeatable), e.g. -o endpoint=http://...");
+  cmd->add_option("--option,-o", a->options,
+                  "Mount option key=value (repeatable), e.g. -o endpoint=http://...; a value may refer to an "
+                  "environment variable as ${NAME}");
+  cmd->add_flag("--no-check", a->no_check, "Start without checking that the store answers (offline starts)");
+  cmd->add_option("--max-restart-delay", a->max_restart_delay,
+                  "Longest wait before restarting a crashed worker (the wait doubles from 0.5s)")
+      ->capture_default_str();
   cmd->callback([a, exit_code] { *exit_code = RunUp(*a); });
 }
 

@@ -19,21 +19,37 @@ void AddWorker(CLI::App& app, int* exit_code) {
   cmd->add_option("--config,-c", args->config, "Worker config file (mounts, cache dirs)")->required();
   cmd->add_option("--listen", args->listen, "Address to serve on, host:port (port 0 picks a free one)");
   cmd->add_option("--cache-dir", args->cache_dir, "Cache directory (replaces worker.cache_dirs)");
-  cmd->add_option("--cache-size", args->cache_size, "Capacity of --cache-dir, e.g. 10GiB");
+  cmd->add_option("--cache-size", args->cache_size, "Capacity of --cache-dir, e.g. 10GiB (default: " +
+                                                       FormatSize(kDefaultCacheCapacity) + ")");
   cmd->callback([args, exit_code] {
     auto config = LoadConfig(args->config);
     if (!config) {
       *exit_code = Fail(config.error());
       return;
     }
+    // Mounts are opened on first use; their options are checked now, so a
+    // worker that could never serve a mount does not print `listening:`.
+    if (auto st = ValidateMounts(*config); !st.ok()) {
+      *exit_code = Fail(st.WithContext("config error in " + args->config));
+      return;
+    }
     if (!args->listen.empty()) config->worker.listen = args->listen;
+    if (!args->cache_size.empty() && args->cache_dir.empty()) {
+      *exit_code = Fail(Status(Code::kInvalidArgument, "--cache-size needs --cache-dir (the capacities of "
+                                                       "worker.cache_dirs are set in the config)"));
+      return;
+    }
     if (!args->cache_dir.empty()) {
-      auto size = ParseSize(args->cache_size.empty() ? "1GiB" : args->cache_size);
-      if (!size) {
-        *exit_code = Fail(size.error().WithContext("--cache-size"));
-        return;
+      uint64_t capacity = kDefaultCacheCapacity;
+      if (!args->cache_size.empty()) {
+        auto size = ParseSize(args->cache_size);
+        if (!size) {
+          *exit_code = Fail(size.error().WithContext("--cache-size"));
+          return;
+        }
+        capacity = *size;
       }
-      config->worker.cache_dirs = {{args->cache_dir, *size}};
+      config->worker.cache_dirs = {{args->cache_dir, capacity}};
     }
     if (config->worker.cache_dirs.empty()) {
       *exit_code = Fail(Status(Code::kInvalidArgument, "no cache directory: set worker.cache_dirs in " + args->config +

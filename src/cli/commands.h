@@ -2,10 +2,13 @@
 // its callback stores the exit code in *exit_code.
 #pragma once
 
+#include <sys/types.h>
+
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
+#include "common/config.h"
 #include "shoal/client.h"
 #include "shoal/status.h"
 
@@ -18,8 +21,24 @@ void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp
 
 // Prints "shoal: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);
-// Adds --config to a client subcommand; the path ends up in *path ("" means $SHOAL_CONFIG).
-void AddConfigOption(CLI::App* cmd, std::string* path);
-Result<std::unique_ptr<Client>> OpenClient(const std::string& config_path);
+
+// What every client command takes: --config FILE and -v/--verbose.
+struct ClientOptions {
+  std::string config;  // "" means $SHOAL_CONFIG
+  bool verbose = false;
+};
+void AddClientOptions(CLI::App* cmd, ClientOptions* options);
+// Sets the log level of a client command (errors only, so that a failure is
+// one line; -v adds warnings and info; SHOAL_LOG overrides both) and opens
+// the client.
+Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options);
+
+// Checks every mount of `config` without contacting the stores (option names
+// and values, credentials' shape, bucket names); the error names the mount.
+Status ValidateMounts(const Config& config);
+
+// Writes `text` to `path` through a temporary file and a rename, with `mode`
+// (also when the file existed with another mode).
+Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode);
 
 }  // namespace shoal::cli

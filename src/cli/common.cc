@@ -1,6 +1,15 @@
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "cli/commands.h"
+#include "ufs/under_store.h"
 
 namespace shoal::cli {
 
@@ -26,10 +35,45 @@ int Fail(const Status& s) {
   return ToExitCode(s);
 }
 
-void AddConfigOption(CLI::App* cmd, std::string* path) {
-  cmd->add_option("--config,-c", *path, "Client config file (default: $SHOAL_CONFIG; `shoal up` prints one)");
+void AddClientOptions(CLI::App* cmd, ClientOptions* options) {
+  cmd->add_option("--config,-c", options->config, "Client config file (default: $SHOAL_CONFIG; `shoal up` prints one)");
+  cmd->add_flag("-v,--verbose", options->verbose, "Also log warnings and info (a failing worker, fallbacks) to stderr");
 }
 
-Result<std::unique_ptr<Client>> OpenClient(const std::string& config_path) { return Client::Open(config_path); }
+Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options) {
+  if (const char* level = std::getenv("SHOAL_LOG"); !level || !*level) {
+    spdlog::set_level(options.verbose ? spdlog::level::info : spdlog::level::err);
+  }
+  return Client::Open(options.config);
+}
+
+Status ValidateMounts(const Config& config) {
+  for (const auto& m : config.mounts) {
+    if (auto st = ValidateMount(m); !st.ok()) return st.WithContext("mount " + m.path);
+  }
+  return {};
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return Status(Code::kIo, "cannot write '" + tmp + "': " + std::strerror(errno));
+  // A temporary left by an earlier run keeps its old mode through O_CREAT.
+  bool ok = ::fchmod(fd, mode) == 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  int err = errno;
+  if (::close(fd) != 0 && ok) ok = false, err = errno;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (ok) err = errno;
+    ::unlink(tmp.c_str());
+    return Status(Code::kIo, "cannot write '" + path + "': " + std::strerror(err));
+  }
+  return {};
+}
 
 }  // namespace shoal::cli

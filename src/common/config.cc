@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -90,6 +92,35 @@ class Reader {
   const std::string& source_;
 };
 
+}  // namespace
+
+Result<std::string> ExpandEnvReferences(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  for (;;) {
+    size_t start = text.find("${", i);
+    if (start == std::string::npos) return out + text.substr(i);
+    out += text.substr(i, start - i);
+    size_t end = text.find('}', start + 2);
+    std::string name = end == std::string::npos ? "" : text.substr(start + 2, end - start - 2);
+    bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+              std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!ok) {
+      return Err(Code::kInvalidArgument, "malformed environment reference at '" + text.substr(start, 20) +
+                                             "': write ${NAME} with letters, digits and _");
+    }
+    const char* v = std::getenv(name.c_str());
+    if (!v || !*v) {
+      return Err(Code::kInvalidArgument, "environment variable " + name + " (referred to as ${" + name +
+                                             "}) is not set: export it, or write the value");
+    }
+    out += v;
+    i = end + 1;
+  }
+}
+
+namespace {
+
 std::string NormaliseMountPath(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;
@@ -129,8 +160,13 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   if (opts.IsDefined() && !opts.IsNull()) {
     if (!opts.IsMap()) return r.Fail(opts, key + ".options", "expected a mapping of option: value");
     for (const auto& kv : opts) {
-      if (!kv.second.IsScalar()) return r.Fail(kv.second, key + ".options." + kv.first.as<std::string>(), "expected a string");
-      out->options[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      const std::string name = kv.first.as<std::string>();
+      if (!kv.second.IsScalar()) return r.Fail(kv.second, key + ".options." + name, "expected a string");
+      const std::string written = kv.second.as<std::string>();
+      auto value = ExpandEnvReferences(written);
+      if (!value) return r.Fail(kv.second, key + ".options." + name, value.error().message());
+      if (*value != written) out->written_options[name] = written;
+      out->options[name] = std::move(*value);
     }
   }
   return {};
@@ -305,8 +341,8 @@ Status Validate(const Config& c) {
 Result<Config> LoadConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return Err(Code::kNotFound, "cannot read config file '" + path + "': " + std::strerror(errno) +
-                                    " (give --config FILE or set SHOAL_CONFIG)");
+    return Err(Code::kInvalidArgument, "cannot read config file '" + path + "': " + std::strerror(errno) +
+                                           " (give --config FILE or set SHOAL_CONFIG)");
   }
   std::stringstream ss;
   ss << in.rdbuf();
@@ -332,7 +368,10 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "read_only" << YAML::Value << m.read_only;
     if (!m.options.empty()) {
       e << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
-      for (const auto& [k, v] : m.options) e << YAML::Key << k << YAML::Value << v;
+      for (const auto& [k, v] : m.options) {
+        auto written = m.written_options.find(k);
+        e << YAML::Key << k << YAML::Value << (written != m.written_options.end() ? written->second : v);
+      }
       e << YAML::EndMap;
     }
     e << YAML::EndMap;

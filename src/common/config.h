@@ -33,9 +33,18 @@ struct MountConfig {
   // cache carries readers through a store outage. 0 turns it off.
   std::chrono::milliseconds stale_if_error{3'600'000};
   bool read_only = false;
-  // Backend-specific options (endpoint, region, credentials, ...). Values are strings.
+  // Backend-specific options (endpoint, region, credentials, ...). Values are
+  // strings, with ${NAME} references to environment variables expanded.
   std::map<std::string, std::string> options;
+  // The options whose value, as written, refers to environment variables:
+  // name -> the text as written ("${AZURE_KEY}"). ToYaml writes these, so a
+  // secret kept in the environment is never copied into a config file.
+  std::map<std::string, std::string> written_options;
 };
+
+// Capacity of a cache dir given on the command line without --cache-size
+// (`shoal up`, per worker, and `shoal worker --cache-dir`).
+inline constexpr uint64_t kDefaultCacheCapacity = 2ull << 30;
 
 struct CacheDirConfig {
   std::string path;
@@ -99,8 +108,16 @@ struct Config {
   std::string source;  // file the config came from, for messages
 };
 
+// Replaces each ${NAME} in `text` by the value of environment variable NAME.
+// kInvalidArgument naming the variable (never a value) when one is unset or
+// empty, or a reference is malformed.
+Result<std::string> ExpandEnvReferences(const std::string& text);
+
 // Parses YAML text. `source` names it in error messages ("shoal.yaml:12: ...").
+// Mount option values may hold ${NAME} references to environment variables,
+// expanded here; an unset (or empty) variable is an error naming it.
 Result<Config> ParseConfig(const std::string& text, const std::string& source);
+// A file that cannot be read is kInvalidArgument (a config error, exit 2).
 Result<Config> LoadConfig(const std::string& path);
 // The config as YAML that ParseConfig reads back to an equal config.
 std::string ToYaml(const Config& config);

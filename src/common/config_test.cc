@@ -1,6 +1,7 @@
 #include "common/config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 namespace shoal {
 
@@ -97,6 +98,50 @@ TEST(Config, WorkerEntriesCarryStableIds) {
   ASSERT_TRUE(line) << line.error().ToString();
   EXPECT_EQ(*line, (WorkerEntry{"w-1f", "127.0.0.1:4000"}));
   EXPECT_FALSE(ParseListeningLine("listening: 127.0.0.1:4000"));
+}
+
+TEST(Config, OptionValuesReferToEnvironmentVariablesAndStayReferences) {
+  ::setenv("SHOAL_TEST_CONFIG_SECRET", "s3cr3t-value", 1);
+  const char* text = R"(
+mounts:
+  - path: /s3
+    ufs: s3://bucket/p/
+    options:
+      access_key_id: AK
+      secret_access_key: "${SHOAL_TEST_CONFIG_SECRET}"
+      endpoint: "http://${SHOAL_TEST_CONFIG_HOST}:9000"
+)";
+  ::setenv("SHOAL_TEST_CONFIG_HOST", "127.0.0.1", 1);
+  auto c = ParseConfig(text, "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->mounts[0].options.at("secret_access_key"), "s3cr3t-value");
+  EXPECT_EQ(c->mounts[0].options.at("endpoint"), "http://127.0.0.1:9000");
+  EXPECT_EQ(c->mounts[0].options.at("access_key_id"), "AK");
+  // Written back as written: the secret's value never reaches a file.
+  std::string yaml = ToYaml(*c);
+  EXPECT_EQ(yaml.find("s3cr3t-value"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("${SHOAL_TEST_CONFIG_SECRET}"), std::string::npos) << yaml;
+  auto again = ParseConfig(yaml, "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->mounts[0].options, c->mounts[0].options);
+
+  ::unsetenv("SHOAL_TEST_CONFIG_SECRET");
+  auto unset = ParseConfig(text, "t.yaml");
+  ASSERT_FALSE(unset);
+  EXPECT_EQ(unset.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(unset.error().message().find("t.yaml:7"), std::string::npos) << unset.error().message();
+  EXPECT_NE(unset.error().message().find("environment variable SHOAL_TEST_CONFIG_SECRET"), std::string::npos)
+      << unset.error().message();
+  EXPECT_FALSE(ParseConfig("mounts: [{path: /a, ufs: 'file:///a/', options: {k: '${1BAD}'}}]\n", "t.yaml"));
+  EXPECT_FALSE(ParseConfig("mounts: [{path: /a, ufs: 'file:///a/', options: {k: 'x${OPEN'}}]\n", "t.yaml"));
+  ::unsetenv("SHOAL_TEST_CONFIG_HOST");
+}
+
+TEST(Config, UnreadableFileIsAConfigError) {
+  auto c = LoadConfig("/nonexistent/shoal.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code(), Code::kInvalidArgument) << "a config error exits 2, as the README says";
+  EXPECT_NE(c.error().message().find("/nonexistent/shoal.yaml"), std::string::npos);
 }
 
 }  // namespace shoal

@@ -1,11 +1,15 @@
 #include "ufs/under_store.h"
 
 #include "common/config.h"
+#include "common/units.h"
+#include "ufs/azure/azure_client.h"
 #include "ufs/azure/azure_store.h"
 #include "ufs/posix/posix_store.h"
 #include "ufs/read_only_store.h"
+#include "ufs/s3/s3_settings.h"
 #include "ufs/s3/s3_store.h"
 #include "ufs/uri.h"
+#include "ufs/webhdfs/webhdfs_client.h"
 #include "ufs/webhdfs/webhdfs_store.h"
 
 namespace shoal {
@@ -70,6 +74,64 @@ Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount) {
   auto store = OpenBackend(mount);
   if (store && mount.read_only) return WithReadOnly(std::move(*store), mount.path);
   return store;
+}
+
+Result<OptionTable> MountOptionTable(std::string_view scheme) {
+  if (scheme == "file") return OptionTable{};
+  if (scheme == "s3" || scheme == "gs") return s3::S3Options();
+  if (scheme == "az") return AzureOptions();
+  if (scheme == "hdfs" || scheme == "webhdfs") return WebHdfsOptions();
+  return Err(Code::kInvalidArgument, "unknown under-store scheme '" + std::string(scheme) + "'");
+}
+
+Status ValidateMount(const MountConfig& mount) {
+  auto uri = ParseUfsUri(mount.ufs);
+  if (!uri) return uri.error();
+  if (uri->scheme == "file") {
+    auto o = MountOptions::Parse("file", {}, mount.options);
+    return o ? Status() : o.error();
+  }
+  if (uri->scheme == "s3" || uri->scheme == "gs") {
+    auto s = s3::ResolveS3Settings(*uri, mount, s3::ProcessEnv());
+    return s ? Status() : s.error();
+  }
+  if (uri->scheme == "az") {
+    auto s = ParseAzureSettings(*uri, mount, ProcessEnv());
+    return s ? Status() : s.error();
+  }
+  if (uri->scheme == "hdfs" || uri->scheme == "webhdfs") {
+    auto s = ParseWebHdfsSettings(uri->authority, mount);
+    return s ? Status() : s.error();
+  }
+  return Status(Code::kInvalidArgument, "unknown under-store scheme '" + uri->scheme + "'");
+}
+
+Status ProbeMount(const MountConfig& mount, std::chrono::milliseconds deadline) {
+  auto uri = ParseUfsUri(mount.ufs);
+  if (!uri) return uri.error();
+  auto table = MountOptionTable(uri->scheme);
+  if (!table) return table.error();
+  // The mount's own timeouts, capped at the deadline, and one retry at most.
+  MountConfig probe = mount;
+  auto declared = [&](std::string_view name) {
+    return std::any_of(table->begin(), table->end(), [&](const OptionSpec& s) { return s.name == name; });
+  };
+  for (const char* name : {"request_timeout", "connect_timeout"}) {
+    if (!declared(name)) continue;
+    auto it = probe.options.find(name);
+    auto own = it == probe.options.end() ? std::nullopt : std::optional(ParseDuration(it->second).value_or(deadline));
+    probe.options[name] = FormatDuration(own ? std::min(*own, deadline) : deadline);
+  }
+  if (declared("max_retries")) {
+    auto it = probe.options.find("max_retries");
+    if (it == probe.options.end() || it->second != "0") probe.options["max_retries"] = "1";
+  }
+  auto store = OpenUnderStore(probe);
+  if (!store) return store.error();
+  ListOptions o;
+  o.max_keys = 1;
+  auto page = (*store)->List("", o);
+  return page ? Status() : page.error();
 }
 
 }  // namespace shoal

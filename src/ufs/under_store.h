@@ -11,6 +11,7 @@
 // Thread safety: every method may be called concurrently from many threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "shoal/status.h"
+#include "ufs/mount_options.h"
 
 namespace shoal {
 
@@ -113,7 +115,23 @@ Result<std::vector<FileInfo>> ListDirectory(UnderStore& store, std::string_view 
 
 // Opens the store for `mount.ufs` with the mount's options. Schemes: file://,
 // s3://, gs://, az://, hdfs:// (WebHDFS). Unknown schemes and malformed URIs
-// return kInvalidArgument naming the URI.
+// return kInvalidArgument naming the URI. Messages do not name the mount: the
+// caller adds "mount /path: ".
 Result<std::shared_ptr<UnderStore>> OpenUnderStore(const MountConfig& mount);
+
+// The options the mounts of a scheme accept (none for file://).
+Result<OptionTable> MountOptionTable(std::string_view scheme);
+
+// Checks a mount without contacting its store: the URI, every option's name
+// and value, the shape of the credentials, the bucket or container name.
+// Credentials the options leave out are looked up (environment, AWS files) as
+// opening the store would. kInvalidArgument with a one-line message.
+Status ValidateMount(const MountConfig& mount);
+
+// One cheap request to the mount's root (a listing of one entry) within
+// `deadline`, retries included: kUnavailable or kTimeout when the store
+// cannot be reached, kNotFound when the bucket, container or directory does
+// not exist, kPermissionDenied when the store refuses the credentials.
+Status ProbeMount(const MountConfig& mount, std::chrono::milliseconds deadline);
 
 }  // namespace shoal

@@ -106,25 +106,33 @@ Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std
                                                  const EnvLookup& env) {
   auto opt = [&](const char* k) { auto it = options.find(k); return it == options.end() ? std::string() : it->second; };
   AzureCredentials c;
+  // Where the key and the SAS came from, for messages (never their values).
+  std::string key_from = "option key", sas_from = "option sas_token";
   if (!opt("connection_string").empty()) {
+    key_from = "the AccountKey of option connection_string";
+    sas_from = "the SharedAccessSignature of option connection_string";
     auto parsed = ParseConnectionString(opt("connection_string"));
     if (!parsed) return Err(parsed.error().WithContext("option connection_string"));
     c = std::move(*parsed);
   } else if (!opt("account").empty()) {
     c.account = opt("account");
   } else if (auto cs = env("AZURE_STORAGE_CONNECTION_STRING")) {
+    key_from = "the AccountKey of AZURE_STORAGE_CONNECTION_STRING";
+    sas_from = "the SharedAccessSignature of AZURE_STORAGE_CONNECTION_STRING";
     auto parsed = ParseConnectionString(*cs);
     if (!parsed) return Err(parsed.error().WithContext("AZURE_STORAGE_CONNECTION_STRING"));
     c = std::move(*parsed);
   } else {
+    key_from = "AZURE_STORAGE_KEY";
+    sas_from = "AZURE_STORAGE_SAS_TOKEN";
     c.account = env("AZURE_STORAGE_ACCOUNT").value_or("");
     c.key = env("AZURE_STORAGE_KEY").value_or("");
     c.sas_token = env("AZURE_STORAGE_SAS_TOKEN").value_or("");
   }
   // Explicit mount options override whatever the connection string or environment said.
   if (!opt("account").empty()) c.account = opt("account");
-  if (!opt("key").empty()) c.key = opt("key");
-  if (!opt("sas_token").empty()) c.sas_token = opt("sas_token");
+  if (!opt("key").empty()) c.key = opt("key"), key_from = "option key";
+  if (!opt("sas_token").empty()) c.sas_token = opt("sas_token"), sas_from = "option sas_token";
   if (!opt("endpoint").empty()) c.endpoint = StripSlashes(opt("endpoint"));
   if (c.sas_token.starts_with('?')) c.sas_token.erase(0, 1);
 
@@ -141,9 +149,19 @@ Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std
     if (c.account.empty()) {
       return Err(Code::kInvalidArgument, "an Azure account key needs the account name: set the mount option account");
     }
-    if (!Base64Decode(c.key)) {
-      return Err(Code::kInvalidArgument, "the Azure account key is not valid base64: copy it again from the storage account");
+    auto bytes = Base64Decode(c.key);
+    if (!bytes || bytes->empty() || c.key.size() % 4 != 0) {
+      return Err(Code::kInvalidArgument, "the Azure account key (" + key_from +
+                                             ") is not valid base64: copy it again from the storage account's access keys");
     }
+  }
+  // A SAS is a query string whose signature is the sig parameter.
+  if (!c.sas_token.empty() && !c.sas_token.starts_with("sig=") && c.sas_token.find("&sig=") == std::string::npos) {
+    return Err(Code::kInvalidArgument, "the SAS token (" + sas_from +
+                                           ") has no sig= parameter: copy the whole token (sv=...&sig=...)");
+  }
+  if (!c.endpoint.starts_with("http://") && !c.endpoint.starts_with("https://")) {
+    return Err(Code::kInvalidArgument, "the Azure blob endpoint '" + c.endpoint + "' must start with http:// or https://");
   }
   return c;
 }

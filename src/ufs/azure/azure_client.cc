@@ -18,66 +18,68 @@ constexpr const char* kApiVersion = "2021-08-06";
 
 bool IsTransient(long s) { return s == 500 || s == 502 || s == 503 || s == 504 || s == 429 || s == 408; }
 
-Result<uint64_t> SizeOption(const MountConfig& m, const std::string& k, const std::string& v) {
-  auto n = ParseSize(v);
-  if (!n || *n == 0) return Err(Code::kInvalidArgument, "mount " + m.path + ": option " + k + "='" + v + "' is not a size such as 8MiB");
-  return *n;
+// The options of az:// mounts.
+constexpr OptionSpec kOptions[] = {
+    option::Text("account", "storage account name (3 to 24 lowercase letters and digits); default: from "
+                            "connection_string or endpoint"),
+    option::Secret("key", "Shared Key authorization: the base64 account key"),
+    option::Secret("sas_token", "SAS authorization: the token (sv=...&sig=...), with or without '?'"),
+    option::Secret("connection_string",
+                   "an Azure connection string (AccountName, AccountKey, SharedAccessSignature, BlobEndpoint, ...)"),
+    option::Text("endpoint", "blob endpoint (default https://ACCOUNT.blob.core.windows.net; Azurite: "
+                             "http://127.0.0.1:PORT/devstoreaccount1)"),
+    option::File("ca_file", "PEM CA bundle for HTTPS (default: the system's CAs)"),
+    option::Size("block_size", 1, 4000ll << 20, "Put Block size for large writes (8MiB)"),
+    option::Size("upload_threshold", 1, option::kNoMax, "larger writes are uploaded in blocks (32MiB)"),
+    option::Int("upload_concurrency", 1, 64, "blocks uploaded in parallel per writer (4)"),
+    option::Duration("request_timeout", 1, "deadline of one call, retries included (60s)"),
+    option::Int("max_retries", 0, 100, "retries of throttled, 5xx or failed requests (3)"),
+};
+
+// Azure's rules: 3-63 lowercase letters, digits and '-', starting and ending
+// with a letter or digit, no "--"; or one of the service's $ containers.
+bool IsContainerName(std::string_view c) {
+  if (c == "$root" || c == "$logs" || c == "$web") return true;
+  if (c.size() < 3 || c.size() > 63 || c.front() == '-' || c.back() == '-' || c.find("--") != std::string_view::npos) {
+    return false;
+  }
+  return std::all_of(c.begin(), c.end(), [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'; });
 }
 
-Result<int> CountOption(const MountConfig& m, const std::string& k, const std::string& v, int lo, int hi) {
-  char* end = nullptr;
-  long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || n < lo || n > hi) {
-    return Err(Code::kInvalidArgument, "mount " + m.path + ": option " + k + "='" + v + "' must be a count from " +
-                                           std::to_string(lo) + " to " + std::to_string(hi));
-  }
-  return static_cast<int>(n);
+bool IsAccountName(std::string_view a) {
+  return a.size() >= 3 && a.size() <= 24 &&
+         std::all_of(a.begin(), a.end(), [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); });
 }
 
 }  // namespace
 
+OptionTable AzureOptions() { return kOptions; }
+
 Result<AzureSettings> ParseAzureSettings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env) {
+  auto o = MountOptions::Parse("az", kOptions, mount.options);
+  if (!o) return Err(o.error());
+  if (!IsContainerName(uri.authority)) {
+    return Err(Code::kInvalidArgument, "invalid Azure container name '" + uri.authority +
+                                           "': names are 3 to 63 lowercase letters, digits and '-', starting and "
+                                           "ending with a letter or digit, without '--'; fix the az:// URI");
+  }
+  if (o->has("account") && !IsAccountName(o->String("account"))) {
+    return Err(Code::kInvalidArgument, "option account='" + o->String("account") +
+                                           "' is not a storage account name: 3 to 24 lowercase letters and digits");
+  }
   AzureSettings s;
   s.container = uri.authority;
   s.prefix = uri.path;
   s.uri = "az://" + uri.authority + "/" + uri.path;
   s.mount_path = mount.path;
-  for (const auto& [k, v] : mount.options) {
-    if (k == "account" || k == "key" || k == "sas_token" || k == "endpoint" || k == "connection_string") continue;
-    if (k == "ca_file") {
-      s.ca_file = v;
-    } else if (k == "block_size") {
-      auto n = SizeOption(mount, k, v);
-      if (!n) return Err(n.error());
-      if (*n > (4000ull << 20)) return Err(Code::kInvalidArgument, "mount " + mount.path + ": block_size may be at most 4000MiB");
-      s.block_size = *n;
-    } else if (k == "upload_threshold") {
-      auto n = SizeOption(mount, k, v);
-      if (!n) return Err(n.error());
-      s.upload_threshold = *n;
-    } else if (k == "upload_concurrency") {
-      auto n = CountOption(mount, k, v, 1, 64);
-      if (!n) return Err(n.error());
-      s.upload_concurrency = *n;
-    } else if (k == "max_retries") {
-      auto n = CountOption(mount, k, v, 0, 100);
-      if (!n) return Err(n.error());
-      s.max_retries = *n;
-    } else if (k == "request_timeout") {
-      auto d = ParseDuration(v);
-      if (!d || d->count() <= 0) {
-        return Err(Code::kInvalidArgument, "mount " + mount.path + ": option request_timeout='" + v + "' is not a duration such as 30s");
-      }
-      s.request_timeout = *d;
-    } else {
-      return Err(Code::kInvalidArgument, "mount " + mount.path + ": unknown option '" + k +
-                                             "' for an az:// mount (known: account, key, sas_token, endpoint, "
-                                             "connection_string, ca_file, block_size, upload_threshold, "
-                                             "upload_concurrency, request_timeout, max_retries)");
-    }
-  }
+  s.ca_file = o->String("ca_file");
+  s.block_size = o->Size("block_size").value_or(s.block_size);
+  s.upload_threshold = o->Size("upload_threshold").value_or(s.upload_threshold);
+  s.upload_concurrency = static_cast<int>(o->Int("upload_concurrency").value_or(s.upload_concurrency));
+  s.max_retries = static_cast<int>(o->Int("max_retries").value_or(s.max_retries));
+  s.request_timeout = o->Duration("request_timeout").value_or(s.request_timeout);
   auto creds = ResolveAzureCredentials(mount.options, env);
-  if (!creds) return Err(creds.error().WithContext("mount " + mount.path + " (" + s.uri + ")"));
+  if (!creds) return Err(creds.error());
   s.creds = std::move(*creds);
   if (!s.creds.key.empty()) s.key_bytes = *Base64Decode(s.creds.key);  // validated by ResolveAzureCredentials
   return s;

@@ -15,6 +15,7 @@
 
 #include "ufs/azure/azure_auth.h"
 #include "ufs/http/http_transport.h"
+#include "ufs/mount_options.h"
 #include "ufs/uri.h"
 
 namespace shoal {
@@ -36,7 +37,11 @@ struct AzureSettings {
   int max_retries = 3;
 };
 
-// Reads the mount options (see azure_store.h) and resolves the credentials.
+// The options of az:// mounts.
+OptionTable AzureOptions();
+
+// Reads the mount options (AzureOptions()), checks the container name and
+// resolves the credentials. No request is made.
 Result<AzureSettings> ParseAzureSettings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env);
 
 class AzureClient {

@@ -86,7 +86,7 @@ std::string Response(int status, const std::string& extra_headers = "", const st
 std::shared_ptr<UnderStore> StoreAt(int port, std::map<std::string, std::string> extra = {}) {
   MountConfig m;
   m.path = "/faulty";
-  m.ufs = "az://c/p";
+  m.ufs = "az://ctr/p";
   m.options = {{"endpoint", "http://127.0.0.1:" + std::to_string(port) + "/devstoreaccount1"},
                {"account", "devstoreaccount1"},
                {"key", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="}};

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/config.h"
+#include "ufs/mount_options.h"
 
 namespace shoal {
 namespace {
@@ -259,6 +260,7 @@ class PosixStore final : public UnderStore {
 }  // namespace
 
 Result<std::shared_ptr<UnderStore>> MakePosixStore(const UfsUri& uri, const MountConfig& mount) {
+  if (auto o = MountOptions::Parse("file", {}, mount.options); !o) return Err(o.error());
   struct stat st;
   if (::stat(uri.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return Err(Code::kNotFound, "under-store directory '" + uri.path + "' of mount '" + mount.path +

@@ -158,19 +158,19 @@ TEST_F(S3Credentials, GcsIgnoresAwsEnvironment) {
 }
 
 TEST_F(S3Credentials, BadOptionsNameTheOptionNotTheSecret) {
-  auto half = Resolve("s3://b", {{"secret_access_key", "topsecret"}});
+  auto half = Resolve("s3://bkt", {{"secret_access_key", "topsecret"}});
   ASSERT_FALSE(half);
   EXPECT_EQ(half.error().message().find("topsecret"), std::string::npos);
   EXPECT_NE(half.error().message().find("access_key_id"), std::string::npos);
 
-  auto unknown = Resolve("s3://b", {{"regoin", "x"}});
+  auto unknown = Resolve("s3://bkt", {{"regoin", "x"}});
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message().find("'regoin'"), std::string::npos);
 
-  EXPECT_FALSE(Resolve("s3://b", {{"multipart_part_size", "1MiB"}}));
-  EXPECT_FALSE(Resolve("s3://b", {{"payload_signing", "maybe"}}));
-  EXPECT_FALSE(Resolve("s3://b", {{"endpoint", "ftp://x"}}));
-  EXPECT_FALSE(Resolve("s3://b", {{"max_retries", "-1"}}));
+  EXPECT_FALSE(Resolve("s3://bkt", {{"multipart_part_size", "1MiB"}}));
+  EXPECT_FALSE(Resolve("s3://bkt", {{"payload_signing", "maybe"}}));
+  EXPECT_FALSE(Resolve("s3://bkt", {{"endpoint", "ftp://x"}}));
+  EXPECT_FALSE(Resolve("s3://bkt", {{"max_retries", "-1"}}));
 }
 
 TEST_F(S3Credentials, DottedBucketFallsBackToPathStyle) {

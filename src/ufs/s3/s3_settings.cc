@@ -1,7 +1,6 @@
 #include "ufs/s3/s3_settings.h"
 
 #include <cctype>
-#include <set>
 
 #include "common/config.h"
 #include "common/units.h"
@@ -9,33 +8,56 @@
 namespace shoal::s3 {
 namespace {
 
-const std::set<std::string> kOptionNames = {
-    "endpoint",          "region",         "access_key_id",       "secret_access_key",     "session_token",
-    "profile",           "path_style",     "ca_file",             "verify_tls",            "payload_signing",
-    "multipart_threshold", "multipart_part_size", "multipart_concurrency", "request_timeout", "connect_timeout",
-    "max_retries",       "retry_base_delay"};
+// The options of s3:// and gs:// mounts. Bounds: S3 parts are 5MiB..5GiB.
+constexpr OptionSpec kOptions[] = {
+    option::Text("endpoint", "scheme://host[:port] of the store; https:// when no scheme is given. Default: "
+                             "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else "
+                             "https://s3.REGION.amazonaws.com (gs://: https://storage.googleapis.com)"),
+    option::Text("region", "signing region. Default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else "
+                           "us-east-1 (gs://: auto)"),
+    option::Text("access_key_id", "access key (GCS: HMAC key id); set together with secret_access_key"),
+    option::Secret("secret_access_key", "secret key (GCS: HMAC secret)"),
+    option::Secret("session_token", "temporary-credential (STS) token; needs the two keys"),
+    option::Text("profile", "profile in ~/.aws/credentials and ~/.aws/config (or AWS_SHARED_CREDENTIALS_FILE, "
+                            "AWS_CONFIG_FILE), instead of keys"),
+    option::Bool("path_style", "endpoint/bucket/key rather than bucket.endpoint/key. Default: false for the AWS and "
+                               "GCS endpoints, true for others"),
+    option::File("ca_file", "PEM CA bundle for HTTPS (default: the system's CAs)"),
+    option::Bool("verify_tls", "check the server's certificate (true; false for testing only)"),
+    option::Choice("payload_signing", "unsigned|signed",
+                   "unsigned: UNSIGNED-PAYLOAD plus Content-MD5 on uploads (default); signed: SHA-256 of every body"),
+    option::Size("multipart_threshold", 1, option::kNoMax, "objects of this size or more upload in parts (64MiB)"),
+    option::Size("multipart_part_size", 5ll << 20, 5ll << 30, "part size (16MiB)"),
+    option::Int("multipart_concurrency", 1, 64, "parts uploaded in parallel per object (4)"),
+    option::Duration("request_timeout", 1, "deadline of one request including its retries (60s)"),
+    option::Duration("connect_timeout", 1, "TCP/TLS connect timeout per attempt (5s)"),
+    option::Int("max_retries", 0, 100,
+                "retries after a 5xx, 429/SlowDown, connection error or truncated response, with exponential backoff "
+                "and jitter (6)"),
+    option::Duration("retry_base_delay", 0, "first backoff delay; doubles up to 5s (100ms)"),
+};
 
-constexpr uint64_t kMinPartSize = 5ull << 20;  // S3's minimum for every part but the last
-
-Result<bool> ParseBool(const std::string& name, const std::string& v) {
-  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
-  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
-  return Err(Code::kInvalidArgument, "mount option " + name + ": expected true or false, got '" + v + "'");
+bool IsIpAddress(std::string_view b) {
+  int dots = 0;
+  for (char c : b) {
+    if (c == '.') ++dots;
+    else if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return dots == 3;
 }
 
-Result<int> ParseInt(const std::string& name, const std::string& v, int lo, int hi) {
-  int n = 0;
-  size_t used = 0;
-  try {
-    n = std::stoi(v, &used);
-  } catch (...) {
-    used = 0;
+// Letters, digits and `extra`, starting and ending with a letter or digit,
+// `lo`..`hi` characters, no "..".
+bool NameShapeOk(std::string_view b, size_t lo, size_t hi, std::string_view extra, bool upper) {
+  if (b.size() < lo || b.size() > hi) return false;
+  auto alnum = [&](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+           (upper && std::isupper(static_cast<unsigned char>(c)));
+  };
+  for (char c : b) {
+    if (!alnum(c) && extra.find(c) == std::string_view::npos) return false;
   }
-  if (used != v.size() || v.empty() || n < lo || n > hi) {
-    return Err(Code::kInvalidArgument, "mount option " + name + ": expected a whole number from " +
-                                           std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v + "'");
-  }
-  return n;
+  return alnum(b.front()) && alnum(b.back()) && b.find("..") == std::string_view::npos;
 }
 
 // "host:9000" -> "https://host:9000"; drops a trailing '/'; rejects a path.
@@ -45,10 +67,10 @@ Result<std::string> NormaliseEndpoint(std::string e, const std::string& where) {
   auto scheme_end = e.find("://");
   std::string scheme = e.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") {
-    return Err(Code::kInvalidArgument, where + ": endpoint '" + e + "' must start with http:// or https://");
+    return Err(Code::kInvalidArgument, where + " '" + e + "' must start with http:// or https://");
   }
   if (e.find('/', scheme_end + 3) != std::string::npos || e.size() == scheme_end + 3) {
-    return Err(Code::kInvalidArgument, where + ": endpoint '" + e + "' must be scheme://host[:port] without a path");
+    return Err(Code::kInvalidArgument, where + " '" + e + "' must be scheme://host[:port] without a path");
   }
   return e;
 }
@@ -80,18 +102,60 @@ std::string S3Settings::BucketBaseUrl() const {
   return endpoint.substr(0, scheme_end + 3) + Host() + BucketPath();
 }
 
+OptionTable S3Options() { return kOptions; }
+
+Status ValidateBucketName(std::string_view scheme, std::string_view b) {
+  if (scheme == "gs") {
+    // Google's rules: 3-63 characters (up to 222 with dots, 63 per dot-separated
+    // part) of lowercase letters, digits, '-', '_' and '.'; no "goog" prefix.
+    bool ok = NameShapeOk(b, 3, 222, "-_.", false) && !IsIpAddress(b) && !b.starts_with("goog") &&
+              b.find("google") == std::string_view::npos;
+    for (size_t i = 0, j; ok && i <= b.size(); i = j + 1) {
+      j = b.find('.', i);
+      if (j == std::string_view::npos) j = b.size();
+      ok = j - i <= 63;
+    }
+    if (!ok) {
+      return Status(Code::kInvalidArgument,
+                    "invalid GCS bucket name '" + std::string(b) +
+                        "': names are 3 to 63 lowercase letters, digits, '-', '_' and '.', starting and ending with a "
+                        "letter or digit, not starting with 'goog'; fix the gs:// URI");
+    }
+    return {};
+  }
+  // AWS's rules for bucket names: 3-63 characters of lowercase letters, digits,
+  // '.' and '-', starting and ending with a letter or digit, no "..", not an
+  // IP address. Buckets made in us-east-1 before March 2018 may also hold
+  // capitals and '_' and run to 255 characters; they are accepted.
+  bool current = NameShapeOk(b, 3, 63, ".-", false) && !IsIpAddress(b) && !b.starts_with("xn--") &&
+                 !b.ends_with("-s3alias") && !b.ends_with("--ol-s3");
+  bool legacy = NameShapeOk(b, 3, 255, ".-_", true) && !IsIpAddress(b);
+  if (!current && !legacy) {
+    return Status(Code::kInvalidArgument,
+                  "invalid S3 bucket name '" + std::string(b) +
+                      "': names are 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter "
+                      "or digit; fix the s3:// URI");
+  }
+  return {};
+}
+
 Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env) {
-  const auto& opts = mount.options;
-  for (const auto& [k, v] : opts) {
-    if (!kOptionNames.contains(k)) {
-      return Err(Code::kInvalidArgument, "mount " + mount.path + ": unknown " + uri.scheme + ":// option '" + k +
-                                             "' (see src/ufs/s3/s3_store.h for the option list)");
+  auto o = MountOptions::Parse(uri.scheme, kOptions, mount.options);
+  if (!o) return Err(o.error());
+  SHOAL_RETURN_IF_ERROR(ValidateBucketName(uri.scheme, uri.authority));
+  if (o->has("profile") && (o->has("access_key_id") || o->has("secret_access_key"))) {
+    return Err(Code::kInvalidArgument,
+               "options profile and access_key_id/secret_access_key are both set: use the keys or the profile");
+  }
+  if (o->has("session_token") && !o->has("access_key_id")) {
+    return Err(Code::kInvalidArgument,
+               "option session_token needs access_key_id and secret_access_key (the token belongs to those keys)");
+  }
+  for (const char* k : {"access_key_id", "secret_access_key", "session_token"}) {
+    if (o->String(k).find_first_of(" \t") != std::string::npos) {
+      return Err(Code::kInvalidArgument, std::string("option ") + k + " contains a space: copy the key again");
     }
   }
-  auto opt = [&](const char* k) {
-    auto it = opts.find(k);
-    return it == opts.end() ? std::string() : it->second;
-  };
   const bool gcs = uri.scheme == "gs";
 
   S3Settings s;
@@ -100,23 +164,23 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
   s.uri = uri.scheme + "://" + uri.authority + "/" + uri.path;
   s.mount_path = mount.path;
 
-  auto creds = ResolveCredentials(opts, /*aws_environment=*/!gcs, env);
-  if (!creds) return Err(creds.error().WithContext("mount " + mount.path));
+  auto creds = ResolveCredentials(mount.options, /*aws_environment=*/!gcs, env);
+  if (!creds) return Err(creds.error());
   s.creds = std::move(*creds);
 
   // Region and endpoint may also come from the profile (AWS_PROFILE or "default").
   Profile profile;
-  if (!gcs) profile = LoadProfile(!opt("profile").empty() ? opt("profile") : env("AWS_PROFILE").value_or("default"), env);
+  if (!gcs) profile = LoadProfile(o->has("profile") ? o->String("profile") : env("AWS_PROFILE").value_or("default"), env);
 
-  if (!opt("region").empty()) s.region = opt("region");
+  if (o->has("region")) s.region = o->String("region");
   else if (gcs) s.region = "auto";
   else if (auto r = env("AWS_REGION")) s.region = *r;
   else if (auto r2 = env("AWS_DEFAULT_REGION")) s.region = *r2;
   else if (!profile.region.empty()) s.region = profile.region;
   else s.region = "us-east-1";
 
-  std::string endpoint, where = "mount " + mount.path;
-  if (!opt("endpoint").empty()) endpoint = opt("endpoint");
+  std::string endpoint, where = "option endpoint";
+  if (o->has("endpoint")) endpoint = o->String("endpoint");
   else if (gcs) endpoint = "https://storage.googleapis.com";
   else if (auto e = env("AWS_ENDPOINT_URL_S3")) endpoint = *e, where = "AWS_ENDPOINT_URL_S3";
   else if (auto e2 = env("AWS_ENDPOINT_URL")) endpoint = *e2, where = "AWS_ENDPOINT_URL";
@@ -129,59 +193,20 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
 
   // Virtual-hosted addressing is what AWS and GCS prefer; custom endpoints
   // (MinIO, Ceph, s3rver) mostly only route path-style requests.
-  if (!opt("path_style").empty()) {
-    auto b = ParseBool("path_style", opt("path_style"));
-    if (!b) return Err(b.error());
-    s.path_style = *b;
-  } else {
-    s.path_style = !(default_endpoint || (gcs && opt("endpoint").empty()));
-  }
+  s.path_style = o->Bool("path_style").value_or(!(default_endpoint || (gcs && !o->has("endpoint"))));
   // A bucket name with dots or capitals cannot be a (TLS-valid) host name.
   if (!s.path_style && !IsDnsCompatibleBucket(s.bucket)) s.path_style = true;
 
-  s.ca_file = opt("ca_file");
-  if (!opt("verify_tls").empty()) {
-    auto b = ParseBool("verify_tls", opt("verify_tls"));
-    if (!b) return Err(b.error());
-    s.verify_tls = *b;
-  }
-  if (auto p = opt("payload_signing"); !p.empty()) {
-    if (p != "signed" && p != "unsigned") {
-      return Err(Code::kInvalidArgument, "mount option payload_signing: expected signed or unsigned, got '" + p + "'");
-    }
-    s.sign_payload = p == "signed";
-  }
-  for (auto [name, field] : {std::pair{"multipart_threshold", &s.multipart_threshold},
-                             std::pair{"multipart_part_size", &s.multipart_part_size}}) {
-    if (opt(name).empty()) continue;
-    auto v = ParseSize(opt(name));
-    if (!v) return Err(v.error().WithContext(std::string("mount option ") + name));
-    *field = *v;
-  }
-  if (s.multipart_part_size < kMinPartSize || s.multipart_part_size > (5ull << 30)) {
-    return Err(Code::kInvalidArgument, "mount option multipart_part_size: must be from 5MiB to 5GiB (S3's part limits)");
-  }
-  if (!opt("multipart_concurrency").empty()) {
-    auto n = ParseInt("multipart_concurrency", opt("multipart_concurrency"), 1, 64);
-    if (!n) return Err(n.error());
-    s.multipart_concurrency = *n;
-  }
-  if (!opt("max_retries").empty()) {
-    auto n = ParseInt("max_retries", opt("max_retries"), 0, 100);
-    if (!n) return Err(n.error());
-    s.max_retries = *n;
-  }
-  for (auto [name, field] : {std::pair{"request_timeout", &s.request_timeout},
-                             std::pair{"connect_timeout", &s.connect_timeout},
-                             std::pair{"retry_base_delay", &s.retry_base_delay}}) {
-    if (opt(name).empty()) continue;
-    auto d = ParseDuration(opt(name));
-    if (!d) return Err(d.error().WithContext(std::string("mount option ") + name));
-    *field = *d;
-  }
-  if (s.request_timeout.count() <= 0) {
-    return Err(Code::kInvalidArgument, "mount option request_timeout: must be positive");
-  }
+  s.ca_file = o->String("ca_file");
+  s.verify_tls = o->Bool("verify_tls").value_or(s.verify_tls);
+  s.sign_payload = o->String("payload_signing") == "signed";
+  s.multipart_threshold = o->Size("multipart_threshold").value_or(s.multipart_threshold);
+  s.multipart_part_size = o->Size("multipart_part_size").value_or(s.multipart_part_size);
+  s.multipart_concurrency = static_cast<int>(o->Int("multipart_concurrency").value_or(s.multipart_concurrency));
+  s.max_retries = static_cast<int>(o->Int("max_retries").value_or(s.max_retries));
+  s.request_timeout = o->Duration("request_timeout").value_or(s.request_timeout);
+  s.connect_timeout = o->Duration("connect_timeout").value_or(s.connect_timeout);
+  s.retry_base_delay = o->Duration("retry_base_delay").value_or(s.retry_base_delay);
   return s;
 }
 

@@ -1,7 +1,7 @@
 // S3Settings: everything the S3 backend needs to talk to one bucket, resolved
 // once when a mount opens, from the mount options first and then the AWS
-// environment and shared files (see credentials.h). The option names are
-// documented in s3_store.h.
+// environment and shared files (see credentials.h). The options are the table
+// S3Options() (kOptions in s3_settings.cc).
 #pragma once
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "shoal/status.h"
+#include "ufs/mount_options.h"
 #include "ufs/s3/credentials.h"
 #include "ufs/s3/sigv4.h"
 #include "ufs/uri.h"
@@ -49,7 +50,12 @@ struct S3Settings {
   std::string BucketPath() const;  // "/bucket" (path style) or ""
 };
 
-// kInvalidArgument naming the option for bad values or unknown option names.
+// The options of s3:// and gs:// mounts.
+OptionTable S3Options();
+
+// kInvalidArgument naming the option for bad values or unknown option names,
+// and for bucket names the provider does not allow (scheme "s3" or "gs").
+Status ValidateBucketName(std::string_view scheme, std::string_view bucket);
 Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env);
 
 // Whether a bucket name can be a DNS label under TLS (no dots, upper case or '_').

@@ -3,41 +3,12 @@
 // through its S3-interoperable XML API with HMAC keys. Both share one code path.
 //
 // Mount options (all optional; a mount with just `ufs: s3://bucket/prefix`
-// uses the AWS environment and shared files like the AWS SDKs do):
-//
-//   endpoint              scheme://host[:port] of the store. Default for s3://:
-//                         AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
-//                         endpoint_url, else https://s3.<region>.amazonaws.com.
-//                         Default for gs://: https://storage.googleapis.com.
-//                         Without a scheme, https:// is assumed.
-//   region                signing region. s3://: AWS_REGION, AWS_DEFAULT_REGION,
-//                         the profile's region, else us-east-1. gs://: auto.
-//   access_key_id         access key (GCS: HMAC key id). Needs secret_access_key.
-//   secret_access_key     secret key (GCS: HMAC secret). Never logged.
-//   session_token         temporary-credential token (STS).
-//   profile               profile in ~/.aws/credentials and ~/.aws/config
-//                         (or AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE).
-//                         s3:// without keys or profile: AWS_ACCESS_KEY_ID /
-//                         AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, then profile
-//                         AWS_PROFILE or "default". gs:// never reads the AWS
-//                         environment. No credentials at all: anonymous
-//                         (unsigned) requests, fine for public buckets.
-//   path_style            true: endpoint/bucket/key; false: bucket.endpoint/key.
-//                         Default: false (virtual-hosted) for the AWS and GCS
-//                         default endpoints, true when an endpoint is set. Bucket
-//                         names that are not DNS labels always use path style.
-//   ca_file               PEM CA bundle for HTTPS; default: the system's CAs.
-//   verify_tls            true (default) | false (testing only).
-//   payload_signing       unsigned (default: UNSIGNED-PAYLOAD plus Content-MD5 on
-//                         uploads) | signed (SHA-256 of every body in the signature).
-//   multipart_threshold   objects of at least this size upload in parts (64MiB).
-//   multipart_part_size   part size, 5MiB..5GiB (16MiB).
-//   multipart_concurrency parts uploaded in parallel per object (4).
-//   request_timeout       deadline of one request including its retries (60s).
-//   connect_timeout       TCP/TLS connect timeout per attempt (5s).
-//   max_retries           retries after a 5xx, 429/SlowDown, connection error or
-//                         truncated response (6), with exponential backoff and jitter.
-//   retry_base_delay      first backoff delay (100ms); doubles up to 5s.
+// uses the AWS environment and shared files like the AWS SDKs do): the table
+// S3Options() in s3_settings.cc, listed in README.md. s3:// without keys or
+// profile reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN,
+// then profile AWS_PROFILE or "default". gs:// never reads the AWS
+// environment. No credentials at all: anonymous (unsigned) requests, fine for
+// public buckets. Bucket names that are not DNS labels always use path style.
 //
 // Semantics: Version() is the ETag. Stat of a key with no object but with keys
 // below "key/" is a directory. Delete of a missing key succeeds (S3 is

@@ -36,46 +36,44 @@ bool BooleanAnswer(const std::string& body) {
   return j["boolean"].is_boolean() && j["boolean"].get<bool>();
 }
 
+// The options of hdfs:// (WebHDFS) mounts.
+constexpr OptionSpec kOptions[] = {
+    option::Text("user", "user.name for simple authentication (default: $USER, else shoal)"),
+    option::Choice("scheme", "http|https", "of the namenode's HTTP endpoint (http)"),
+    option::Duration("request_timeout", 1, "deadline of one call, retries included (60s)"),
+    option::Int("max_retries", 0, 100, "retries of 5xx or failed requests (3)"),
+    option::Size("write_buffer", 1, option::kNoMax, "a writer sends CREATE/APPEND chunks of this size (8MiB)"),
+    option::File("ca_file", "PEM CA bundle for https (default: the system's CAs)"),
+};
+
 }  // namespace
 
+OptionTable WebHdfsOptions() { return kOptions; }
+
 Result<WebHdfsSettings> ParseWebHdfsSettings(const std::string& authority, const MountConfig& mount) {
+  auto o = MountOptions::Parse("hdfs", kOptions, mount.options);
+  if (!o) return Err(o.error());
+  // host[:port], the port the namenode's HTTP port.
+  auto colon = authority.rfind(':');
+  std::string host = authority.substr(0, colon), port = colon == std::string::npos ? "" : authority.substr(colon + 1);
+  int port_number = 0;
+  bool port_ok = colon == std::string::npos ||
+                 (!port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit) &&
+                  (port_number = std::stoi(port)) > 0 && port_number < 65536);
+  if (host.empty() || !port_ok || authority.find_first_of("@/?# ") != std::string::npos) {
+    return Err(Code::kInvalidArgument, "'" + authority + "' is not a namenode host[:port] (the namenode's HTTP port, 9870 by default)");
+  }
   WebHdfsSettings s;
   s.authority = authority;
   s.mount_path = mount.path;
   s.uri = mount.ufs;
   const char* env_user = std::getenv("USER");
-  s.user = env_user && *env_user ? env_user : "shoal";
-  for (const auto& [k, v] : mount.options) {
-    auto bad = [&](const std::string& why) {
-      return Err(Code::kInvalidArgument, "mount " + mount.path + ": option " + k + "='" + v + "' " + why);
-    };
-    if (k == "user") {
-      if (v.empty()) return bad("is empty: name the HDFS user (user.name)");
-      s.user = v;
-    } else if (k == "scheme") {
-      if (v != "http" && v != "https") return bad("must be http or https");
-      s.scheme = v;
-    } else if (k == "request_timeout") {
-      auto d = ParseDuration(v);
-      if (!d || d->count() <= 0) return bad("is not a duration such as 30s");
-      s.request_timeout = *d;
-    } else if (k == "max_retries") {
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > 100) return bad("must be a count from 0 to 100");
-      s.max_retries = static_cast<int>(n);
-    } else if (k == "write_buffer") {
-      auto n = ParseSize(v);
-      if (!n || *n == 0) return bad("is not a size such as 8MiB");
-      s.write_buffer = *n;
-    } else if (k == "ca_file") {
-      s.ca_file = v;
-    } else {
-      return Err(Code::kInvalidArgument, "mount " + mount.path + ": unknown option '" + k +
-                                             "' for a WebHDFS mount (known: user, scheme, request_timeout, "
-                                             "max_retries, write_buffer, ca_file)");
-    }
-  }
+  s.user = o->has("user") ? o->String("user") : env_user && *env_user ? env_user : "shoal";
+  if (o->has("scheme")) s.scheme = o->String("scheme");
+  s.request_timeout = o->Duration("request_timeout").value_or(s.request_timeout);
+  s.max_retries = static_cast<int>(o->Int("max_retries").value_or(s.max_retries));
+  s.write_buffer = o->Size("write_buffer").value_or(s.write_buffer);
+  s.ca_file = o->String("ca_file");
   return s;
 }
 

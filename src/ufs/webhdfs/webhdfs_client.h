@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ufs/http/http_transport.h"
+#include "ufs/mount_options.h"
 
 namespace shoal {
 
@@ -35,8 +36,11 @@ struct WebHdfsSettings {
   std::string uri;         // hdfs://host:port/root/, for messages
 };
 
-// Parses the mount options (user, scheme, request_timeout, max_retries,
-// write_buffer, ca_file); unknown keys are kInvalidArgument naming the key.
+// The options of hdfs:// mounts.
+OptionTable WebHdfsOptions();
+
+// Checks the namenode authority and parses the mount options
+// (WebHdfsOptions()); kInvalidArgument naming what is wrong.
 Result<WebHdfsSettings> ParseWebHdfsSettings(const std::string& authority, const MountConfig& mount);
 
 // One entry of a FileStatus answer.

@@ -1,13 +1,8 @@
 // WebHDFS under-store backend: hdfs://namenode:port/path/ (or webhdfs://).
 //
 // The port is the namenode's HTTP port (9870 on Hadoop 3, the default when
-// the URI has none), not the RPC port. Mount options (all optional):
-//   user             user.name for simple authentication (default $USER, else "shoal")
-//   scheme           http or https (default http)
-//   request_timeout  deadline of one call, retries included (default 60s)
-//   max_retries      retries of 5xx/failed requests (default 3)
-//   write_buffer     a writer sends CREATE/APPEND chunks of this size (default 8MiB)
-//   ca_file          CA bundle for https
+// the URI has none), not the RPC port. Mount options (all optional): the table
+// WebHdfsOptions() in webhdfs_client.cc, listed in README.md.
 // Files are versioned by modification time and length (no ETag). Rename is supported.
 #pragma once
 
