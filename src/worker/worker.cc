@@ -76,12 +76,19 @@ struct Query {
     if (!v) return Err(Code::kInvalidArgument, "missing query parameter '" + k + "'");
     uint64_t n = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec == std::errc::result_out_of_range) {
+      return Err(Code::kInvalidArgument, "query parameter " + k + "=" + *v + " is out of range (at most 2^64-1)");
+    }
     if (ec != std::errc() || p != v->data() + v->size()) {
       return Err(Code::kInvalidArgument, "query parameter '" + k + "' must be a non-negative integer, not '" + *v + "'");
     }
     return n;
   }
 };
+
+// JSON text for the wire. Strings from requests (paths) may be any bytes:
+// invalid UTF-8 is replaced, never thrown over.
+std::string JsonText(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 Json InfoJson(const FileInfo& f, const std::string& ns_path) {
   return Json{{"path", ns_path},       {"is_dir", f.is_dir}, {"size", f.size},
@@ -229,13 +236,15 @@ class Worker::Impl {
     if (r.kind == local_wire::Kind::kOpen) {
       auto st = svc_->Stat(*rp);
       if (!st) return fail(st.error());
-      out.message = InfoJson(*st, rp->ns_path).dump();
+      out.message = JsonText(InfoJson(*st, rp->ns_path));
+      out.message.pop_back();  // the newline
       if (st->is_dir) return out;
       file.version = st->Version();
       file.size = st->size;
       offset = 0;
     }
     if (file.version.empty()) return fail(Status(Code::kInvalidArgument, "short-circuit read without a version"));
+    if (auto s = svc_->CheckClaims(file); !s.ok()) return fail(s);
     if (offset > file.size) {
       return fail(Status(Code::kOutOfRange, "offset " + std::to_string(offset) + " is past the end of " +
                                                 rp->ns_path + " (size " + std::to_string(file.size) + ")"));
@@ -334,12 +343,12 @@ class Worker::Impl {
   }
 
   awaitable<bool> SendJson(tcp::socket& s, const Json& j, bool keep) {
-    std::string body = j.dump() + "\n";
+    std::string body = JsonText(j);
     co_return co_await Send(s, 200, body, "application/json", keep);
   }
 
   awaitable<bool> SendError(tcp::socket& s, int status, std::string_view code, std::string_view msg, bool keep) {
-    std::string body = ObjectJson("code", std::string(code), "message", std::string(msg)).dump() + "\n";
+    std::string body = JsonText(ObjectJson("code", std::string(code), "message", std::string(msg)));
     co_return co_await Send(s, status, body, "application/json", keep);
   }
 
@@ -504,13 +513,16 @@ class Worker::Impl {
     if (!size) co_return co_await SendStatus(s, size.error(), keep);
     if (!offset) co_return co_await SendStatus(s, offset.error(), keep);
     if (!length) co_return co_await SendStatus(s, length.error(), keep);
+    // Every parameter is the client's claim: checked against what this worker
+    // knows of the version before anything is planned.
+    FileRef file{*rp, *version, *size};
+    if (auto st = svc_->CheckClaims(file); !st.ok()) co_return co_await SendStatus(s, st, keep);
     if (*offset > *size) {
-      std::string msg = "offset " + std::to_string(*offset) + " is past the end of " + rp->ns_path + " (size " +
+      std::string msg = "offset=" + std::to_string(*offset) + " is past the end of " + rp->ns_path + " (size=" +
                         std::to_string(*size) + ")";
       co_return co_await SendError(s, 416, "OutOfRange", msg, keep);
     }
-    uint64_t end = *offset + std::min(*length, *size - *offset);
-    FileRef file{*rp, *version, *size};
+    uint64_t end = *offset + std::min(*length, *size - *offset);  // no overflow: offset <= size
     std::string no_headers;
     co_return co_await SendRange(s, file, *offset, end, keep, no_headers, started);
   }
@@ -527,7 +539,9 @@ class Worker::Impl {
     std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
     auto st = co_await Blocking(std::move(work));
     if (!st) co_return co_await SendStatus(s, st.error(), keep);
-    std::string stat_header = "X-Shoal-Stat: " + InfoJson(*st, rp->ns_path).dump() + "\r\n";
+    std::string stat_json = JsonText(InfoJson(*st, rp->ns_path));
+    stat_json.pop_back();  // the newline
+    std::string stat_header = "X-Shoal-Stat: " + stat_json + "\r\n";
     FileRef file{*rp, st->is_dir ? std::string() : st->Version(), st->size};
     uint64_t end = st->is_dir ? 0 : std::min(*length, st->size);
     co_return co_await SendRange(s, file, 0, end, keep, stat_header, started);
@@ -539,7 +553,11 @@ class Worker::Impl {
                             const std::string& extra_headers, std::chrono::steady_clock::time_point started) {
     const ResolvedPath* rp = &file.resolved;
     std::vector<Segment> segs;
-    if (end > offset) segs = svc_->PlanRead(file, offset, end);
+    if (end > offset) {
+      auto planned = svc_->PlanRead(file, offset, end);
+      if (!planned) co_return co_await SendStatus(s, planned.error(), keep);
+      segs = std::move(*planned);
+    }
     // Errors can still be reported as a status until the first byte is due.
     if (!segs.empty() && segs.front().fetch) {
       co_await WaitFetch(segs.front().fetch);
@@ -565,8 +583,9 @@ class Worker::Impl {
         co_return false;
       }
       if (seg.offset < seg.fetch->start() || seg.offset - seg.fetch->start() + seg.length > data->size()) {
-        spdlog::error("BUG: segment [{}, +{}) outside fetch [{}, {}) holding {} bytes", seg.offset, seg.length,
-                      seg.fetch->start(), seg.fetch->end(), data->size());
+        // The fetch was planned by a request that claimed another size.
+        spdlog::warn("read of {} cut short: bytes [{}, +{}) are past the end of the fetch [{}, {}) holding {} bytes",
+                     rp->ns_path, seg.offset, seg.length, seg.fetch->start(), seg.fetch->end(), data->size());
         co_return false;
       }
       auto [wec, wn] = co_await asio::async_write(
