@@ -255,6 +255,26 @@ TEST_F(WorkerHttpTest, IdleConnectionsCannotExhaustDescriptors) {
   EXPECT_LE(Metric("shoal_http_connections"), 97);  // (256 - 64) / 2, and the one asking
 }
 
+// With a cap above what the descriptors allow, accept runs out of them: it
+// closes the oldest idle connection to make room, and never spins.
+TEST_F(WorkerHttpTest, RunningOutOfDescriptorsClosesIdleConnections) {
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  ASSERT_GE(old.rlim_cur, 1024u) << "this test needs 1024 descriptors of its own";
+  rlimit low = old;
+  low.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  Start([](WorkerConfig& w) { w.max_connections = 100'000; });
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 400; ++i) {
+    idle.push_back(RawConnection::Connect(addr_));
+    ASSERT_TRUE(idle.back());
+  }
+  ExpectHealthy();
+  EXPECT_TRUE(idle.front()->WaitClosed(60s)) << "the oldest idle connection is still open";
+}
+
 // Every answer names the protocol and the worker: success, error, the
 // server's own errors.
 TEST_F(WorkerHttpTest, EveryAnswerCarriesTheHandshakeHeaders) {
