@@ -33,7 +33,8 @@
 //             every wait for the peer to take more bytes is bounded by
 //             write_timeout ("write_timeout").
 //   A new connection when every connection is busy or reading is answered 503
-//   and closed ("over_limit").
+//   and closed ("over_limit"). Deadlines are enforced by a sweep every quarter
+//   of the shortest timeout (10 ms to 1 s), so they hold to within that.
 // Metrics: shoal_http_connections (gauge), shoal_http_connections_closed_total{reason}.
 //
 // This header is light on purpose (no Asio, no Beast): include it freely.
