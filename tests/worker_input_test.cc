@@ -3,10 +3,14 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 
 #include "tests/harness/shoal_cluster.h"
 
@@ -84,6 +88,14 @@ TEST_F(WorkerInputTest, HostileRequestsGet4xxWithReason) {
   ExpectStatus(Get("/v1/read?path=/data/f&size=10&offset=0&length=5"), "400", "version");
   ExpectStatus(Get("/v1/read?path=/data/f&version=stale&size=10&offset=0&length=5"), "412", "changed");
   ExpectStatus(Get("/v1/read?path=/data/nope&version=v&size=10&offset=0&length=5"), "404", "no such file");
+  // Sizes no file can have, and arithmetic that would wrap.
+  ExpectStatus(Get("/v1/read?path=/data/f&version=v&size=18446744073709551615&offset=18446744073709551614&length=1"),
+               "400", "size=18446744073709551615 is larger than any file");
+  ExpectStatus(Get("/v1/read?path=/data/f&version=v&size=99999999999999999999&offset=0&length=1"), "400",
+               "size=99999999999999999999 is out of range");
+  ExpectStatus(Get("/v1/read?path=/data/f&version=v&size=10&offset=0&length=18446744073709551615"), "412", "changed");
+  // A path that is not UTF-8 still gets its JSON answer.
+  ExpectStatus(Get("/v1/stat?path=/data/%ff%fe"), "404", "no such file");
   // Still alive and serving.
   ExpectStatus(Get("/v1/health"), "200", "ok");
   EXPECT_TRUE(cluster_->running(0));
@@ -109,6 +121,60 @@ TEST_F(WorkerInputTest, RangePastEndIsClampedAndEmptyReadIsEmpty) {
   EXPECT_EQ(r.substr(r.size() - 3), "789");
   auto e = Raw(addr_, Get("/v1/read?path=/data/f&version=" + version + "&size=10&offset=10&length=5"));
   EXPECT_NE(e.find("Content-Length: 0"), std::string::npos) << e;
+}
+
+// Issue 8 item B, the review's request: size one byte more than the file. It
+// never answered and pinned a core; two of them starved health and metrics,
+// and SIGTERM took 12 s.
+TEST_F(WorkerInputTest, ReadClaimingOneByteMoreThanTheFileIsRefusedPromptly) {
+  const uint64_t kSize = 157298745;  // 150 MiB and 12345 bytes, sparse: only the tail is ever read
+  {
+    int fd = ::open((ufs_ + "/f150m").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(kSize)), 0);
+    ASSERT_EQ(::pwrite(fd, "tail", 4, static_cast<off_t>(kSize - 4)), 4);
+    ::close(fd);
+  }
+  auto stat = Raw(addr_, Get("/v1/stat?path=/data/f150m"));
+  auto v = stat.find("\"version\":\"");
+  ASSERT_NE(v, std::string::npos) << stat;
+  std::string version = stat.substr(v + 11, stat.find('"', v + 11) - v - 11);
+  // The last byte, asked for correctly, caches the last page (12345 bytes).
+  auto last = Raw(addr_, Get("/v1/read?path=/data/f150m&version=" + version + "&size=157298745&offset=157298744&length=1"));
+  EXPECT_EQ(last.substr(0, 12), "HTTP/1.1 200") << last;
+  EXPECT_EQ(last.back(), 'l');
+
+  const std::string bad =
+      Get("/v1/read?path=/data/f150m&version=" + version + "&size=157298746&offset=157298745&length=1");
+  // Two at once, as in the review; each names the claim and what the worker knows.
+  auto a = std::async(std::launch::async, Raw, addr_, bad);
+  auto b = std::async(std::launch::async, Raw, addr_, bad);
+  for (auto* f : {&a, &b}) {
+    auto r = f->get();
+    EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 400") << r;
+    EXPECT_NE(r.find("size=157298746 contradicts"), std::string::npos) << r;
+    EXPECT_NE(r.find("157298745 bytes"), std::string::npos) << r;
+  }
+  ExpectStatus(Get("/v1/health"), "200", "ok");
+  ExpectStatus(Get("/metrics"), "200", "shoal_");
+  // Without the cached stat (refreshed away), the cached last page says the same.
+  ExpectStatus("POST /v1/refresh?path=/data/f150m HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "200", "dropped");
+  ExpectStatus(bad, "400", "its cached page at offset 157286400 holds 12345 bytes, so the version is 157298745 bytes long");
+  // With nothing cached, a claim one byte short is caught by the store, and
+  // the last page is not cached truncated: the right claim still reads.
+  ExpectStatus("POST /v1/refresh?path=/data/f150m&data=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "200",
+               "dropped");
+  ExpectStatus(Get("/v1/read?path=/data/f150m&version=" + version + "&size=157298744&offset=157298000&length=744"), "400",
+               "size=157298744 is wrong for /data/f150m");
+  last = Raw(addr_, Get("/v1/read?path=/data/f150m&version=" + version + "&size=157298745&offset=157298744&length=1"));
+  EXPECT_EQ(last.substr(0, 12), "HTTP/1.1 200") << last;
+  EXPECT_EQ(last.back(), 'l');
+
+  auto started = std::chrono::steady_clock::now();
+  int status = cluster_->Stop(0);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // Every shoal process writes to sockets whose peer may leave at any time
+  // (sendfile cannot be told MSG_NOSIGNAL): a write to a closed peer must
+  // fail with EPIPE, never kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
   // Logs go to stderr: stdout carries command output (and `listening:` / `ready:` lines).
   spdlog::set_default_logger(spdlog::stderr_logger_mt("shoal"));
   if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));

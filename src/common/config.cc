@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "common/units.h"
 
@@ -264,7 +265,9 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
 
   const auto& w = root["worker"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads",
-                                                  "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket"}));
+                                                  "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
+                                                  "header_timeout", "idle_timeout", "write_timeout",
+                                                  "heartbeat_interval", "max_connections"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -280,6 +283,16 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
+    for (auto [key, out] : {std::pair{"header_timeout", &c.worker.header_timeout},
+                            std::pair{"idle_timeout", &c.worker.idle_timeout},
+                            std::pair{"write_timeout", &c.worker.write_timeout},
+                            std::pair{"heartbeat_interval", &c.worker.heartbeat_interval}}) {
+      std::string name = std::string("worker.") + key;
+      SHOAL_RETURN_IF_ERROR(r.Duration(w[key], name, out));
+      if (out->count() <= 0) return Err(r.Fail(w[key], name, "must be more than 0, e.g. 10s"));
+    }
+    SHOAL_RETURN_IF_ERROR(
+        r.Integer(w["max_connections"], "worker.max_connections", &c.worker.max_connections, 0, 100'000'000));
     const auto& dirs = w["cache_dirs"];
     if (dirs.IsDefined() && !dirs.IsNull()) {
       if (!dirs.IsSequence()) return Err(r.Fail(dirs, "worker.cache_dirs", "expected a list of {path, capacity}"));
@@ -387,6 +400,17 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "readahead" << YAML::Value << std::to_string(c.worker.readahead);
   e << YAML::Key << "metadata_entries" << YAML::Value << c.worker.metadata_entries;
   e << YAML::Key << "local_socket" << YAML::Value << c.worker.local_socket;
+  // The connection limits are written only when set, so that a config written
+  // here still loads in a worker that predates them.
+  const WorkerConfig defaults;
+  for (auto [key, value, fallback] : {std::tuple{"header_timeout", c.worker.header_timeout, defaults.header_timeout},
+                                      std::tuple{"idle_timeout", c.worker.idle_timeout, defaults.idle_timeout},
+                                      std::tuple{"write_timeout", c.worker.write_timeout, defaults.write_timeout},
+                                      std::tuple{"heartbeat_interval", c.worker.heartbeat_interval,
+                                                 defaults.heartbeat_interval}}) {
+    if (value != fallback) e << YAML::Key << key << YAML::Value << FormatDuration(value);
+  }
+  if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value

@@ -86,6 +86,12 @@ struct WorkerConfig {
   // UNIX socket for short-circuit reads by clients on the same host: "auto"
   // ($TMPDIR/shoal-sockets-UID/worker-PORT.sock), "off", or a path.
   std::string local_socket = "auto";
+  // HTTP connection limits (docs/protocol.md, "Limits").
+  std::chrono::milliseconds header_timeout{10'000};  // a request must arrive within this of its first byte
+  std::chrono::milliseconds idle_timeout{120'000};   // a keep-alive connection idle this long is closed
+  std::chrono::milliseconds write_timeout{60'000};   // a client that takes no bytes this long is cut off
+  std::chrono::milliseconds heartbeat_interval{300}; // 102 Processing interval while an answer is not ready
+  size_t max_connections = 0;                         // 0: derived from the open-files limit
 };
 
 struct ClientConfig {

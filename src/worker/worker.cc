@@ -1,21 +1,21 @@
 #include "worker/worker.h"
 
-#include <sys/sendfile.h>
+#include <spdlog/spdlog.h>
 
-#include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
-#include <cstring>
+#include <optional>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "common/metrics.h"
+#include "net/http_server.h"
 #include "ufs/uri.h"
 #include "worker/http_status.h"
 #include "worker/local_server.h"
@@ -24,20 +24,23 @@
 
 namespace shoal {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-using asio::awaitable;
-using asio::use_awaitable;
-using Json = nlohmann::json;
-using Request = http::request<http::string_body>;
-
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(use_awaitable);
-constexpr auto kIdleTimeout = std::chrono::minutes(2);
-constexpr int kSendBuffer = 4 << 20;
+using Json = nlohmann::json;
+using net::BodyPart;
+using net::HttpRequest;
+using net::HttpResponse;
+using net::Responder;
+using Clock = std::chrono::steady_clock;
+
+// The protocol contract (docs/protocol.md): a read of at most this many bytes
+// is answered only once every byte of it is at hand, so its body never stalls
+// on the under-store and a failed fetch is an error status, not a short body.
+constexpr uint64_t kWholeAnswerBytes = 16ull << 20;
+// Longer reads stream, planned (page files opened, fetches started) this much
+// at a time: one request holds a bounded number of page fds and fetched bytes
+// however long its range.
+constexpr uint64_t kWindowBytes = 16ull << 20;
 
 // Query string of a request target, percent-decoded.
 struct Query {
@@ -76,12 +79,19 @@ struct Query {
     if (!v) return Err(Code::kInvalidArgument, "missing query parameter '" + k + "'");
     uint64_t n = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec == std::errc::result_out_of_range) {
+      return Err(Code::kInvalidArgument, "query parameter " + k + "=" + *v + " is out of range (at most 2^64-1)");
+    }
     if (ec != std::errc() || p != v->data() + v->size()) {
       return Err(Code::kInvalidArgument, "query parameter '" + k + "' must be a non-negative integer, not '" + *v + "'");
     }
     return n;
   }
 };
+
+// JSON text for the wire. Strings from requests (paths) may be any bytes:
+// invalid UTF-8 is replaced, never thrown over.
+std::string JsonText(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 Json InfoJson(const FileInfo& f, const std::string& ns_path) {
   return Json{{"path", ns_path},       {"is_dir", f.is_dir}, {"size", f.size},
@@ -96,22 +106,88 @@ Json ObjectJson(std::string_view k1, A a, std::string_view k2, B b) {
   return j;
 }
 
-bool IsKnownRoute(std::string_view r) {
-  static const std::set<std::string_view> kRoutes = {"/v1/read",   "/v1/open", "/v1/stat", "/v1/list", "/v1/refresh",
-                                                     "/v1/health", "/health",  "/metrics", "/v1/status"};
-  return kRoutes.contains(r);
+HttpResponse JsonAnswer(const Json& j) { return HttpResponse::Text(200, JsonText(j), "application/json"); }
+
+// Every error body: {"code": "NotFound", "message": "..."}.
+HttpResponse ErrorAnswer(int http_status, const Status& st) {
+  return HttpResponse::Text(http_status, JsonText(ObjectJson("code", std::string(CodeName(st.code())), "message", st.message())),
+                            "application/json");
 }
+HttpResponse ErrorAnswer(const Status& st) { return ErrorAnswer(HttpStatusFor(st.code()), st); }
 
 std::string ChildPath(const ResolvedPath& parent, const FileInfo& entry) {
   const std::string& mp = parent.mount->path;
   return (mp == "/" ? "" : mp) + "/" + entry.key;
 }
 
+// The threads that run blocking work (under-store calls, page writes). Stop()
+// drops what has not started (nobody waits for it once the server is down)
+// and joins what has.
+class BlockingPool {
+ public:
+  explicit BlockingPool(size_t threads) {
+    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  ~BlockingPool() { Stop(); }
+
+  void Post(std::function<void()> f) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      queue_.push_back(std::move(f));
+    }
+    cv_.notify_one();
+  }
+
+  void Stop() {
+    std::deque<std::function<void()>> dropped;
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+      dropped.swap(queue_);
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopped_ || !queue_.empty(); });
+        if (stopped_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        job();
+      } catch (const std::exception& e) {
+        spdlog::error("BUG: blocking work threw: {}", e.what());  // its Responder, if any, answers 500
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Bytes served by one answer, counted once it is complete.
+struct Tally {
+  std::atomic<uint64_t> hit{0}, miss{0};
+};
+
 }  // namespace
 
 class Worker::Impl {
  public:
-  explicit Impl(const Config& c) : config_(c), ufs_pool_(static_cast<size_t>(c.worker.ufs_threads)), acceptor_(ioc_) {}
+  explicit Impl(const Config& c) : config_(c), pool_(static_cast<size_t>(c.worker.ufs_threads)) {}
 
   ~Impl() {
     Stop();
@@ -119,7 +195,7 @@ class Worker::Impl {
   }
 
   Status Init(bool handle_signals) {
-    auto svc = WorkerService::Create(config_, [this](std::function<void()> f) { asio::post(ufs_pool_, std::move(f)); });
+    auto svc = WorkerService::Create(config_, [this](std::function<void()> f) { pool_.Post(std::move(f)); });
     if (!svc) return svc.error();
     svc_ = std::move(*svc);
     if (config_.worker.id.empty()) {
@@ -130,65 +206,69 @@ class Worker::Impl {
       id_ = config_.worker.id;
     }
 
-    auto colon = config_.worker.listen.rfind(':');
-    if (colon == std::string::npos) {
-      return Status(Code::kInvalidArgument, "worker.listen '" + config_.worker.listen + "' is not host:port");
-    }
-    std::string host = config_.worker.listen.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    unsigned long port = std::strtoul(config_.worker.listen.c_str() + colon + 1, nullptr, 10);
-    boost::system::error_code ec;
-    auto addr = asio::ip::make_address(host, ec);
-    if (ec) return Status(Code::kInvalidArgument, "worker.listen: '" + host + "' is not an IP address");
-    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(ep, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      return Status(Code::kUnavailable, "cannot listen on " + config_.worker.listen + ": " + ec.message() +
-                                            " (is another worker using the port?)");
-    }
-    auto bound = acceptor_.local_endpoint();
-    address_ = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string()) +
-               ":" + std::to_string(bound.port());
-
-    StartLocalServer(bound.port());
-
-    if (handle_signals) {
-      signals_ = std::make_unique<asio::signal_set>(ioc_, SIGINT, SIGTERM);
-      signals_->async_wait([this](const boost::system::error_code& e, int) {
-        if (!e) Stop();
-      });
-    }
-    asio::co_spawn(ioc_, Listen(), asio::detached);
-    for (int i = 0; i < config_.worker.io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    const WorkerConfig& w = config_.worker;
+    net::ServerOptions o;
+    o.listen = w.listen;
+    o.io_threads = w.io_threads;
+    o.header_timeout = w.header_timeout;
+    o.idle_timeout = w.idle_timeout;
+    o.write_timeout = w.write_timeout;
+    o.heartbeat_interval = w.heartbeat_interval;
+    o.max_connections = w.max_connections;
+    // The handshake (docs/protocol.md): every answer names the protocol and
+    // this worker; clients that speak it get heartbeats while they wait.
+    o.response_headers = {{"X-Shoal-Protocol", "1"}, {"X-Shoal-Worker", id_}};
+    o.heartbeat_header = "X-Shoal-Protocol";
+    o.heartbeat_value = "1";
+    o.handle_signals = handle_signals;
+    o.settings_prefix = "worker";
+    o.unknown_route_hint = "see docs/protocol.md for the worker API";
+    o.error_response = [](int http_status, const Status& st) { return ErrorAnswer(http_status, st); };
+    auto server = net::HttpServer::Bind(o);
+    if (!server) return server.error().WithContext("worker.listen");
+    server_ = std::move(*server);
+    address_ = server_->address();
+    // Before serving: /v1/status reports the local socket.
+    StartLocalServer(server_->port());
+    std::vector<net::Router> routes;
+    routes.push_back(Routes());
+    server_->Serve(std::move(routes));
+    spdlog::info("worker {} accepts up to {} connections (worker.max_connections)", id_, server_->max_connections());
     return {};
   }
 
   void Stop() {
-    if (stopped_.exchange(true)) return;
-    asio::post(ioc_, [this] {
-      boost::system::error_code ec;
-      acceptor_.close(ec);
-      if (signals_) signals_->cancel(ec);
-    });
-    ioc_.stop();
+    if (server_) server_->Stop();
   }
 
   void Wait() {
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
+    if (server_) server_->Wait();
     local_.reset();
-    ufs_pool_.stop();
-    ufs_pool_.join();
+    pool_.Stop();
   }
 
   const std::string& address() const { return address_; }
   const std::string& id() const { return id_; }
 
  private:
+  // The worker's native API (docs/protocol.md) as a route table.
+  net::Router Routes() {
+    net::Router r;
+    auto route = [this, &r](const char* method, const char* path, void (Impl::*h)(const HttpRequest&, Responder)) {
+      r.Add(method, path, [this, h](const HttpRequest& req, Responder res) { (this->*h)(req, std::move(res)); });
+    };
+    route("GET", "/v1/read", &Impl::HandleRead);
+    route("GET", "/v1/open", &Impl::HandleOpen);
+    route("GET", "/v1/stat", &Impl::HandleStat);
+    route("GET", "/v1/list", &Impl::HandleList);
+    route("POST", "/v1/refresh", &Impl::HandleRefresh);
+    route("GET", "/v1/health", &Impl::HandleHealth);
+    route("GET", "/health", &Impl::HandleHealth);
+    route("GET", "/metrics", &Impl::HandleMetrics);
+    route("GET", "/v1/status", &Impl::HandleStatus);
+    return r;
+  }
+
   // Short-circuit reads for clients on this host. Without it (switched off, or
   // the socket cannot be made) those clients simply read over TCP.
   void StartLocalServer(unsigned port) {
@@ -215,7 +295,7 @@ class Worker::Impl {
   // the range (and for an open, the stat first). Runs on the local server's
   // connection thread, where blocking on a stat is fine.
   local_wire::Reply ServeLocal(const local_wire::Request& r, std::vector<PageRef>* pages) {
-    auto started = std::chrono::steady_clock::now();
+    auto started = Clock::now();
     local_wire::Reply out;
     auto fail = [&out](const Status& s) {
       out.code = static_cast<int32_t>(s.code());
@@ -229,13 +309,15 @@ class Worker::Impl {
     if (r.kind == local_wire::Kind::kOpen) {
       auto st = svc_->Stat(*rp);
       if (!st) return fail(st.error());
-      out.message = InfoJson(*st, rp->ns_path).dump();
+      out.message = JsonText(InfoJson(*st, rp->ns_path));
+      out.message.pop_back();  // the newline
       if (st->is_dir) return out;
       file.version = st->Version();
       file.size = st->size;
       offset = 0;
     }
     if (file.version.empty()) return fail(Status(Code::kInvalidArgument, "short-circuit read without a version"));
+    if (auto s = svc_->CheckClaims(file); !s.ok()) return fail(s);
     if (offset > file.size) {
       return fail(Status(Code::kOutOfRange, "offset " + std::to_string(offset) + " is past the end of " +
                                                 rp->ns_path + " (size " + std::to_string(file.size) + ")"));
@@ -250,159 +332,12 @@ class Worker::Impl {
     }
     if (hit) {
       short_circuit_bytes_->Add(hit);
-      svc_->CountServed(hit, 0, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      svc_->CountServed(hit, 0, std::chrono::duration<double>(Clock::now() - started).count());
     }
     return out;
   }
 
-  awaitable<void> Listen() {
-    for (;;) {
-      // Each connection runs on its own strand, so its idle timer and its
-      // coroutine never touch the socket from two threads at once.
-      asio::any_io_executor strand = asio::make_strand(ioc_);
-      auto [ec, sock] = co_await acceptor_.async_accept(strand, kTuple);
-      if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-        continue;
-      }
-      boost::system::error_code ignored;
-      sock.set_option(tcp::no_delay(true), ignored);
-      // Room for a few pages in flight, so sendfile rarely has to wait for the reader.
-      sock.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
-      asio::any_io_executor ex = sock.get_executor();
-      asio::co_spawn(ex, Session(std::move(sock)), [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          spdlog::error("connection dropped by an exception (a bug): {}", ex.what());
-        }
-      });
-    }
-  }
-
-  awaitable<void> Session(tcp::socket sock) {
-    beast::flat_buffer buf(16 * 1024);
-    asio::steady_timer idle(sock.get_executor());
-    for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(16 * 1024);
-      parser.body_limit(1 << 20);
-      // A connection that sends no complete request for kIdleTimeout is closed
-      // (idle keep-alive connections, and clients that trickle their headers).
-      idle.expires_after(kIdleTimeout);
-      idle.async_wait([&sock](const boost::system::error_code& e) {
-        if (e) return;  // cancelled: the request arrived (or the session ended)
-        boost::system::error_code ignored;
-        sock.close(ignored);
-      });
-      auto [ec, n] = co_await http::async_read(sock, buf, parser, kTuple);
-      idle.cancel();
-      if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
-          ec == asio::error::operation_aborted) {
-        co_return;
-      }
-      if (ec) {
-        int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
-        std::string msg = "malformed HTTP request: " + ec.message();
-        co_await SendError(sock, status, "InvalidArgument", msg, false);
-        co_return;
-      }
-      Request req = parser.release();
-      bool keep = req.keep_alive();
-      bool ok = co_await Dispatch(sock, req, keep);
-      if (!ok || !keep) {
-        boost::system::error_code ignored;
-        sock.shutdown(tcp::socket::shutdown_send, ignored);
-        co_return;
-      }
-    }
-  }
-
-  // Every argument is an lvalue or trivially destructible: g++ 12 destroys
-  // non-trivial temporaries in a co_await expression twice, so the handlers
-  // below never pass a std::string, Json or closure temporary to a coroutine.
-  awaitable<bool> Send(tcp::socket& s, int status, std::string_view body, std::string_view type, bool keep) {
-    http::response<http::string_body> res{static_cast<http::status>(status), 11};
-    res.set(http::field::server, "shoal");
-    res.set(http::field::content_type, type);
-    res.keep_alive(keep);
-    res.body().assign(body.data(), body.size());
-    res.prepare_payload();
-    auto [ec, n] = co_await http::async_write(s, res, kTuple);
-    co_return !ec;
-  }
-
-  awaitable<bool> SendJson(tcp::socket& s, const Json& j, bool keep) {
-    std::string body = j.dump() + "\n";
-    co_return co_await Send(s, 200, body, "application/json", keep);
-  }
-
-  awaitable<bool> SendError(tcp::socket& s, int status, std::string_view code, std::string_view msg, bool keep) {
-    std::string body = ObjectJson("code", std::string(code), "message", std::string(msg)).dump() + "\n";
-    co_return co_await Send(s, status, body, "application/json", keep);
-  }
-
-  awaitable<bool> SendStatus(tcp::socket& s, const Status& st, bool keep) {
-    co_return co_await SendError(s, HttpStatusFor(st.code()), CodeName(st.code()), st.message(), keep);
-  }
-
-  // Runs blocking `f` on the UFS pool and resumes the calling coroutine on its
-  // own executor with the result. Written without a coroutine frame of its own:
-  // g++ 12 destroys closure-typed coroutine parameters twice.
-  template <typename R>
-  auto Blocking(std::function<R()> f) {
-    return asio::async_initiate<decltype(use_awaitable), void(R)>(
-        [this](auto handler, std::function<R()> fn) {
-          auto h = std::make_shared<decltype(handler)>(std::move(handler));
-          asio::post(ufs_pool_, [h, fn = std::move(fn)]() mutable {
-            auto r = std::make_shared<R>(fn());
-            auto ex = asio::get_associated_executor(*h);
-            asio::post(ex, [h, r]() mutable { std::move(*h)(std::move(*r)); });
-          });
-        },
-        use_awaitable, std::move(f));
-  }
-
-  // Completes (on the caller's executor) once `f` has finished. Not a coroutine.
-  static auto WaitFetch(std::shared_ptr<Fetch> f) {
-    return asio::async_initiate<decltype(use_awaitable), void()>(
-        [](auto handler, std::shared_ptr<Fetch> fetch) {
-          auto ex = asio::get_associated_executor(handler);
-          auto h = std::make_shared<decltype(handler)>(std::move(handler));
-          fetch->OnDone([h, ex] { asio::post(ex, [h]() mutable { std::move(*h)(); }); });
-        },
-        use_awaitable, std::move(f));
-  }
-
-  // sendfile(2) on the non-blocking socket, waiting for writability as needed.
-  awaitable<bool> SendFile(tcp::socket& s, int fd, uint64_t offset, uint64_t len) {
-    if (!s.native_non_blocking()) s.native_non_blocking(true);
-    off_t off = static_cast<off_t>(offset);
-    while (len > 0) {
-      ssize_t n = ::sendfile(s.native_handle(), fd, &off, len);
-      if (n > 0) {
-        len -= static_cast<uint64_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        auto [ec] = co_await s.async_wait(tcp::socket::wait_write, kTuple);
-        if (ec) co_return false;
-        continue;
-      }
-      // A peer that went away, or a page file shorter than its header says.
-      {
-        spdlog::warn("sendfile of a cached page failed at offset {} with {} bytes left: {}", off, len,
-                     n == 0 ? "page file too short" : std::strerror(errno));
-      }
-      co_return false;
-    }
-    co_return true;
-  }
-
-  // JSON is built outside coroutines: g++ 12 miscompiles initializer lists of
-  // string literals inside a coroutine body ("array used as initializer").
+  // The body of /v1/status.
   Json StatusJson() const {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
@@ -420,178 +355,261 @@ class Worker::Impl {
                 {"local_token", local_ ? local_token_ : std::string()}};
   }
 
-  Result<ResolvedPath> ResolveParam(const Query& q) {
+  // The query and its path parameter, resolved; or the answer already given.
+  std::optional<std::pair<Query, ResolvedPath>> Parse(const HttpRequest& req, const Responder& res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) {
+      res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+      return std::nullopt;
+    }
     auto p = q.Get("path");
-    if (!p) return Err(Code::kInvalidArgument, "missing query parameter 'path'");
-    return svc_->mounts().Resolve(*p);
+    if (!p) {
+      res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "missing query parameter 'path'")));
+      return std::nullopt;
+    }
+    auto rp = svc_->mounts().Resolve(*p);
+    if (!rp) {
+      res.Respond(ErrorAnswer(rp.error()));
+      return std::nullopt;
+    }
+    return std::pair{std::move(q), std::move(*rp)};
   }
 
-  awaitable<bool> Dispatch(tcp::socket& s, const Request& req, bool keep) {
-    std::string_view target(req.target().data(), req.target().size());
-    auto qpos = target.find('?');
-    std::string_view route = target.substr(0, qpos);
-    Query q = Query::Parse(qpos == std::string_view::npos ? std::string_view() : target.substr(qpos + 1));
-    if (!q.error.empty()) co_return co_await SendError(s, 400, "InvalidArgument", q.error, keep);
-    bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+  void HandleHealth(const HttpRequest&, Responder res) { res.Respond(HttpResponse::Text(200, "ok\n", "text/plain")); }
 
-    if (route == "/v1/read" && get) co_return co_await HandleRead(s, q, keep);
-    if (route == "/v1/open" && get) co_return co_await HandleOpen(s, q, keep);
-    if (route == "/v1/stat" && get) {
-      auto rp = ResolveParam(q);
-      if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
-      // Closures are named locals, never temporaries in a co_await: g++ 12
-      // destroys such temporaries twice.
-      std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
-      auto st = co_await Blocking(std::move(work));
-      if (!st) co_return co_await SendStatus(s, st.error(), keep);
-      Json j = InfoJson(*st, rp->ns_path);
-      co_return co_await SendJson(s, j, keep);
-    }
-    if (route == "/v1/list" && get) {
-      auto rp = ResolveParam(q);
-      if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
-      std::function<Result<std::vector<FileInfo>>()> work = [this, rp = *rp] { return svc_->List(rp); };
-      auto list = co_await Blocking(std::move(work));
-      if (!list) co_return co_await SendStatus(s, list.error(), keep);
+  void HandleMetrics(const HttpRequest&, Responder res) {
+    res.Respond(HttpResponse::Text(200, MetricsRegistry::Global().RenderPrometheus(), "text/plain; version=0.0.4"));
+  }
+
+  void HandleStatus(const HttpRequest&, Responder res) { res.Respond(JsonAnswer(StatusJson())); }
+
+  void HandleStat(const HttpRequest& req, Responder res) {
+    auto parsed = Parse(req, res);
+    if (!parsed) return;
+    pool_.Post([this, rp = parsed->second, res] {
+      auto st = svc_->Stat(rp);
+      res.Respond(st ? JsonAnswer(InfoJson(*st, rp.ns_path)) : ErrorAnswer(st.error()));
+    });
+  }
+
+  void HandleList(const HttpRequest& req, Responder res) {
+    auto parsed = Parse(req, res);
+    if (!parsed) return;
+    pool_.Post([this, rp = parsed->second, res] {
+      auto list = svc_->List(rp);
+      if (!list) return res.Respond(ErrorAnswer(list.error()));
       Json entries = Json::array();
-      for (const auto& e : *list) entries.push_back(InfoJson(e, ChildPath(*rp, e)));
-      Json j = ObjectJson("path", rp->ns_path, "entries", std::move(entries));
-      co_return co_await SendJson(s, j, keep);
-    }
-    if (route == "/v1/refresh" && req.method() == http::verb::post) {
-      auto p = q.Get("path");
-      if (!p) co_return co_await SendError(s, 400, "InvalidArgument", "missing query parameter 'path'", keep);
-      auto norm = svc_->mounts().Resolve(*p);
-      std::string ns = norm ? norm->ns_path : std::string();
-      if (!norm) {
-        auto n = MountTable::NormalisePath(*p);  // "/" and other paths above the mounts are fine here
-        if (!n) co_return co_await SendStatus(s, n.error(), keep);
-        ns = *n;
-      }
-      bool recursive = q.Flag("recursive"), data = q.Flag("data");
-      std::function<size_t()> work = [this, ns, recursive, data] { return svc_->Refresh(ns, recursive, data); };
-      size_t dropped = co_await Blocking(std::move(work));
-      Json j = ObjectJson("path", ns, "dropped", dropped);
-      co_return co_await SendJson(s, j, keep);
-    }
-    if ((route == "/v1/health" || route == "/health") && get) co_return co_await Send(s, 200, "ok\n", "text/plain", keep);
-    if (route == "/metrics" && get) {
-      std::string text = MetricsRegistry::Global().RenderPrometheus();
-      co_return co_await Send(s, 200, text, "text/plain; version=0.0.4", keep);
-    }
-    if (route == "/v1/status" && get) {
-      Json j = StatusJson();
-      co_return co_await SendJson(s, j, keep);
-    }
-    if (IsKnownRoute(route)) {
-      std::string msg = "method " + std::string(req.method_string()) + " not allowed on " + std::string(route);
-      co_return co_await SendError(s, 405, "InvalidArgument", msg, keep);
-    }
-    std::string msg = "unknown route '" + std::string(route) + "' (see docs/protocol.md for the worker API)";
-    co_return co_await SendError(s, 404, "NotFound", msg, keep);
+      for (const auto& e : *list) entries.push_back(InfoJson(e, ChildPath(rp, e)));
+      res.Respond(JsonAnswer(ObjectJson("path", rp.ns_path, "entries", std::move(entries))));
+    });
   }
 
-  awaitable<bool> HandleRead(tcp::socket& s, const Query& q, bool keep) {
-    auto started = std::chrono::steady_clock::now();
-    auto rp = ResolveParam(q);
-    if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
+  void HandleRefresh(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    auto p = q.Get("path");
+    if (!p) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "missing query parameter 'path'")));
+    auto norm = svc_->mounts().Resolve(*p);
+    std::string ns = norm ? norm->ns_path : std::string();
+    if (!norm) {
+      auto n = MountTable::NormalisePath(*p);  // "/" and other paths above the mounts are fine here
+      if (!n) return res.Respond(ErrorAnswer(n.error()));
+      ns = *n;
+    }
+    bool recursive = q.Flag("recursive"), data = q.Flag("data");
+    pool_.Post([this, ns, recursive, data, res] {
+      size_t dropped = svc_->Refresh(ns, recursive, data);
+      res.Respond(JsonAnswer(ObjectJson("path", ns, "dropped", dropped)));
+    });
+  }
+
+  // GET /v1/read?path=P&version=V&size=S&offset=O&length=L. Every parameter is
+  // the client's claim: checked for range and against what this worker knows
+  // of version V before anything is planned.
+  void HandleRead(const HttpRequest& req, Responder res) {
+    auto started = Clock::now();
+    auto parsed = Parse(req, res);
+    if (!parsed) return;
+    const Query& q = parsed->first;
+    const ResolvedPath& rp = parsed->second;
     auto version = q.Get("version");
     if (!version || version->empty()) {
-      co_return co_await SendError(s, 400, "InvalidArgument", "missing query parameter 'version'", keep);
+      return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "missing query parameter 'version'")));
     }
     auto size = q.Number("size");
     auto offset = q.Number("offset");
     auto length = q.Number("length");
-    if (!size) co_return co_await SendStatus(s, size.error(), keep);
-    if (!offset) co_return co_await SendStatus(s, offset.error(), keep);
-    if (!length) co_return co_await SendStatus(s, length.error(), keep);
+    if (!size) return res.Respond(ErrorAnswer(size.error()));
+    if (!offset) return res.Respond(ErrorAnswer(offset.error()));
+    if (!length) return res.Respond(ErrorAnswer(length.error()));
+    FileRef file{rp, *version, *size};
+    if (auto s = svc_->CheckClaims(file); !s.ok()) return res.Respond(ErrorAnswer(s));
     if (*offset > *size) {
-      std::string msg = "offset " + std::to_string(*offset) + " is past the end of " + rp->ns_path + " (size " +
-                        std::to_string(*size) + ")";
-      co_return co_await SendError(s, 416, "OutOfRange", msg, keep);
+      return res.Respond(ErrorAnswer(Status(Code::kOutOfRange, "offset=" + std::to_string(*offset) +
+                                                                   " is past the end of " + rp.ns_path +
+                                                                   " (size=" + std::to_string(*size) + ")")));
     }
-    uint64_t end = *offset + std::min(*length, *size - *offset);
-    FileRef file{*rp, *version, *size};
-    std::string no_headers;
-    co_return co_await SendRange(s, file, *offset, end, keep, no_headers, started);
+    uint64_t end = *offset + std::min(*length, *size - *offset);  // no overflow: offset <= size
+    ServeRange(std::make_shared<const FileRef>(std::move(file)), *offset, end, {}, res, started);
   }
 
   // GET /v1/open?path=P&length=L: the stat (in an X-Shoal-Stat header) and the
   // first L bytes of its version, in one round trip: a small file is opened and
   // read with one request to its owner.
-  awaitable<bool> HandleOpen(tcp::socket& s, const Query& q, bool keep) {
-    auto started = std::chrono::steady_clock::now();
-    auto rp = ResolveParam(q);
-    if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
-    auto length = q.Number("length");
-    if (!length) co_return co_await SendStatus(s, length.error(), keep);
-    std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
-    auto st = co_await Blocking(std::move(work));
-    if (!st) co_return co_await SendStatus(s, st.error(), keep);
-    std::string stat_header = "X-Shoal-Stat: " + InfoJson(*st, rp->ns_path).dump() + "\r\n";
-    FileRef file{*rp, st->is_dir ? std::string() : st->Version(), st->size};
-    uint64_t end = st->is_dir ? 0 : std::min(*length, st->size);
-    co_return co_await SendRange(s, file, 0, end, keep, stat_header, started);
+  void HandleOpen(const HttpRequest& req, Responder res) {
+    auto started = Clock::now();
+    auto parsed = Parse(req, res);
+    if (!parsed) return;
+    auto length = parsed->first.Number("length");
+    if (!length) return res.Respond(ErrorAnswer(length.error()));
+    pool_.Post([this, rp = parsed->second, length = *length, res, started] {
+      auto st = svc_->Stat(rp);
+      if (!st) return res.Respond(ErrorAnswer(st.error()));
+      std::string stat = JsonText(InfoJson(*st, rp.ns_path));
+      stat.pop_back();  // the newline
+      net::Headers extra = {{"X-Shoal-Stat", std::move(stat)}};
+      auto file = std::make_shared<const FileRef>(FileRef{rp, st->is_dir ? std::string() : st->Version(), st->size});
+      uint64_t end = st->is_dir ? 0 : std::min(length, st->size);
+      ServeRange(file, 0, end, std::move(extra), res, started);
+    });
   }
 
-  // Streams [offset, end) of `file` (pages by sendfile, fetched bytes from
-  // memory) after a 200 head carrying `extra_headers` (complete lines).
-  awaitable<bool> SendRange(tcp::socket& s, const FileRef& file, uint64_t offset, uint64_t end, bool keep,
-                            const std::string& extra_headers, std::chrono::steady_clock::time_point started) {
-    const ResolvedPath* rp = &file.resolved;
-    std::vector<Segment> segs;
-    if (end > offset) segs = svc_->PlanRead(file, offset, end);
-    // Errors can still be reported as a status until the first byte is due.
-    if (!segs.empty() && segs.front().fetch) {
-      co_await WaitFetch(segs.front().fetch);
-      if (!segs.front().fetch->result()) co_return co_await SendStatus(s, segs.front().fetch->result().error(), keep);
+  // Answers [offset, end) of `file`: 200 with `extra` headers and the bytes as
+  // body parts (cached pages by sendfile, fetched bytes from memory). A range
+  // of at most kWholeAnswerBytes is answered once all of it is at hand; a
+  // longer one once its first piece is, then streams window by window.
+  void ServeRange(std::shared_ptr<const FileRef> file, uint64_t offset, uint64_t end, net::Headers extra,
+                  Responder res, Clock::time_point started) {
+    extra.emplace_back("Content-Type", "application/octet-stream");
+    auto tally = std::make_shared<Tally>();
+    if (end == offset) {
+      HttpResponse empty;
+      empty.headers = std::move(extra);
+      return res.Respond(std::move(empty));
     }
-    std::string head = "HTTP/1.1 200 OK\r\nServer: shoal\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                       std::to_string(end - offset) + "\r\n" + extra_headers + (keep ? "" : "Connection: close\r\n") +
-                       "\r\n";
-    auto [ec, n] = co_await asio::async_write(s, asio::buffer(head), kTuple);
-    if (ec) co_return false;
-    uint64_t hit = 0, miss = 0;
+    uint64_t first_end = WindowEnd(offset, end);
+    auto planned = svc_->PlanRead(*file, offset, first_end);
+    if (!planned) return res.Respond(ErrorAnswer(planned.error()));
+    auto segs = std::make_shared<std::vector<Segment>>(std::move(*planned));
+    bool whole = end - offset <= kWholeAnswerBytes;
+    std::vector<std::shared_ptr<Fetch>> waits;
+    for (const auto& s : *segs) {
+      if (s.fetch && (waits.empty() || waits.back() != s.fetch)) waits.push_back(s.fetch);
+      if (!whole) break;  // only the first piece before the head
+    }
+    auto answer = [this, file, segs, first_end, end, extra = std::move(extra), res, started, tally, waits]() mutable {
+      for (const auto& f : waits) {
+        if (!f->result()) return res.Respond(ErrorAnswer(f->result().error()));
+      }
+      HttpResponse ok;
+      ok.headers = std::move(extra);
+      ok.parts = Parts(file, *segs, *tally);
+      if (first_end < end) ok.parts.push_back(NextWindow(file, first_end, end, tally));
+      ok.on_done = [this, tally, started](bool complete) {
+        if (complete) {
+          svc_->CountServed(tally->hit.load(), tally->miss.load(),
+                            std::chrono::duration<double>(Clock::now() - started).count());
+        }
+      };
+      res.Respond(std::move(ok));
+    };
+    WhenDone(std::move(waits), std::move(answer));
+  }
+
+  // Runs `then` once every fetch has finished: at once (on this thread) when
+  // they have, else on the thread that finishes the last.
+  static void WhenDone(std::vector<std::shared_ptr<Fetch>> fetches, std::function<void()> then) {
+    if (fetches.empty()) return then();
+    struct Countdown {
+      std::atomic<size_t> left;
+      std::function<void()> then;
+    };
+    auto c = std::make_shared<Countdown>();
+    c->left = fetches.size();
+    c->then = std::move(then);
+    for (const auto& f : fetches) {
+      f->OnDone([c] {
+        if (c->left.fetch_sub(1) == 1) c->then();
+      });
+    }
+  }
+
+  uint64_t WindowEnd(uint64_t from, uint64_t end) const {
+    uint64_t page = config_.worker.page_size;
+    uint64_t window = std::max(kWindowBytes, page);
+    return std::min(end, from - from % page + window);  // no overflow: end <= kMaxFileSize
+  }
+
+  // The rest of a long range, [from, end): planned when the server reaches it.
+  BodyPart NextWindow(std::shared_ptr<const FileRef> file, uint64_t from, uint64_t end, std::shared_ptr<Tally> tally) {
+    auto take = [this, file, from, end, tally]() -> Result<std::vector<BodyPart>> {
+      uint64_t to = WindowEnd(from, end);
+      auto segs = svc_->PlanRead(*file, from, to);
+      if (!segs) return Err(segs.error());
+      auto parts = Parts(file, *segs, *tally);
+      if (to < end) parts.push_back(NextWindow(file, to, end, tally));
+      return parts;
+    };
+    return BodyPart::Deferred(end - from, [](BodyPart::Ready ready) { ready(); }, std::move(take));
+  }
+
+  // Planned segments as body parts: cached pages, and fetched bytes deferred
+  // until their fetch is done (at once if it is).
+  static std::vector<BodyPart> Parts(const std::shared_ptr<const FileRef>& file, std::vector<Segment>& segs,
+                                     Tally& tally) {
+    std::vector<BodyPart> parts;
+    parts.reserve(segs.size());
     for (auto& seg : segs) {
       if (seg.page) {
-        if (!co_await SendFile(s, seg.page->fd(), seg.page->data_offset() + seg.skip, seg.length)) co_return false;
-        hit += seg.length;
+        tally.hit += seg.length;
+        parts.push_back(PagePart(seg));
         continue;
       }
-      co_await WaitFetch(seg.fetch);
-      const auto& data = seg.fetch->result();
-      if (!data) {
-        // Too late for a status line: close, and the client sees a short body.
-        spdlog::warn("read of {} failed mid-response: {}", rp->ns_path, data.error().ToString());
-        co_return false;
-      }
-      if (seg.offset < seg.fetch->start() || seg.offset - seg.fetch->start() + seg.length > data->size()) {
-        spdlog::error("BUG: segment [{}, +{}) outside fetch [{}, {}) holding {} bytes", seg.offset, seg.length,
-                      seg.fetch->start(), seg.fetch->end(), data->size());
-        co_return false;
-      }
-      auto [wec, wn] = co_await asio::async_write(
-          s, asio::buffer(data->data() + (seg.offset - seg.fetch->start()), seg.length), kTuple);
-      if (wec) {
-        spdlog::warn("write failed: {}", wec.message());
-        co_return false;
-      }
-      miss += seg.length;
+      tally.miss += seg.length;
+      auto fetch = seg.fetch;
+      uint64_t offset = seg.offset, length = seg.length;
+      parts.push_back(BodyPart::Deferred(
+          length, [fetch](BodyPart::Ready ready) { fetch->OnDone(std::move(ready)); },
+          [file, fetch, offset, length]() -> Result<std::vector<BodyPart>> {
+            auto p = FetchedPart(*file, fetch, offset, length);
+            if (!p) return Err(p.error());
+            std::vector<BodyPart> one;
+            one.push_back(std::move(*p));
+            return one;
+          }));
     }
-    svc_->CountServed(hit, miss, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    co_return true;
+    return parts;
+  }
+
+  // The one place a cached page becomes response bytes: `seg.length` bytes
+  // of its page file, sent with sendfile(2). The part owns the page file.
+  static BodyPart PagePart(Segment& seg) {
+    auto page = std::make_shared<PageRef>(std::move(*seg.page));
+    int fd = page->fd();
+    uint64_t at = page->data_offset() + seg.skip;
+    return BodyPart::File(fd, at, seg.length, std::move(page));
+  }
+
+  // [offset, offset + length) from a finished fetch's buffer, which the part keeps alive.
+  static Result<BodyPart> FetchedPart(const FileRef& file, const std::shared_ptr<Fetch>& fetch, uint64_t offset,
+                                      uint64_t length) {
+    const auto& data = fetch->result();
+    if (!data) return Err(data.error().WithContext("reading " + file.resolved.ns_path));
+    if (offset < fetch->start() || offset - fetch->start() + length > data->size()) {
+      // The fetch was planned by a request that claimed another size.
+      return Err(Code::kInvalidArgument, "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
+                                             ") of " + file.resolved.ns_path + " version " + file.version +
+                                             " are past its end as the under-store gave it; stat the file again");
+    }
+    return BodyPart::Bytes(std::string_view(data->data() + (offset - fetch->start()), length), fetch);
   }
 
   Config config_;
+  BlockingPool pool_;
   std::unique_ptr<WorkerService> svc_;
-  asio::io_context ioc_;
-  asio::thread_pool ufs_pool_;
-  tcp::acceptor acceptor_;
-  std::unique_ptr<asio::signal_set> signals_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<net::HttpServer> server_;
   std::string address_;
   std::string id_;
-  std::atomic<bool> stopped_{false};
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
@@ -602,6 +620,9 @@ Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Worker::~Worker() = default;
 
 Result<std::unique_ptr<Worker>> Worker::Start(const Config& config, bool handle_signals) {
+  // Embedders call this rather than main(): a client that leaves mid-answer
+  // must not kill their process with SIGPIPE either.
+  net::IgnoreSigpipe();
   auto impl = std::make_unique<Impl>(config);
   SHOAL_RETURN_IF_ERROR(impl->Init(handle_signals));
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));

@@ -1,5 +1,7 @@
-// Worker: a cache node. Serves the worker HTTP/1.1 API (docs/protocol.md) over
-// a WorkerService on Asio threads, with blocking UFS work on a thread pool.
+// Worker: a cache node. Serves the worker HTTP/1.1 API (docs/protocol.md), a
+// route table on the one HTTP server (net/http_server.h), over a WorkerService,
+// with blocking UFS work on a thread pool. Start() ignores SIGPIPE for the
+// whole process: a client that leaves mid-answer must not kill its embedder.
 //
 //   auto w = Worker::Start(config);   // binds config.worker.listen (port 0 picks one)
 //   w->address();                     // "127.0.0.1:40123"

@@ -310,17 +310,33 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   if (!store) {
     result = Err(store.error());
   } else {
-    std::string buf = ReadBuffer(fetch->end() - fetch->start());
+    // The size is the requester's claim. A fetch that ends at it reads one
+    // byte more: if that byte exists the claim was short, and caching the
+    // fetch would plant a truncated last page under the real version.
+    uint64_t want = fetch->end() - fetch->start();
+    bool to_claimed_end = fetch->end() == file.size;
+    std::string buf = ReadBuffer(want + (to_claimed_end ? 1 : 0));
     ReadOptions o;
     o.if_version = file.version;
     auto n = (*store)->Read(file.resolved.key, fetch->start(), std::span<char>(buf.data(), buf.size()), o);
     if (!n) {
       result = Err(n.error());
-    } else if (*n < buf.size()) {
+    } else if (*n < want) {
       // Shorter than the size its version promised: the object changed under us.
       result = Err(Code::kVersionMismatch,
                    file.resolved.ns_path + " changed in the under-store while being read; open it again");
+    } else if (*n > want) {
+      result = Err(Code::kInvalidArgument, "size=" + std::to_string(file.size) + " is wrong for " +
+                                               file.resolved.ns_path + " version " + file.version +
+                                               ": the under-store holds more bytes; stat the file again and use its size");
     } else {
+      buf.resize(want);
+      bool superseded = false;
+      {
+        std::lock_guard lock(inflight_mu_);
+        superseded = NoteVersionLocked(file.resolved.ns_path, file.version);
+      }
+      if (superseded) pages_->DropOtherVersions(file.resolved.ns_path, file.version);
       ufs_read_bytes_.fetch_add(*n, std::memory_order_relaxed);
       for (uint64_t off = fetch->start(); off < fetch->end(); off += page_size_) {
         uint64_t len = std::min(page_size_, fetch->end() - off);
@@ -347,11 +363,9 @@ bool WorkerService::NoteVersionLocked(const std::string& path, const std::string
 }
 
 bool WorkerService::NoteRead(const FileRef& file, uint64_t offset, uint64_t end) {
-  bool drop_old = false;
   bool sequential = false;
   {
     std::lock_guard lock(inflight_mu_);
-    drop_old = NoteVersionLocked(file.resolved.ns_path, file.version);
     std::string stream = file.resolved.ns_path + '\n' + file.version;
     auto it = stream_end_.find(stream);
     if (it != stream_end_.end()) {
@@ -365,10 +379,6 @@ bool WorkerService::NoteRead(const FileRef& file, uint64_t offset, uint64_t end)
       stream_end_[stream] = end;
       sequential = offset == 0;
     }
-  }
-  if (drop_old) {
-    std::string path = file.resolved.ns_path, v = file.version;
-    ufs_executor_([this, path, v] { pages_->DropOtherVersions(path, v); });
   }
   return sequential;
 }
@@ -394,7 +404,25 @@ std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t o
   return segs;
 }
 
-std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offset, uint64_t end) {
+Status WorkerService::CheckClaims(const FileRef& file) {
+  const std::string& path = file.resolved.ns_path;
+  if (file.size > kMaxFileSize) {
+    return Status(Code::kInvalidArgument, "size=" + std::to_string(file.size) + " is larger than any file can be (at most " +
+                                              std::to_string(kMaxFileSize) + " bytes); stat " + path +
+                                              " and use its size");
+  }
+  if (auto cached = meta_.LookupStat(path, *file.resolved.mount); cached && *cached) {
+    const FileInfo& st = **cached;
+    if (!st.is_dir && st.size != file.size && st.Version() == file.version) {
+      return Status(Code::kInvalidArgument, "size=" + std::to_string(file.size) + " contradicts what this worker knows of " +
+                                                path + " version " + file.version + ": its stat says " +
+                                                std::to_string(st.size) + " bytes; stat the file again and use its size");
+    }
+  }
+  return {};
+}
+
+Result<std::vector<Segment>> WorkerService::PlanRead(const FileRef& file, uint64_t offset, uint64_t end) {
   std::vector<Segment> segs;
   bool sequential = NoteRead(file, offset, end);
 
@@ -405,24 +433,31 @@ std::vector<Segment> WorkerService::PlanRead(const FileRef& file, uint64_t offse
     seg.length = std::min(end, page + page_size_) - seg.offset;
     seg.skip = seg.offset - page;
     PageKey key{file.resolved.ns_path, file.version, page};
-    if (auto ref = pages_->Get(key)) {
-      if (ref->length() >= seg.skip + seg.length) {
+    // Each page is looked up at most twice: once more only when a fetch
+    // finished (and its page appeared) between the lookup and taking the lock.
+    for (int look = 0;; ++look) {
+      if (auto ref = pages_->Get(key)) {
+        if (ref->length() < seg.skip + seg.length) {
+          // A cached page is a fact about the version: a page shorter than the
+          // range needs is its last, and the claimed size is wrong.
+          return Err(Code::kInvalidArgument,
+                     "size=" + std::to_string(file.size) + " contradicts what this worker knows of " +
+                         file.resolved.ns_path + " version " + file.version + ": its cached page at offset " +
+                         std::to_string(page) + " holds " + std::to_string(ref->length()) + " bytes, so the version is " +
+                         std::to_string(page + ref->length()) + " bytes long; stat the file again and use its size");
+        }
         seg.page = std::move(*ref);
-        segs.push_back(std::move(seg));
-        continue;
+        break;
       }
-    }
-    std::unique_lock lock(inflight_mu_);
-    auto it = inflight_.find(InflightKey(file, page));
-    if (it != inflight_.end()) {
-      seg.fetch = it->second;
-    } else if (pages_->Contains(key)) {
-      // A fetch finished between the lookup above and taking the lock.
-      lock.unlock();
-      page -= page_size_;  // look again
-      continue;
-    } else {
+      std::unique_lock lock(inflight_mu_);
+      auto it = inflight_.find(InflightKey(file, page));
+      if (it != inflight_.end()) {
+        seg.fetch = it->second;
+        break;
+      }
+      if (look == 0 && pages_->Contains(key)) continue;
       seg.fetch = StartFetchLocked(file, page, std::min(last_page, page + max_fetch_bytes_ - page_size_));
+      break;
     }
     segs.push_back(std::move(seg));
   }

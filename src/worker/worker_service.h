@@ -99,10 +99,21 @@ class WorkerService {
   // Drops metadata (and with `data`, pages) under the path; returns entries dropped.
   size_t Refresh(const std::string& ns_path, bool recursive, bool data);
 
+  // The largest size a request may claim for a file: offsets are off_t.
+  static constexpr uint64_t kMaxFileSize = (1ull << 63) - 1;
+
+  // Non-blocking. Checks what a request claims of a file version (its size)
+  // against what this worker knows of that version: the size must be at most
+  // kMaxFileSize and equal that of a cached stat of the same version.
+  // kInvalidArgument naming the claim and the fact otherwise.
+  Status CheckClaims(const FileRef& file);
+
   // Non-blocking. Plans [offset, end) of `file` (end <= file.size) into
   // segments, starting UFS fetches for missing pages. Also schedules
-  // read-ahead when the reader is sequential.
-  std::vector<Segment> PlanRead(const FileRef& file, uint64_t offset, uint64_t end);
+  // read-ahead when the reader is sequential. kInvalidArgument when a cached
+  // page of the version contradicts file.size (a last page shorter than the
+  // range needs). REQUIRES: offset < end, file.size <= kMaxFileSize.
+  Result<std::vector<Segment>> PlanRead(const FileRef& file, uint64_t offset, uint64_t end);
 
   // Non-blocking. The cached pages covering a prefix of [offset, end), at most
   // `max_segments` of them, stopping at the first page not cached (no fetch
@@ -135,10 +146,12 @@ class WorkerService {
   void ReadAhead(const FileRef& file, uint64_t from);
   std::string InflightKey(const FileRef& f, uint64_t page) const;
   // Records `version` as the latest seen of `path`; true when it supersedes
-  // another, whose pages the caller then drops. REQUIRES: inflight_mu_ held.
+  // another, whose pages the caller then drops. Only the under-store's word
+  // counts (a stat, a fetch that passed its version check): a version a
+  // request merely names could be made up. REQUIRES: inflight_mu_ held.
   bool NoteVersionLocked(const std::string& path, const std::string& version);
-  // Records a read of [offset, end) (sequential-reader detection, superseded
-  // versions); returns whether the reader is sequential.
+  // Records a read of [offset, end) for sequential-reader detection; returns
+  // whether the reader is sequential.
   bool NoteRead(const FileRef& file, uint64_t offset, uint64_t end);
 
   Config config_;

@@ -51,6 +51,7 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
   c->config_.cluster.shard_size = o.shard_size;
   c->config_.worker.ufs_threads = 8;
   c->config_.client = o.client;
+  if (o.worker) o.worker(c->config_.worker);
   c->worker_config_ = c->root_ + "/worker.yaml";
   SHOAL_RETURN_IF_ERROR(WriteFile(c->worker_config_, ToYaml(c->config_)));
   c->procs_.resize(static_cast<size_t>(o.workers));

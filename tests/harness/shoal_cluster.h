@@ -9,6 +9,7 @@
 //   auto client = c->NewClient();
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ class ShoalCluster {
     uint64_t cache_capacity = 256ull << 20;
     std::string cache_root;  // "" = a fresh temp dir (removed at the end)
     ClientConfig client;
+    // Adjusts the workers' settings (limits, timeouts) before they start.
+    std::function<void(WorkerConfig&)> worker;
   };
 
   static Result<std::unique_ptr<ShoalCluster>> Start(const Options& options);
@@ -52,6 +55,7 @@ class ShoalCluster {
   int Stop(size_t i);                   // SIGTERM and wait; returns the wait status
   Status Restart(size_t i);             // same port, same cache dir
   bool running(size_t i) { return procs_[i].running(); }
+  pid_t pid(size_t i) const { return procs_[i].pid(); }
 
   // GET http://worker/path, the body (for /metrics, /v1/status).
   Result<std::string> Get(size_t i, const std::string& target) const;

@@ -1,0 +1,736 @@
+// The HTTP server on Asio + Beast (C++20 coroutines). The only file besides
+// asio_impl.cc that includes Asio or Beast.
+//
+// Every connection runs one coroutine on its own strand; its timer shares the
+// strand, so nothing touches a socket from two threads at once. A request's
+// answer arrives through a detail::Event that any thread may set; the
+// coroutine waits for it on a steady_timer that the event's wake function
+// cancels (waits that cannot be cancelled never enter an awaitable operator).
+//
+// Deadlines are not timers: a connection stores its current phase's deadline
+// (two stores per phase), and one sweep per server closes the connections
+// past theirs. The request path then costs no timer syscalls or wake-ups.
+#include "net/http_server.h"
+
+#include <signal.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "common/metrics.h"
+#include "net/pending_response.h"
+
+// g++ 12 reports Asio's coroutine frames (aligned_alloc, then the frame's
+// operator delete, which frees it) as mismatched; they are not.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace shoal::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+// Room for a few pages in flight, so sendfile rarely waits for the reader.
+constexpr int kSendBuffer = 4 << 20;
+// One sendfile(2) call moves at most this much (the kernel caps it near 2 GiB).
+constexpr uint64_t kMaxSendfile = 1ull << 30;
+
+bool HasLineBreak(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
+
+enum class CloseReason { kNone, kHeaderTimeout, kIdleTimeout, kEvictedIdle, kOverLimit, kWriteTimeout, kCount };
+constexpr const char* kReasonNames[] = {"", "header_timeout", "idle_timeout", "evicted_idle", "over_limit", "write_timeout"};
+
+}  // namespace
+
+// ---- the server ----
+
+class Connection;
+
+// What every connection shares: options, routes, the table of open and idle
+// connections, metrics. Outlives the io_context (and so every connection).
+struct ServerCore {
+  ServerOptions opts;
+  std::vector<Router> routers;
+  size_t max_connections = 0;
+  std::string interim;  // the 102 Processing response, headers included
+
+  std::mutex mu;
+  size_t open = 0;
+  std::list<std::weak_ptr<Connection>> all;   // every admitted connection, for the deadline sweep
+  std::list<std::weak_ptr<Connection>> idle;  // oldest first
+
+  Gauge* connections = nullptr;
+  Counter* closed[static_cast<int>(CloseReason::kCount)] = {};
+
+  void CountClose(CloseReason r) { closed[static_cast<int>(r)]->Add(1); }
+
+  HttpResponse Error(int http_status, const Status& st) const {
+    return opts.error_response ? opts.error_response(http_status, st) : DefaultErrorResponse(http_status, st);
+  }
+
+  std::string Head(int status, const Headers& headers, uint64_t length, bool keep) const {
+    std::string h = "HTTP/1.1 " + std::to_string(status) + " ";
+    auto reason = http::obsolete_reason(static_cast<http::status>(status));
+    h.append(reason.data(), reason.size());
+    h += "\r\nServer: shoal\r\n";
+    for (const auto& [k, v] : opts.response_headers) h += k + ": " + v + "\r\n";
+    for (const auto& [k, v] : headers) h += k + ": " + v + "\r\n";
+    h += "Content-Length: " + std::to_string(length) + "\r\n";
+    if (!keep) h += "Connection: close\r\n";
+    h += "\r\n";
+    return h;
+  }
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ServerCore& core, tcp::socket sock)
+      : core_(core), sock_(std::move(sock)), wake_(sock_.get_executor()) {}
+
+  ~Connection() {
+    std::lock_guard lock(core_.mu);
+    if (in_idle_list_) core_.idle.erase(idle_pos_);
+    if (!admitted_) return;
+    core_.all.erase(all_pos_);
+    --core_.open;
+    core_.connections->Add(-1);
+  }
+
+  asio::any_io_executor executor() { return sock_.get_executor(); }
+  tcp::socket& socket() { return sock_; }
+
+  // Called by the acceptor under core.mu: counts the new connection and puts
+  // it on the idle list at once (it is idle until its first byte), so that a
+  // burst of connections can evict each other before their sessions start.
+  void AdmitLocked() {
+    admitted_ = true;
+    ++core_.open;
+    core_.connections->Add(1);
+    core_.all.push_back(weak_from_this());
+    all_pos_ = std::prev(core_.all.end());
+    core_.idle.push_back(weak_from_this());
+    idle_pos_ = std::prev(core_.idle.end());
+    in_idle_list_ = true;
+  }
+
+  // The session: requests one after another until the peer leaves, a limit
+  // cuts it off or the server stops. `self` keeps the connection alive.
+  static awaitable<void> Run(std::shared_ptr<Connection> self);
+
+  // On the strand: closes the connection if it is still idle.
+  void EvictIfIdle() {
+    if (state_ == State::kIdle) CloseFor(CloseReason::kEvictedIdle);
+  }
+
+  // Any thread: whether the current phase's deadline has passed (the sweep
+  // then calls CloseIfExpired on the strand, which looks again).
+  bool Expired(int64_t now) const { return deadline_.load(std::memory_order_relaxed) <= now; }
+  // On the strand.
+  void CloseIfExpired() {
+    if (Expired(Now())) CloseFor(deadline_reason_);
+  }
+  static int64_t Now() { return Clock::now().time_since_epoch().count(); }
+
+  // Called by the acceptor under core.mu: takes this connection off the idle list.
+  void TakeOffIdleListLocked() {
+    if (!in_idle_list_) return;
+    core_.idle.erase(idle_pos_);
+    in_idle_list_ = false;
+  }
+
+ private:
+  enum class State { kIdle, kReading, kBusy };
+
+  void EnterIdle() {
+    state_ = State::kIdle;
+    std::lock_guard lock(core_.mu);
+    if (in_idle_list_) return;  // admitted and not yet active
+    core_.idle.push_back(weak_from_this());
+    idle_pos_ = std::prev(core_.idle.end());
+    in_idle_list_ = true;
+  }
+  void LeaveIdle(State next) {
+    state_ = next;
+    std::lock_guard lock(core_.mu);
+    TakeOffIdleListLocked();
+  }
+
+  // The deadline of the current phase: once it has passed, the server's
+  // sweep closes the connection for `reason`. One at a time. Two stores, no
+  // timer: a phase change costs nothing on the request path.
+  void Arm(std::chrono::milliseconds d, CloseReason reason) {
+    deadline_reason_ = reason;
+    deadline_.store(Now() + std::chrono::duration_cast<Clock::duration>(d).count(), std::memory_order_relaxed);
+  }
+  void Disarm() { deadline_.store(kNoDeadline, std::memory_order_relaxed); }
+  static constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
+
+  void CloseFor(CloseReason reason) {
+    if (closed_ != CloseReason::kNone) return;
+    closed_ = reason;
+    core_.CountClose(reason);
+    boost::system::error_code ignored;
+    sock_.close(ignored);  // pending waits complete with operation_aborted
+  }
+
+  awaitable<bool> Serve(HttpRequest& req, bool keep);
+  awaitable<bool> Await(detail::Event& ev, bool heartbeat);
+  awaitable<bool> Send(HttpResponse& res, bool head_only, bool keep);
+  awaitable<bool> SendParts(std::vector<BodyPart>& parts);
+  awaitable<bool> Write(std::string_view a, std::string_view b, bool more);
+  awaitable<bool> SendFile(int fd, uint64_t offset, uint64_t len);
+  awaitable<bool> WaitWritable();
+
+  ServerCore& core_;
+  tcp::socket sock_;
+  asio::steady_timer wake_;  // waits for answers and deferred body parts
+  std::atomic<int64_t> deadline_{kNoDeadline};  // steady_clock ticks; written on the strand
+  CloseReason deadline_reason_ = CloseReason::kNone;  // strand only
+  State state_ = State::kIdle;
+  CloseReason closed_ = CloseReason::kNone;
+  std::string target_;  // of the request being served, for log lines
+  // Guarded by core_.mu.
+  bool admitted_ = false;
+  bool in_idle_list_ = false;
+  std::list<std::weak_ptr<Connection>>::iterator idle_pos_, all_pos_;
+};
+
+awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
+  Connection& c = *self;
+  const ServerOptions& o = c.core_.opts;
+  beast::flat_buffer buf;
+  for (;;) {
+    if (c.closed_ != CloseReason::kNone) break;  // evicted before its session began
+    if (buf.size() == 0) {
+      // Idle until the next request's first byte.
+      c.EnterIdle();
+      c.Arm(o.idle_timeout, CloseReason::kIdleTimeout);
+      auto [ec] = co_await c.sock_.async_wait(tcp::socket::wait_read, kTuple);
+      c.Disarm();
+      c.LeaveIdle(State::kReading);
+      if (ec || c.closed_ != CloseReason::kNone) break;
+    } else {
+      c.state_ = State::kReading;  // a pipelined request is already here
+    }
+    // The whole request (head, and body if any) within header_timeout of its first byte.
+    c.Arm(o.header_timeout, CloseReason::kHeaderTimeout);
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(o.header_limit));
+    parser.body_limit(o.body_limit);
+    // What has arrived is parsed at once (the socket is non-blocking: this
+    // never waits); only a request still on its way goes through the reactor.
+    boost::system::error_code ec;
+    http::read(c.sock_, buf, parser, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      auto [aec, n] = co_await http::async_read(c.sock_, buf, parser, kTuple);
+      ec = aec;
+    }
+    c.Disarm();
+    if (c.closed_ != CloseReason::kNone) break;
+    c.state_ = State::kBusy;
+    if (ec) {
+      if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+          ec == asio::error::operation_aborted) {
+        break;
+      }
+      int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
+      std::string msg = "malformed HTTP request: " + ec.message();
+      if (status == 431) msg += " (the request head is limited to " + std::to_string(o.header_limit) + " bytes)";
+      if (status == 413) msg += " (a request body is limited to " + std::to_string(o.body_limit) + " bytes)";
+      Status st(Code::kInvalidArgument, msg);
+      HttpResponse err = c.core_.Error(status, st);
+      co_await c.Send(err, false, false);
+      break;
+    }
+    bool keep = parser.get().keep_alive();
+    auto msg = parser.release();
+    HttpRequest req;
+    req.method.assign(msg.method_string().data(), msg.method_string().size());
+    req.target.assign(msg.target().data(), msg.target().size());
+    for (const auto& f : msg) {
+      req.headers.emplace_back(std::string(f.name_string().data(), f.name_string().size()),
+                               std::string(f.value().data(), f.value().size()));
+    }
+    req.body = std::move(msg.body());
+    bool ok = co_await c.Serve(req, keep);
+    if (!ok || !keep) break;
+  }
+  boost::system::error_code ignored;
+  c.sock_.shutdown(tcp::socket::shutdown_send, ignored);
+  c.sock_.close(ignored);
+}
+
+awaitable<bool> Connection::Serve(HttpRequest& req, bool keep) {
+  target_ = req.target;
+  bool head_only = req.method == "HEAD";
+  const Handler* handler = nullptr;
+  Router::Match match = Router::Match::kNone;
+  for (const auto& r : core_.routers) {
+    auto m = r.Find(req.method, req.path(), &handler);
+    if (m == Router::Match::kFound) {
+      match = m;
+      break;
+    }
+    if (m == Router::Match::kWrongMethod) match = m;
+  }
+  if (match != Router::Match::kFound) {
+    std::string route(req.path());
+    Status st = match == Router::Match::kWrongMethod
+                    ? Status(Code::kInvalidArgument, "method " + req.method + " not allowed on " + route)
+                    : Status(Code::kNotFound, "unknown route '" + route + "'" +
+                                                  (core_.opts.unknown_route_hint.empty()
+                                                       ? std::string()
+                                                       : " (" + core_.opts.unknown_route_hint + ")"));
+    HttpResponse err = core_.Error(match == Router::Match::kWrongMethod ? 405 : 404, st);
+    co_return co_await Send(err, head_only, keep);
+  }
+
+  auto pending = std::make_shared<detail::PendingResponse>();
+  try {
+    Responder responder(pending);
+    (*handler)(req, std::move(responder));
+  } catch (const std::exception& e) {
+    // A handler that throws has a bug; its Responder (destroyed by now) answers 500.
+    spdlog::error("BUG: the handler of {} threw: {}", target_, e.what());
+  }
+  const std::string* beat = core_.opts.heartbeat_header.empty() ? nullptr : req.Header(core_.opts.heartbeat_header);
+  bool heartbeat = beat && *beat == core_.opts.heartbeat_value;
+  if (!co_await Await(pending->event, heartbeat)) co_return false;
+  if (pending->dropped) {
+    spdlog::error("BUG: the handler of {} dropped the request without answering", target_);
+    Status st(Code::kInternal, "the server dropped this request without an answer (a bug; please report it with the server log)");
+    pending->response = core_.Error(500, st);
+  }
+  co_return co_await Send(pending->response, head_only, keep);
+}
+
+awaitable<bool> Connection::Await(detail::Event& ev, bool heartbeat) {
+  if (ev.is_set()) co_return true;
+  ev.Arm([self = shared_from_this()] { asio::post(self->wake_.get_executor(), [self] { self->wake_.cancel(); }); });
+  struct DisarmOnExit {
+    detail::Event& ev;
+    ~DisarmOnExit() { ev.Disarm(); }
+  } disarm{ev};
+  const auto interval = core_.opts.heartbeat_interval;
+  auto next_beat = Clock::now() + interval;
+  // A stale wake (of an earlier wait) only costs one more turn of this loop.
+  while (!ev.is_set()) {
+    wake_.expires_at(heartbeat ? next_beat : Clock::now() + std::chrono::hours(24));
+    [[maybe_unused]] auto [ec] = co_await wake_.async_wait(kTuple);
+    if (ev.is_set()) break;
+    if (closed_ != CloseReason::kNone) co_return false;
+    if (heartbeat && Clock::now() >= next_beat) {
+      if (!co_await Write(core_.interim, std::string_view(), false)) co_return false;
+      next_beat = Clock::now() + interval;
+    }
+  }
+  co_return true;
+}
+
+awaitable<bool> Connection::Send(HttpResponse& res, bool head_only, bool keep) {
+  bool valid = true;
+  for (const auto& [k, v] : res.headers) valid = valid && !HasLineBreak(k) && !HasLineBreak(v);
+  if (!valid) {
+    spdlog::error("BUG: the answer to {} has a header with a line break; answering 500 instead", target_);
+    if (res.on_done) res.on_done(false);
+    Status st(Code::kInternal, "the server built an invalid response header (a bug; please report it with the server log)");
+    res = core_.Error(500, st);
+  }
+  uint64_t length = res.body.size();
+  if (!res.parts.empty()) {
+    length = 0;
+    for (const auto& p : res.parts) length += p.length();
+  }
+  std::string head = core_.Head(res.status, res.headers, length, keep);
+  bool ok;
+  if (head_only || res.parts.empty()) {
+    std::string_view body = head_only ? std::string_view() : std::string_view(res.body);
+    ok = co_await Write(head, body, false);
+  } else {
+    // The head leaves in one segment with the first page (MSG_MORE), when that page is ready.
+    const BodyPart& first = res.parts.front();
+    bool more = first.kind_ == BodyPart::Kind::kFile && first.length_ > 0;
+    ok = co_await Write(head, std::string_view(), more);
+    if (ok) ok = co_await SendParts(res.parts);
+  }
+  if (res.on_done) res.on_done(ok);
+  co_return ok;
+}
+
+awaitable<bool> Connection::SendParts(std::vector<BodyPart>& parts) {
+  std::deque<BodyPart> queue(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
+  parts.clear();
+  while (!queue.empty()) {
+    BodyPart p = std::move(queue.front());
+    queue.pop_front();  // a part's owner (page fd, fetched bytes) goes as soon as it is sent
+    if (p.kind_ == BodyPart::Kind::kFile) {
+      if (!co_await SendFile(p.fd_, p.offset_, p.length_)) co_return false;
+      continue;
+    }
+    if (p.kind_ == BodyPart::Kind::kBytes) {
+      std::string_view bytes(p.data_, p.length_);
+      if (!co_await Write(bytes, std::string_view(), false)) co_return false;
+      continue;
+    }
+    auto ev = std::make_shared<detail::Event>();
+    p.wait_([ev] { ev->Set(); });
+    if (!co_await Await(*ev, false)) co_return false;
+    auto more = p.take_();
+    if (!more) {
+      spdlog::warn("answer to {} cut short after its head was sent: {}", target_, more.error().ToString());
+      co_return false;
+    }
+    uint64_t sum = 0;
+    for (const auto& m : *more) sum += m.length_;
+    if (sum != p.length_) {
+      spdlog::error("BUG: a deferred body part of {} promised {} bytes and gave {}", target_, p.length_, sum);
+      co_return false;
+    }
+    for (auto it = more->rbegin(); it != more->rend(); ++it) queue.push_front(std::move(*it));
+  }
+  co_return true;
+}
+
+// Sends a then b. Non-blocking sendmsg(MSG_NOSIGNAL): a peer that left is an
+// error, never a signal; a full socket buffer waits at most write_timeout.
+awaitable<bool> Connection::Write(std::string_view a, std::string_view b, bool more) {
+  size_t total = a.size() + b.size(), done = 0;
+  while (done < total) {
+    iovec iov[2];
+    int count = 0;
+    if (done < a.size()) {
+      iov[count++] = {const_cast<char*>(a.data() + done), a.size() - done};
+      if (!b.empty()) iov[count++] = {const_cast<char*>(b.data()), b.size()};
+    } else {
+      iov[count++] = {const_cast<char*>(b.data() + (done - a.size())), total - done};
+    }
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = static_cast<size_t>(count);
+    ssize_t n = ::sendmsg(sock_.native_handle(), &m, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!co_await WaitWritable()) co_return false;
+      continue;
+    }
+    co_return false;  // the peer went away (EPIPE, ECONNRESET), or the connection was closed
+  }
+  co_return true;
+}
+
+// sendfile(2) from a page file. The socket is non-blocking (set at accept).
+awaitable<bool> Connection::SendFile(int fd, uint64_t offset, uint64_t len) {
+  off_t off = static_cast<off_t>(offset);
+  while (len > 0) {
+    ssize_t n = ::sendfile(sock_.native_handle(), fd, &off, std::min(len, kMaxSendfile));
+    if (n > 0) {
+      len -= static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!co_await WaitWritable()) co_return false;
+      continue;
+    }
+    if (n == 0) {
+      spdlog::warn("answer to {}: file shorter than promised at offset {} ({} bytes left)", target_, off, len);
+    } else if (errno != EPIPE && errno != ECONNRESET && errno != EBADF) {
+      spdlog::warn("answer to {}: sendfile failed at offset {}: {}", target_, off, std::strerror(errno));
+    }
+    co_return false;
+  }
+  co_return true;
+}
+
+awaitable<bool> Connection::WaitWritable() {
+  Arm(core_.opts.write_timeout, CloseReason::kWriteTimeout);
+  auto [ec] = co_await sock_.async_wait(tcp::socket::wait_write, kTuple);
+  Disarm();
+  co_return !ec && closed_ == CloseReason::kNone;
+}
+
+class HttpServer::Impl {
+ public:
+  explicit Impl(ServerOptions o)
+      : ioc_(std::max(1, o.io_threads)), acceptor_(ioc_), backoff_(ioc_), sweep_(ioc_) {
+    core_.opts = std::move(o);
+  }
+
+  ~Impl() {
+    Stop();
+    Wait();
+  }
+
+  Status Bind() {
+    ServerOptions& o = core_.opts;
+    if (o.io_threads < 1) o.io_threads = 1;
+    core_.max_connections = o.max_connections ? o.max_connections : DefaultMaxConnections();
+    core_.interim = "HTTP/1.1 102 Processing\r\n";
+    for (const auto& [k, v] : o.response_headers) {
+      if (HasLineBreak(k) || HasLineBreak(v)) return Status(Code::kInvalidArgument, "response header '" + k + "' has a line break");
+      core_.interim += k + ": " + v + "\r\n";
+    }
+    core_.interim += "\r\n";
+    auto& m = MetricsRegistry::Global();
+    core_.connections = &m.GetGauge("shoal_http_connections", "Open HTTP connections");
+    for (int r = 1; r < static_cast<int>(CloseReason::kCount); ++r) {
+      core_.closed[r] = &m.GetCounter("shoal_http_connections_closed_total",
+                                      "HTTP connections the server closed, by reason", {{"reason", kReasonNames[r]}});
+    }
+
+    const std::string& listen = o.listen;
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) {
+      return Status(Code::kInvalidArgument, o.settings_prefix + ".listen '" + listen + "' is not host:port");
+    }
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    unsigned long port = std::strtoul(listen.c_str() + colon + 1, nullptr, 10);
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec || port > 65535) {
+      return Status(Code::kInvalidArgument, o.settings_prefix + ".listen '" + listen + "': '" + host +
+                                                "' is not an IP address or the port is not 0-65535");
+    }
+    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Status(Code::kUnavailable,
+                    "cannot listen on " + listen + ": " + ec.message() + " (is another process using the port?)");
+    }
+    auto bound = acceptor_.local_endpoint();
+    port_ = bound.port();
+    address_ = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string()) +
+               ":" + std::to_string(bound.port());
+    return {};
+  }
+
+  void Serve(std::vector<Router> routers) {
+    core_.routers = std::move(routers);
+    if (core_.opts.handle_signals) {
+      signals_ = std::make_unique<asio::signal_set>(ioc_, SIGINT, SIGTERM);
+      signals_->async_wait([this](const boost::system::error_code& e, int) {
+        if (!e) Stop();
+      });
+    }
+    asio::co_spawn(ioc_, Accept(), asio::detached);
+    asio::co_spawn(ioc_, Sweep(), asio::detached);
+    for (int i = 0; i < core_.opts.io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  }
+
+  void Stop() {
+    if (stopped_.exchange(true)) return;
+    asio::post(ioc_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+      if (signals_) signals_->cancel(ec);
+    });
+    ioc_.stop();
+  }
+
+  void Wait() {
+    std::lock_guard lock(wait_mu_);
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+  const std::string& address() const { return address_; }
+  uint16_t port() const { return port_; }
+  size_t max_connections() const { return core_.max_connections; }
+
+ private:
+  // Admits a new connection: under the cap, or by evicting the oldest idle
+  // connection (returned, to be closed on its strand). false: at the cap with
+  // none idle.
+  bool Admit(Connection& conn, std::shared_ptr<Connection>* victim) {
+    std::lock_guard lock(core_.mu);
+    if (core_.open >= core_.max_connections) {
+      *victim = TakeOldestIdleLocked();
+      if (!*victim) return false;
+    }
+    conn.AdmitLocked();
+    return true;
+  }
+
+  // REQUIRES: core_.mu held. Entries whose connection is being destroyed are
+  // left for its destructor to erase.
+  std::shared_ptr<Connection> TakeOldestIdleLocked() {
+    for (auto& weak : core_.idle) {
+      if (auto c = weak.lock()) {
+        c->TakeOffIdleListLocked();
+        return c;
+      }
+    }
+    return nullptr;
+  }
+
+  static void Evict(std::shared_ptr<Connection> victim) {
+    asio::any_io_executor ex = victim->executor();
+    asio::post(ex, [victim] { victim->EvictIfIdle(); });
+  }
+
+  // Answers 503 on a connection over the cap, and closes it.
+  void Reject(tcp::socket& sock) {
+    core_.CountClose(CloseReason::kOverLimit);
+    const std::string& p = core_.opts.settings_prefix;
+    Status st(Code::kUnavailable, "too many connections: the limit (" + p + ".max_connections) is " +
+                                      std::to_string(core_.max_connections) +
+                                      " and none is idle; retry later, or raise " + p +
+                                      ".max_connections (and the open-files limit, ulimit -n)");
+    HttpResponse err = core_.Error(503, st);
+    std::string out = core_.Head(err.status, err.headers, err.body.size(), false) + err.body;
+    [[maybe_unused]] ssize_t n = ::send(sock.native_handle(), out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    char scratch[4096];  // a request already here is read, so that closing sends FIN rather than RST
+    while (::recv(sock.native_handle(), scratch, sizeof scratch, MSG_DONTWAIT) > 0) {
+    }
+    boost::system::error_code ignored;
+    sock.shutdown(tcp::socket::shutdown_send, ignored);
+    sock.close(ignored);
+  }
+
+  // Closes the connections whose phase deadline has passed, every quarter of
+  // the shortest timeout (10 ms to 1 s): deadlines hold to within a tick.
+  awaitable<void> Sweep() {
+    const ServerOptions& o = core_.opts;
+    auto shortest = std::min({o.header_timeout, o.idle_timeout, o.write_timeout});
+    auto tick = std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
+                                                      std::chrono::milliseconds(1000));
+    std::vector<std::shared_ptr<Connection>> alive;
+    for (;;) {
+      sweep_.expires_after(tick);
+      auto [ec] = co_await sweep_.async_wait(kTuple);
+      if (ec) co_return;
+      int64_t now = Connection::Now();
+      {
+        std::lock_guard lock(core_.mu);
+        alive.reserve(core_.all.size());
+        for (auto& weak : core_.all) {
+          if (auto c = weak.lock()) alive.push_back(std::move(c));
+        }
+      }
+      // Outside the lock: dropping the last reference destroys a connection,
+      // which takes the lock.
+      for (auto& c : alive) {
+        if (!c->Expired(now)) continue;
+        asio::any_io_executor ex = c->executor();
+        asio::post(ex, [c] { c->CloseIfExpired(); });
+      }
+      alive.clear();
+    }
+  }
+
+  awaitable<void> Accept() {
+    for (;;) {
+      asio::any_io_executor strand = asio::make_strand(ioc_);
+      auto [ec, sock] = co_await acceptor_.async_accept(strand, kTuple);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec.value() == ENOBUFS ||
+            ec.value() == ENOMEM) {
+          // Out of descriptors: free one by closing the oldest idle connection,
+          // or wait for one to free; never spin on the pending connection.
+          std::shared_ptr<Connection> victim;
+          {
+            std::lock_guard lock(core_.mu);
+            victim = TakeOldestIdleLocked();
+          }
+          if (victim) Evict(victim);
+          if (++accept_errors_ % 100 == 1) {
+            size_t open = 0;
+            {
+              std::lock_guard lock(core_.mu);
+              open = core_.open;
+            }
+            spdlog::warn("cannot accept a connection: {} ({} connections open; lower {}.max_connections or raise "
+                         "the open-files limit, ulimit -n)",
+                         ec.message(), open, core_.opts.settings_prefix);
+          }
+          backoff_.expires_after(std::chrono::milliseconds(victim ? 10 : 100));
+          co_await backoff_.async_wait(kTuple);
+        }
+        continue;
+      }
+      boost::system::error_code ignored;
+      sock.set_option(tcp::no_delay(true), ignored);
+      sock.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
+      sock.non_blocking(true, ignored);  // synchronous reads and writes never wait on an I/O thread
+      auto conn = std::make_shared<Connection>(core_, std::move(sock));
+      std::shared_ptr<Connection> victim;
+      if (!Admit(*conn, &victim)) {
+        Reject(conn->socket());
+        continue;
+      }
+      if (victim) Evict(std::move(victim));
+      asio::any_io_executor ex = conn->executor();
+      asio::co_spawn(ex, Connection::Run(std::move(conn)), [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          spdlog::error("connection dropped by an exception (a bug): {}", ex.what());
+        }
+      });
+    }
+  }
+
+  ServerCore core_;  // first: outlives the io_context and every connection in it
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer backoff_;
+  asio::steady_timer sweep_;
+  std::unique_ptr<asio::signal_set> signals_;
+  std::vector<std::thread> threads_;
+  std::mutex wait_mu_;
+  std::string address_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopped_{false};
+  uint64_t accept_errors_ = 0;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ServerOptions options) {
+  IgnoreSigpipe();
+  auto impl = std::make_unique<Impl>(std::move(options));
+  SHOAL_RETURN_IF_ERROR(impl->Bind());
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Serve(std::vector<Router> routers) { impl_->Serve(std::move(routers)); }
+const std::string& HttpServer::address() const { return impl_->address(); }
+uint16_t HttpServer::port() const { return impl_->port(); }
+size_t HttpServer::max_connections() const { return impl_->max_connections(); }
+void HttpServer::Stop() { impl_->Stop(); }
+void HttpServer::Wait() { impl_->Wait(); }
+
+}  // namespace shoal::net
