@@ -10,7 +10,9 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <csignal>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -38,6 +40,9 @@ namespace {
 constexpr auto kTuple = asio::as_tuple(use_awaitable);
 constexpr auto kIdleTimeout = std::chrono::minutes(2);
 constexpr int kSendBuffer = 4 << 20;
+// [client branch: handshake + heartbeats] How often a worker waiting on the
+// under-store tells the client it is alive (a 102 interim response).
+constexpr auto kHeartbeatInterval = std::chrono::milliseconds(300);
 
 // Query string of a request target, percent-decoded.
 struct Query {
@@ -119,6 +124,11 @@ class Worker::Impl {
   }
 
   Status Init(bool handle_signals) {
+    // [client branch] sendfile(2) has no MSG_NOSIGNAL: a client that gave up
+    // on a response (clients close after client.response_timeout or their
+    // deadline) must not kill the worker with SIGPIPE; the write fails with
+    // EPIPE and the session ends instead.
+    ::signal(SIGPIPE, SIG_IGN);
     auto svc = WorkerService::Create(config_, [this](std::function<void()> f) { asio::post(ufs_pool_, std::move(f)); });
     if (!svc) return svc.error();
     svc_ = std::move(*svc);
@@ -129,6 +139,8 @@ class Worker::Impl {
     } else {
       id_ = config_.worker.id;
     }
+    // [client branch: handshake + heartbeats] (docs/protocol.md)
+    interim_head_ = "HTTP/1.1 102 Processing\r\nX-Shoal-Protocol: 1\r\nX-Shoal-Worker: " + id_ + "\r\n\r\n";
 
     auto colon = config_.worker.listen.rfind(':');
     if (colon == std::string::npos) {
@@ -325,6 +337,8 @@ class Worker::Impl {
   awaitable<bool> Send(tcp::socket& s, int status, std::string_view body, std::string_view type, bool keep) {
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "shoal");
+    res.set("X-Shoal-Protocol", "1");  // [client branch: handshake]
+    res.set("X-Shoal-Worker", id_);
     res.set(http::field::content_type, type);
     res.keep_alive(keep);
     res.body().assign(body.data(), body.size());
@@ -346,6 +360,55 @@ class Worker::Impl {
   awaitable<bool> SendStatus(tcp::socket& s, const Status& st, bool keep) {
     co_return co_await SendError(s, HttpStatusFor(st.code()), CodeName(st.code()), st.message(), keep);
   }
+
+  // [client branch: heartbeats] -- begin. Work the connection waits for
+  // (an under-store call, a page fetch), observed from the connection's strand.
+  struct Pending {
+    explicit Pending(const asio::any_io_executor& ex) : timer(ex) {}
+    asio::steady_timer timer;
+    bool done = false;  // read and written on the connection's strand only
+  };
+  template <typename R>
+  struct PendingResult : Pending {
+    using Pending::Pending;
+    std::optional<R> value;
+  };
+
+  // From any thread, once the work has finished: wakes AwaitPending.
+  static void Finish(const std::shared_ptr<Pending>& p) {
+    asio::post(p->timer.get_executor(), [p] {
+      p->done = true;
+      p->timer.cancel();
+    });
+  }
+
+  // Runs blocking `f` on the UFS pool; the result is in value once done. Not a coroutine.
+  template <typename R>
+  std::shared_ptr<PendingResult<R>> StartBlocking(tcp::socket& s, std::function<R()> f) {
+    auto p = std::make_shared<PendingResult<R>>(s.get_executor());
+    asio::post(ufs_pool_, [p, f = std::move(f)] {
+      p->value.emplace(f());
+      Finish(p);
+    });
+    return p;
+  }
+
+  // Waits until `p` is done, sending a 102 interim response every
+  // kHeartbeatInterval when `beat` (the client speaks the Shoal protocol), so
+  // the client can tell a worker waiting on a slow store from a hung one.
+  // False when the client went away.
+  awaitable<bool> AwaitPending(tcp::socket& s, const std::shared_ptr<Pending>& p, bool beat) {
+    while (!p->done) {
+      p->timer.expires_after(kHeartbeatInterval);
+      auto [wec] = co_await p->timer.async_wait(kTuple);
+      (void)wec;
+      if (p->done || !beat) continue;
+      auto [ec, n] = co_await asio::async_write(s, asio::buffer(interim_head_), kTuple);
+      if (ec) co_return false;
+    }
+    co_return true;
+  }
+  // [client branch: heartbeats] -- end.
 
   // Runs blocking `f` on the UFS pool and resumes the calling coroutine on its
   // own executor with the result. Written without a coroutine frame of its own:
@@ -432,16 +495,21 @@ class Worker::Impl {
     Query q = Query::Parse(qpos == std::string_view::npos ? std::string_view() : target.substr(qpos + 1));
     if (!q.error.empty()) co_return co_await SendError(s, 400, "InvalidArgument", q.error, keep);
     bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+    // [client branch: heartbeats] only to clients that speak the Shoal protocol.
+    bool beat = !req["X-Shoal-Protocol"].empty();
 
-    if (route == "/v1/read" && get) co_return co_await HandleRead(s, q, keep);
-    if (route == "/v1/open" && get) co_return co_await HandleOpen(s, q, keep);
+    if (route == "/v1/read" && get) co_return co_await HandleRead(s, q, keep, beat);
+    if (route == "/v1/open" && get) co_return co_await HandleOpen(s, q, keep, beat);
     if (route == "/v1/stat" && get) {
       auto rp = ResolveParam(q);
       if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
       // Closures are named locals, never temporaries in a co_await: g++ 12
       // destroys such temporaries twice.
       std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
-      auto st = co_await Blocking(std::move(work));
+      auto pending = StartBlocking(s, std::move(work));
+      std::shared_ptr<Pending> waiting = pending;
+      if (!co_await AwaitPending(s, waiting, beat)) co_return false;
+      auto st = std::move(*pending->value);
       if (!st) co_return co_await SendStatus(s, st.error(), keep);
       Json j = InfoJson(*st, rp->ns_path);
       co_return co_await SendJson(s, j, keep);
@@ -450,7 +518,10 @@ class Worker::Impl {
       auto rp = ResolveParam(q);
       if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
       std::function<Result<std::vector<FileInfo>>()> work = [this, rp = *rp] { return svc_->List(rp); };
-      auto list = co_await Blocking(std::move(work));
+      auto pending = StartBlocking(s, std::move(work));
+      std::shared_ptr<Pending> waiting = pending;
+      if (!co_await AwaitPending(s, waiting, beat)) co_return false;
+      auto list = std::move(*pending->value);
       if (!list) co_return co_await SendStatus(s, list.error(), keep);
       Json entries = Json::array();
       for (const auto& e : *list) entries.push_back(InfoJson(e, ChildPath(*rp, e)));
@@ -490,7 +561,7 @@ class Worker::Impl {
     co_return co_await SendError(s, 404, "NotFound", msg, keep);
   }
 
-  awaitable<bool> HandleRead(tcp::socket& s, const Query& q, bool keep) {
+  awaitable<bool> HandleRead(tcp::socket& s, const Query& q, bool keep, bool beat) {
     auto started = std::chrono::steady_clock::now();
     auto rp = ResolveParam(q);
     if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
@@ -512,41 +583,53 @@ class Worker::Impl {
     uint64_t end = *offset + std::min(*length, *size - *offset);
     FileRef file{*rp, *version, *size};
     std::string no_headers;
-    co_return co_await SendRange(s, file, *offset, end, keep, no_headers, started);
+    co_return co_await SendRange(s, file, *offset, end, keep, no_headers, started, beat);
   }
 
   // GET /v1/open?path=P&length=L: the stat (in an X-Shoal-Stat header) and the
   // first L bytes of its version, in one round trip: a small file is opened and
   // read with one request to its owner.
-  awaitable<bool> HandleOpen(tcp::socket& s, const Query& q, bool keep) {
+  awaitable<bool> HandleOpen(tcp::socket& s, const Query& q, bool keep, bool beat) {
     auto started = std::chrono::steady_clock::now();
     auto rp = ResolveParam(q);
     if (!rp) co_return co_await SendStatus(s, rp.error(), keep);
     auto length = q.Number("length");
     if (!length) co_return co_await SendStatus(s, length.error(), keep);
     std::function<Result<FileInfo>()> work = [this, rp = *rp] { return svc_->Stat(rp); };
-    auto st = co_await Blocking(std::move(work));
+    auto pending = StartBlocking(s, std::move(work));
+    std::shared_ptr<Pending> waiting = pending;
+    if (!co_await AwaitPending(s, waiting, beat)) co_return false;
+    auto st = std::move(*pending->value);
     if (!st) co_return co_await SendStatus(s, st.error(), keep);
     std::string stat_header = "X-Shoal-Stat: " + InfoJson(*st, rp->ns_path).dump() + "\r\n";
     FileRef file{*rp, st->is_dir ? std::string() : st->Version(), st->size};
     uint64_t end = st->is_dir ? 0 : std::min(*length, st->size);
-    co_return co_await SendRange(s, file, 0, end, keep, stat_header, started);
+    co_return co_await SendRange(s, file, 0, end, keep, stat_header, started, beat);
   }
 
   // Streams [offset, end) of `file` (pages by sendfile, fetched bytes from
   // memory) after a 200 head carrying `extra_headers` (complete lines).
   awaitable<bool> SendRange(tcp::socket& s, const FileRef& file, uint64_t offset, uint64_t end, bool keep,
-                            const std::string& extra_headers, std::chrono::steady_clock::time_point started) {
+                            const std::string& extra_headers, std::chrono::steady_clock::time_point started,
+                            bool beat) {
     const ResolvedPath* rp = &file.resolved;
     std::vector<Segment> segs;
     if (end > offset) segs = svc_->PlanRead(file, offset, end);
-    // Errors can still be reported as a status until the first byte is due.
-    if (!segs.empty() && segs.front().fetch) {
-      co_await WaitFetch(segs.front().fetch);
-      if (!segs.front().fetch->result()) co_return co_await SendStatus(s, segs.front().fetch->result().error(), keep);
+    // [client branch: heartbeats] Every fetch of the response is waited for
+    // before its head, heartbeating: once the body starts no heartbeat can be
+    // sent, and a store stalling mid-body would look like a hung worker.
+    // Errors can still be reported as a status until then.
+    for (auto& seg : segs) {
+      if (!seg.fetch) continue;
+      auto pending = std::make_shared<Pending>(s.get_executor());
+      std::function<void()> wake = [pending] { Finish(pending); };
+      seg.fetch->OnDone(std::move(wake));
+      if (!co_await AwaitPending(s, pending, beat)) co_return false;
+      if (!seg.fetch->result()) co_return co_await SendStatus(s, seg.fetch->result().error(), keep);
     }
     std::string head = "HTTP/1.1 200 OK\r\nServer: shoal\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
                        std::to_string(end - offset) + "\r\n" + extra_headers + (keep ? "" : "Connection: close\r\n") +
+                       "X-Shoal-Protocol: 1\r\nX-Shoal-Worker: " + id_ + "\r\n" +  // [client branch: handshake]
                        "\r\n";
     auto [ec, n] = co_await asio::async_write(s, asio::buffer(head), kTuple);
     if (ec) co_return false;
@@ -593,6 +676,7 @@ class Worker::Impl {
   std::atomic<bool> stopped_{false};
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
+  std::string interim_head_;  // [client branch: heartbeats] the 102 interim response
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
 };
