@@ -77,8 +77,9 @@ ClientImpl::ClientImpl(Config config)
               Router::Options{config_.client.ufs_fallback, config_.client.timeout, 0}),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
-      // A same-host worker answers short-circuit requests from its page index
-      // at once: one silent for the response timeout is hung.
+      // A short-circuit read is answered from the worker's page index at once;
+      // an open may wait on a store's stat, and one that takes longer than the
+      // response timeout goes over HTTP, which heartbeats.
       local_(config_.client.response_timeout, std::chrono::seconds(30)),
       fallback_stores_(config_.mounts.size()) {}
 
