@@ -1,17 +1,24 @@
-// shoal::Client — the native client library. The CLI, the FUSE mount, the S3
-// endpoint and the Python SDK are all built on it.
+// shoal::Client — the native client library. The `shoal` CLI is built on it;
+// the FUSE mount, the S3 endpoint and the Python SDK will be.
 //
 // A Client reads a Shoal config (cluster membership + mount table), resolves
-// paths through the mount table, and routes every request itself: metadata to
-// the worker that owns the path, data shard by shard to the worker that owns
-// (path, version, shard) on the consistent-hash ring. There is no master.
+// paths through the mount table, and routes every request itself over a
+// consistent-hash ring of the workers; there is no master. A path's metadata
+// and the first shard of its data go to the worker that owns the path (so a
+// small file is one request to one worker); each later shard goes to the
+// worker that owns (path, version, shard).
 //
 // Paths are namespace paths ("/data/train/x.jpg") or physical URIs inside a
 // mount ("s3://bucket/prefix/train/x.jpg").
 //
-// Failure: every call has a deadline (client.timeout). When the owning worker
-// is down, reads go to the under-store directly (client.ufs_fallback, on by
-// default), so a dead node never stops or hangs a reader.
+// Failure: every call (Stat, List, OpenFile, one Pread or Read) has one
+// deadline, client.timeout, which covers failover too. A worker that cannot be
+// reached, stays silent past client.response_timeout or is not the worker the
+// config names is marked down and skipped by every call until a background
+// health check sees it again; its reads go to the under-store directly
+// (client.ufs_fallback, on by default). A worker that is alive but waiting on
+// a slow under-store is not failed over: the call waits for it, within the
+// deadline. So a dead or hung node never stops or hangs a reader.
 //
 // Thread safety: Client and File are safe for concurrent use from any number
 // of threads without external synchronisation. REQUIRES: every File is
@@ -63,11 +70,14 @@ struct MountInfo {
 struct ClientStats {
   uint64_t worker_read_bytes = 0;    // bytes read from workers
   uint64_t fallback_read_bytes = 0;  // bytes read from the under-store directly (worker failed)
-  uint64_t worker_failures = 0;      // requests to a worker that failed
+  uint64_t worker_failures = 0;      // requests to a worker that failed it (unreachable, silent, broken)
   uint64_t local_read_bytes = 0;     // of worker_read_bytes, read short-circuit from page files on this host
 };
 
 class File;
+namespace detail {
+class ClientImpl;  // src/client/client_impl.h
+}
 
 class Client {
  public:
@@ -89,11 +99,9 @@ class Client {
   std::vector<MountInfo> Mounts() const;
   ClientStats stats() const;
 
-  class Impl;
-
  private:
-  explicit Client(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Client(std::unique_ptr<detail::ClientImpl> impl);
+  std::unique_ptr<detail::ClientImpl> impl_;
 };
 
 // An open file at the version seen when it was opened: every byte read comes

@@ -1,13 +1,13 @@
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <future>
 
 #include "client/client_impl.h"
 #include "common/units.h"
+#include "ufs/http/call_deadline.h"
 #include "ufs/uri.h"
-#include "worker/http_status.h"
 
 namespace shoal {
 
@@ -37,10 +37,20 @@ Result<FileStatus> StatusFromJson(const std::string& body) {
   }
 }
 
-std::vector<std::string> WorkerIds(const std::vector<WorkerEntry>& workers) {
-  std::vector<std::string> ids;
-  for (const auto& w : workers) ids.push_back(w.id);
-  return ids;
+std::string ReadTarget(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, uint64_t length) {
+  return "/v1/read?path=" + PercentEncode(rp.ns_path, true) + "&version=" + PercentEncode(st.version, false) +
+         "&size=" + std::to_string(st.size) + "&offset=" + std::to_string(offset) + "&length=" + std::to_string(length);
+}
+
+template <class T>
+WorkerAttempt<T> FromWorker(Result<T> r) {
+  // A 2xx answer the client cannot parse is a broken worker, not a final error.
+  if (!r) return WorkerFailed<T>(r.error());
+  return {std::move(r)};
+}
+
+void SortByPath(std::vector<FileStatus>* v) {
+  std::sort(v->begin(), v->end(), [](const auto& a, const auto& b) { return a.path < b.path; });
 }
 
 }  // namespace
@@ -55,88 +65,25 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
   return s;
 }
 
-Client::Impl::Impl(Config config)
+namespace detail {
+
+ClientImpl::ClientImpl(Config config)
     : config_(std::move(config)),
       mounts_(config_.mounts),
-      ring_(WorkerIds(config_.cluster.workers)),
+      caller_(WorkerCaller::Options{config_.client.connect_timeout, config_.client.response_timeout}),
+      health_([this](const WorkerEntry& w) { return caller_.Probe(w); },
+              WorkerHealth::Options{config_.client.down_backoff, std::chrono::seconds(30)}),
+      router_(std::make_shared<StaticMembership>(config_.cluster.workers), &health_,
+              Router::Options{config_.client.ufs_fallback, config_.client.timeout, 0}),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
-      local_(config_.client.timeout, std::chrono::seconds(30)),
+      // A short-circuit read is answered from the worker's page index at once;
+      // an open may wait on a store's stat, and one that takes longer than the
+      // response timeout goes over HTTP, which heartbeats.
+      local_(config_.client.response_timeout, std::chrono::seconds(30)),
       fallback_stores_(config_.mounts.size()) {}
 
-bool Client::Impl::IsDown(const std::string& worker) {
-  std::lock_guard lock(mu_);
-  auto it = down_until_.find(worker);
-  return it != down_until_.end() && std::chrono::steady_clock::now() < it->second;
-}
-
-void Client::Impl::MarkDown(const std::string& worker, const Status& why) {
-  spdlog::warn("worker {} failed ({}); using {} for {} ms", worker, why.message(),
-               config_.client.ufs_fallback ? "the under-store directly" : "nothing",
-               config_.client.down_backoff.count());
-  worker_failures_.fetch_add(1, std::memory_order_relaxed);
-  pool_.Forget(worker);
-  std::lock_guard lock(mu_);
-  down_until_[worker] = std::chrono::steady_clock::now() + config_.client.down_backoff;
-}
-
-WorkerReply Client::Impl::Call(const std::string& worker, std::string_view method, const std::string& target,
-                               std::span<char> body_out) {
-  WorkerReply r;
-  auto deadline = NewDeadline();
-  // A pooled connection may have been closed by the worker while idle: one retry on a fresh one.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    r = WorkerReply{};  // forget the failed first attempt
-    auto conn = attempt == 0 ? pool_.Acquire(worker, deadline) : WorkerConnection::Connect(worker, deadline);
-    if (!conn) {
-      r.status = conn.error();
-      r.transport_failed = true;
-      return r;
-    }
-    Status st = (*conn)->SendRequest(method, target, deadline);
-    Result<ResponseHead> head = st.ok() ? (*conn)->ReadHead(deadline) : Err(st);
-    if (!head) {
-      r.status = head.error();
-      r.transport_failed = true;
-      if (head.error().code() == Code::kTimeout) return r;
-      continue;
-    }
-    if (head->status >= 200 && head->status < 300 && !body_out.empty()) {
-      if (head->content_length != body_out.size()) {
-        r.status = Status(Code::kIo, "worker " + worker + " sent " + std::to_string(head->content_length) +
-                                         " bytes where " + std::to_string(body_out.size()) + " were asked");
-        r.transport_failed = true;
-        return r;
-      }
-      st = (*conn)->ReadBody(body_out, deadline);
-    } else {
-      auto body = (*conn)->ReadBodyString(head->content_length, deadline);
-      if (body) r.body = std::move(*body);
-      st = body ? Status() : body.error();
-    }
-    if (!st.ok()) {
-      r.status = st;
-      r.transport_failed = true;
-      return r;
-    }
-    r.shoal_stat = std::move(head->shoal_stat);
-    if (head->keep_alive) pool_.Release(std::move(*conn));
-    if (head->status < 200 || head->status >= 300) {
-      std::string code, msg = r.body;
-      try {
-        auto j = Json::parse(r.body);
-        code = j.value("code", "");
-        msg = j.value("message", r.body);
-      } catch (...) {
-      }
-      r.status = Status(CodeFromWire(code, head->status), msg);
-    }
-    return r;
-  }
-  return r;
-}
-
-Result<std::shared_ptr<UnderStore>> Client::Impl::FallbackStore(const ResolvedPath& rp) {
+Result<std::shared_ptr<UnderStore>> ClientImpl::FallbackStore(const ResolvedPath& rp) {
   std::lock_guard lock(mu_);
   auto& s = fallback_stores_[rp.mount_index];
   if (!s) {
@@ -147,113 +94,152 @@ Result<std::shared_ptr<UnderStore>> Client::Impl::FallbackStore(const ResolvedPa
   return s;
 }
 
-Result<FileStatus> Client::Impl::Stat(std::string_view path) {
-  auto rp = mounts_.Resolve(path);
-  if (!rp) return Err(rp.error());
-  if (!ring_.empty()) {
-    const auto& worker = Address(ring_.Owner(HashRing::MetaKey(rp->ns_path)));
-    if (!IsDown(worker)) {
-      auto r = Call(worker, "GET", "/v1/stat?path=" + PercentEncode(rp->ns_path, true));
-      if (r.status.ok()) return StatusFromJson(r.body);
-      if (!r.transport_failed) return Err(r.status);
-      MarkDown(worker, r.status);
-      if (!config_.client.ufs_fallback) return Err(r.status.WithContext("client.ufs_fallback is off"));
-    } else if (!config_.client.ufs_fallback) {
-      return Err(Code::kUnavailable, "worker " + worker + " is down and client.ufs_fallback is off");
-    }
-  }
-  auto store = FallbackStore(*rp);
-  if (!store) return Err(store.error());
-  if (rp->key.empty()) {
+Result<FileStatus> ClientImpl::StatFromStore(const ResolvedPath& rp, Deadline deadline) {
+  if (rp.key.empty()) {  // a mount's root
     FileStatus root;
-    root.path = rp->ns_path;
+    root.path = rp.ns_path;
     root.is_dir = true;
     return root;
   }
-  auto info = (*store)->Stat(rp->key);
+  auto store = FallbackStore(rp);
+  if (!store) return Err(store.error());
+  CallDeadline bound(deadline);
+  auto info = (*store)->Stat(rp.key);
   if (!info) {
-    if (info.error().code() == Code::kNotFound) return Err(Code::kNotFound, "no such file or directory: " + rp->ns_path);
+    if (info.error().code() == Code::kNotFound) return Err(Code::kNotFound, "no such file or directory: " + rp.ns_path);
     return Err(info.error());
   }
-  return ToFileStatus(*info, rp->ns_path);
+  return ToFileStatus(*info, rp.ns_path);
 }
 
-Result<OpenedFile> Client::Impl::Open(std::string_view path) {
-  auto rp = mounts_.Resolve(path);
-  if (!rp) return Err(rp.error());
-  if (!ring_.empty()) {
-    const auto& worker = Address(ring_.Owner(HashRing::MetaKey(rp->ns_path)));
-    if (config_.client.short_circuit && !IsDown(worker)) {
-      DiscoverLocal(worker);
-      if (auto o = local_.Open(worker, rp->ns_path, kOpenPrefetch)) {
-        auto st = StatusFromJson(o->stat_json);
-        if (!st) return Err(st.error());
-        local_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
-        worker_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
-        return OpenedFile{std::move(*rp), std::move(*st), std::move(o->prefix)};
-      }
-    }
-    if (!IsDown(worker)) {
-      auto r = Call(worker, "GET",
-                    "/v1/open?path=" + PercentEncode(rp->ns_path, true) + "&length=" + std::to_string(kOpenPrefetch));
-      if (r.status.ok()) {
-        auto st = StatusFromJson(r.shoal_stat);
-        if (!st) return Err(st.error());
-        worker_read_bytes_.fetch_add(r.body.size(), std::memory_order_relaxed);
-        return OpenedFile{std::move(*rp), std::move(*st), std::move(r.body)};
-      }
-      if (!r.transport_failed) return Err(r.status);
-      MarkDown(worker, r.status);
-    }
-  }
-  auto st = Stat(rp->ns_path);  // the worker is down: the under-store, or the error
-  if (!st) return Err(st.error());
-  return OpenedFile{std::move(*rp), std::move(*st), std::string()};
-}
-
-Result<std::vector<FileStatus>> Client::Impl::List(std::string_view path) {
-  auto rp = mounts_.Resolve(path);
-  if (!rp) return Err(rp.error());
+Result<std::vector<FileStatus>> ClientImpl::ListFromStore(const ResolvedPath& rp, Deadline deadline) {
+  auto store = FallbackStore(rp);
+  if (!store) return Err(store.error());
   std::vector<FileStatus> out;
-  if (!ring_.empty()) {
-    const auto& worker = Address(ring_.Owner(HashRing::MetaKey(rp->ns_path)));
-    if (!IsDown(worker)) {
-      auto r = Call(worker, "GET", "/v1/list?path=" + PercentEncode(rp->ns_path, true));
-      if (r.status.ok()) {
+  {
+    CallDeadline bound(deadline);
+    auto listed = ListDirectory(**store, rp.key);
+    if (!listed) return Err(listed.error());
+    const std::string& mp = rp.mount->path;
+    for (const auto& e : *listed) out.push_back(ToFileStatus(e, (mp == "/" ? "" : mp) + "/" + e.key));
+  }
+  if (out.empty() && !rp.key.empty()) {  // a file lists as itself
+    auto st = StatFromStore(rp, deadline);
+    if (!st) return Err(st.error());
+    if (!st->is_dir) out.push_back(*st);
+  }
+  SortByPath(&out);
+  return out;
+}
+
+Status ClientImpl::ReadFromStore(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                                 Deadline deadline) {
+  auto store = FallbackStore(rp);
+  if (!store) return store.error();
+  ReadOptions o;
+  o.if_version = st.version;
+  Result<size_t> n = [&] {
+    CallDeadline bound(deadline);
+    return (*store)->Read(rp.key, offset, out, o);
+  }();
+  if (!n && n.error().code() == Code::kVersionMismatch) {
+    ForgetMetadata(rp.ns_path, deadline);
+    return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store since it was opened; open it again");
+  }
+  if (!n) return n.error();
+  if (*n != out.size()) {
+    ForgetMetadata(rp.ns_path, deadline);
+    return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store while being read; open it again");
+  }
+  fallback_read_bytes_.fetch_add(*n, std::memory_order_relaxed);
+  return {};
+}
+
+Result<FileStatus> ClientImpl::Stat(std::string_view path) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  return StatResolved(*rp, NewDeadline());
+}
+
+Result<FileStatus> ClientImpl::StatResolved(const ResolvedPath& rp, Deadline deadline) {
+  const std::string target = "/v1/stat?path=" + PercentEncode(rp.ns_path, true);
+  return router_.Route<FileStatus>(
+      HashRing::MetaKey(rp.ns_path), deadline, "stat " + rp.ns_path,
+      [&](const WorkerEntry& w) -> WorkerAttempt<FileStatus> {
+        auto r = caller_.Call(w, "GET", target, deadline, rp.ns_path);
+        if (r.worker_failed) return WorkerFailed<FileStatus>(r.status);
+        if (!r.status.ok()) return {Err(r.status)};
+        return FromWorker(StatusFromJson(r.body));
+      },
+      [&] { return StatFromStore(rp, deadline); });
+}
+
+Result<OpenedFile> ClientImpl::Open(std::string_view path) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  const Deadline deadline = NewDeadline();
+  const std::string& ns = rp->ns_path;
+  const std::string target = "/v1/open?path=" + PercentEncode(ns, true) + "&length=" + std::to_string(kOpenPrefetch);
+  return router_.Route<OpenedFile>(
+      HashRing::MetaKey(ns), deadline, "open " + ns,
+      [&](const WorkerEntry& w) -> WorkerAttempt<OpenedFile> {
+        if (config_.client.short_circuit) {
+          if (Status d = DiscoverLocal(w, deadline); !d.ok()) return WorkerFailed<OpenedFile>(d);
+          // (A short-circuit open that times out may be a worker waiting on a
+          // slow store, which has no heartbeat here: HTTP below judges the worker.)
+          if (auto o = local_.Open(w.address, ns, kOpenPrefetch)) {
+            auto st = StatusFromJson(o->stat_json);
+            if (!st) return WorkerFailed<OpenedFile>(st.error());
+            local_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
+            worker_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
+            return {OpenedFile{*rp, std::move(*st), std::move(o->prefix)}};
+          }
+        }
+        auto r = caller_.Call(w, "GET", target, deadline, ns);
+        if (r.worker_failed) return WorkerFailed<OpenedFile>(r.status);
+        if (!r.status.ok()) return {Err(r.status)};
+        auto st = StatusFromJson(r.shoal_stat);
+        if (!st) return WorkerFailed<OpenedFile>(st.error());
+        worker_read_bytes_.fetch_add(r.body.size(), std::memory_order_relaxed);
+        return {OpenedFile{*rp, std::move(*st), std::move(r.body)}};
+      },
+      [&]() -> Result<OpenedFile> {
+        auto st = StatFromStore(*rp, deadline);
+        if (!st) return Err(st.error());
+        return OpenedFile{*rp, std::move(*st), std::string()};
+      });
+}
+
+Result<std::vector<FileStatus>> ClientImpl::List(std::string_view path) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  const Deadline deadline = NewDeadline();
+  const std::string target = "/v1/list?path=" + PercentEncode(rp->ns_path, true);
+  return router_.Route<std::vector<FileStatus>>(
+      HashRing::MetaKey(rp->ns_path), deadline, "list " + rp->ns_path,
+      [&](const WorkerEntry& w) -> WorkerAttempt<std::vector<FileStatus>> {
+        auto r = caller_.Call(w, "GET", target, deadline, rp->ns_path);
+        if (r.worker_failed) return WorkerFailed<std::vector<FileStatus>>(r.status);
+        if (!r.status.ok()) return {Err(r.status)};
+        std::vector<FileStatus> out;
         try {
           Json answer = Json::parse(r.body);  // named: a range-for over a temporary's member dangles
           for (const auto& e : answer.at("entries")) {
             auto s = StatusFromJson(e.dump());
-            if (!s) return Err(s.error());
+            if (!s) return WorkerFailed<std::vector<FileStatus>>(s.error());
             out.push_back(std::move(*s));
           }
         } catch (const std::exception& e) {
-          return Err(Code::kIo, std::string("malformed list answer from worker: ") + e.what());
+          return WorkerFailed<std::vector<FileStatus>>(
+              Status(Code::kIo, "malformed list answer from worker " + w.address + ": " + e.what()));
         }
-        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-        return out;
-      }
-      if (!r.transport_failed) return Err(r.status);
-      MarkDown(worker, r.status);
-    }
-    if (!config_.client.ufs_fallback) return Err(Code::kUnavailable, "worker " + worker + " is down and client.ufs_fallback is off");
-  }
-  auto store = FallbackStore(*rp);
-  if (!store) return Err(store.error());
-  auto listed = ListDirectory(**store, rp->key);
-  if (!listed) return Err(listed.error());
-  const std::string& mp = rp->mount->path;
-  for (const auto& e : *listed) out.push_back(ToFileStatus(e, (mp == "/" ? "" : mp) + "/" + e.key));
-  if (out.empty() && !rp->key.empty()) {
-    auto st = Stat(path);
-    if (!st) return Err(st.error());
-    if (!st->is_dir) out.push_back(*st);
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-  return out;
+        SortByPath(&out);
+        return {std::move(out)};
+      },
+      [&] { return ListFromStore(*rp, deadline); });
 }
 
-Status Client::Impl::Refresh(std::string_view path, bool recursive, bool data) {
+Status ClientImpl::Refresh(std::string_view path, bool recursive, bool data) {
   std::string ns;
   if (auto rp = mounts_.Resolve(path)) {
     ns = rp->ns_path;
@@ -262,32 +248,63 @@ Status Client::Impl::Refresh(std::string_view path, bool recursive, bool data) {
     if (!n) return n.error();
     ns = *n;
   }
-  std::string target = "/v1/refresh?path=" + PercentEncode(ns, true) + (recursive ? "&recursive=1" : "") +
-                       (data ? "&data=1" : "");
-  std::vector<std::string> failed;
-  for (const auto& entry : config_.cluster.workers) {
-    const auto& w = entry.address;
-    auto r = Call(w, "POST", target);
-    if (!r.status.ok()) failed.push_back(w + " (" + r.status.message() + ")");
+  const Deadline deadline = NewDeadline();
+  const std::string target = "/v1/refresh?path=" + PercentEncode(ns, true) + (recursive ? "&recursive=1" : "") +
+                             (data ? "&data=1" : "");
+  auto [ring, members] = router_.Members();
+  std::vector<std::future<std::string>> results;  // per member: "" or why it was not reached
+  for (const auto& m : members) {
+    if (m.down) {
+      std::promise<std::string> p;
+      p.set_value(WorkerName(*m.entry) + " (down: " + m.down->message() + ")");
+      results.push_back(p.get_future());
+      continue;
+    }
+    results.push_back(fanout_pool_.Submit([this, w = m.entry, &target, &ns, deadline]() -> std::string {
+      auto r = caller_.Call(*w, "POST", target, deadline, ns);
+      if (r.worker_failed) router_.ReportFailure(*w, r.status);
+      return r.status.ok() ? std::string() : WorkerName(*w) + " (" + r.status.message() + ")";
+    }));
   }
-  if (!failed.empty()) {
-    std::string list;
-    for (const auto& f : failed) list += (list.empty() ? "" : ", ") + f;
-    return Status(Code::kUnavailable, "refresh of " + ns + " did not reach " + std::to_string(failed.size()) + " of " +
-                                          std::to_string(ring_.size()) + " workers: " + list +
+  std::string list;
+  size_t failed = 0;
+  for (auto& f : results) {
+    std::string why = f.get();
+    if (why.empty()) continue;
+    ++failed;
+    list += (list.empty() ? "" : ", ") + why;
+  }
+  if (failed) {
+    return Status(Code::kUnavailable, "refresh of " + ns + " did not reach " + std::to_string(failed) + " of " +
+                                          std::to_string(members.size()) + " workers: " + list +
                                           "; they revalidate by their mount's rule, or run the refresh again");
   }
   return {};
 }
 
-std::vector<WorkerStatus> Client::Impl::ClusterStatus() {
-  std::vector<WorkerStatus> out;
-  for (const auto& entry : config_.cluster.workers) {
-    const auto& w = entry.address;
-    WorkerStatus s;
-    s.address = w;
-    auto r = Call(w, "GET", "/v1/status");
-    if (r.status.ok()) {
+std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
+  const Deadline deadline = NewDeadline();
+  auto [ring, members] = router_.Members();
+  std::vector<std::future<WorkerStatus>> results;
+  for (const auto& m : members) {
+    if (m.down) {  // being probed; asking it again would only wait for it
+      WorkerStatus s;
+      s.address = m.entry->address;
+      s.error = "down: " + m.down->message();
+      std::promise<WorkerStatus> p;
+      p.set_value(std::move(s));
+      results.push_back(p.get_future());
+      continue;
+    }
+    results.push_back(fanout_pool_.Submit([this, w = m.entry, deadline] {
+      WorkerStatus s;
+      s.address = w->address;
+      auto r = caller_.Call(*w, "GET", "/v1/status", deadline, "its status");
+      if (r.worker_failed) router_.ReportFailure(*w, r.status);
+      if (!r.status.ok()) {
+        s.error = r.status.message();
+        return s;
+      }
       try {
         auto j = Json::parse(r.body);
         s.up = true;
@@ -297,49 +314,38 @@ std::vector<WorkerStatus> Client::Impl::ClusterStatus() {
         s.miss_bytes = j.at("miss_bytes").get<uint64_t>();
         s.ufs_read_bytes = j.at("ufs_read_bytes").get<uint64_t>();
       } catch (const std::exception& e) {
+        s.up = false;
         s.error = std::string("malformed status: ") + e.what();
       }
-    } else {
-      s.error = r.status.message();
-    }
-    out.push_back(std::move(s));
+      return s;
+    }));
   }
+  std::vector<WorkerStatus> out;
+  for (auto& f : results) out.push_back(f.get());
   return out;
 }
 
-ClientStats Client::Impl::stats() const {
-  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), worker_failures_.load(), local_read_bytes_.load()};
+ClientStats ClientImpl::stats() const {
+  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), caller_.failures(), local_read_bytes_.load()};
 }
 
-void Client::Impl::ForgetMetadata(const std::string& ns_path) {
-  if (ring_.empty()) return;
-  const auto& owner = Address(ring_.Owner(HashRing::MetaKey(ns_path)));
-  Call(owner, "POST", "/v1/refresh?path=" + PercentEncode(ns_path, true));
+void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {
+  const std::string target = "/v1/refresh?path=" + PercentEncode(ns_path, true);
+  // Best effort: the metadata revalidates by its mount's rule anyway.
+  (void)router_.Route<void>(
+      HashRing::MetaKey(ns_path), deadline, "refresh " + ns_path,
+      [&](const WorkerEntry& w) -> WorkerAttempt<void> {
+        auto r = caller_.Call(w, "POST", target, deadline, ns_path);
+        if (r.worker_failed) return WorkerFailed<void>(r.status);
+        return {};
+      },
+      [] { return Result<void>(); });
 }
 
-Status Client::Impl::ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
-  auto store = FallbackStore(rp);
-  if (!store) return store.error();
-  ReadOptions o;
-  o.if_version = st.version;
-  auto n = (*store)->Read(rp.key, offset, out, o);
-  if (!n && n.error().code() == Code::kVersionMismatch) {
-    ForgetMetadata(rp.ns_path);
-    return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store since it was opened; open it again");
-  }
-  if (!n) return n.error();
-  if (*n != out.size()) {
-    ForgetMetadata(rp.ns_path);
-    return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store while being read; open it again");
-  }
-  fallback_read_bytes_.fetch_add(*n, std::memory_order_relaxed);
-  return {};
-}
-
-void Client::Impl::DiscoverLocal(const std::string& worker) {
-  if (!local_.ClaimDiscovery(worker)) return;
+Status ClientImpl::DiscoverLocal(const WorkerEntry& worker, Deadline deadline) {
+  if (!local_.ClaimDiscovery(worker.address)) return {};
   std::string socket, token;
-  auto r = Call(worker, "GET", "/v1/status");
+  auto r = caller_.Call(worker, "GET", "/v1/status", deadline, "its status");
   if (r.status.ok()) {
     try {
       auto j = Json::parse(r.body);
@@ -348,54 +354,62 @@ void Client::Impl::DiscoverLocal(const std::string& worker) {
     } catch (const std::exception&) {
     }
   }
-  local_.Discovered(worker, socket, token);
+  local_.Discovered(worker.address, socket, token);
+  return r.worker_failed ? r.status : Status();
 }
 
-uint64_t Client::Impl::ReadLocal(const std::string& worker, const ResolvedPath& rp, const FileStatus& st,
-                                 uint64_t offset, std::span<char> out) {
-  DiscoverLocal(worker);
-  uint64_t n = local_.Read(worker, rp.ns_path, st.version, st.size, offset, out);
-  local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
-  worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
-  return n;
-}
-
-Status Client::Impl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out) {
-  if (!ring_.empty()) {
-    uint64_t shard = offset / config_.cluster.shard_size;
-    const auto& worker = Address(ring_.Owner(HashRing::DataKey(rp.ns_path, st.version, shard)));
-    if (config_.client.short_circuit && !IsDown(worker)) {
-      uint64_t n = ReadLocal(worker, rp, st, offset, out);
-      if (n == out.size()) return {};
-      offset += n;
-      out = out.subspan(n);
-    }
-    if (!IsDown(worker)) {
-      std::string target = "/v1/read?path=" + PercentEncode(rp.ns_path, true) +
-                           "&version=" + PercentEncode(st.version, false) + "&size=" + std::to_string(st.size) +
-                           "&offset=" + std::to_string(offset) + "&length=" + std::to_string(out.size());
-      auto r = Call(worker, "GET", target, out);
-      if (r.status.ok()) {
-        worker_read_bytes_.fetch_add(out.size(), std::memory_order_relaxed);
+Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                             Deadline deadline) {
+  const uint64_t shard = offset / config_.cluster.shard_size;
+  auto r = router_.Route<void>(
+      HashRing::DataKey(rp.ns_path, st.version, shard), deadline, "read " + rp.ns_path,
+      [&](const WorkerEntry& w) -> WorkerAttempt<void> {
+        uint64_t off = offset;
+        std::span<char> rest = out;
+        if (config_.client.short_circuit) {
+          if (Status d = DiscoverLocal(w, deadline); !d.ok()) return WorkerFailed<void>(d);
+          auto started = std::chrono::steady_clock::now();
+          uint64_t n = local_.Read(w.address, rp.ns_path, st.version, st.size, off, rest);
+          local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+          worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+          if (n == rest.size()) return {};
+          // A short-circuit read is answered from the worker's page index and
+          // never waits on the under-store: a worker silent for the whole
+          // response timeout here is hung, and asking it again over TCP would
+          // only wait as long once more.
+          if (n == 0 && std::chrono::steady_clock::now() - started >= config_.client.response_timeout) {
+            return WorkerFailed<void>(Status(Code::kUnavailable,
+                                             "worker " + w.address + " did not answer a short-circuit read for " +
+                                                 FormatDuration(config_.client.response_timeout) +
+                                                 " (client.response_timeout): taken as hung"));
+          }
+          off += n;
+          rest = rest.subspan(n);
+        }
+        auto r = caller_.Call(w, "GET", ReadTarget(rp, st, off, rest.size()), deadline, rp.ns_path, rest);
+        if (r.worker_failed) return WorkerFailed<void>(r.status);
+        if (r.status.ok()) {
+          worker_read_bytes_.fetch_add(rest.size(), std::memory_order_relaxed);
+          return {};
+        }
+        if (r.status.code() == Code::kVersionMismatch) {
+          // The metadata owner may still hold the old version: make the next open revalidate.
+          ForgetMetadata(rp.ns_path, deadline);
+          return {Err(Code::kVersionMismatch, rp.ns_path + " changed in the under-store since it was opened; open it again")};
+        }
+        return {Err(r.status)};
+      },
+      [&]() -> Result<void> {
+        Status s = ReadFromStore(rp, st, offset, out, deadline);
+        if (!s.ok()) return Err(s);
         return {};
-      }
-      if (r.status.code() == Code::kVersionMismatch) {
-        // The metadata owner may still hold the old version: make the next open revalidate.
-        ForgetMetadata(rp.ns_path);
-        return Status(Code::kVersionMismatch, rp.ns_path + " changed in the under-store since it was opened; open it again");
-      }
-      if (!r.transport_failed) return r.status;
-      MarkDown(worker, r.status);
-      if (!config_.client.ufs_fallback) return r.status.WithContext("client.ufs_fallback is off");
-    } else if (!config_.client.ufs_fallback) {
-      return Status(Code::kUnavailable, "worker " + worker + " is down and client.ufs_fallback is off");
-    }
-  }
-  return ReadFromUfs(rp, st, offset, out);
+      });
+  return r ? Status() : r.error();
 }
 
-Status Client::Impl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
-                               bool parallel) {
+Status ClientImpl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                             bool parallel) {
+  const Deadline deadline = NewDeadline();
   // Pieces end at shard boundaries (each shard has its own owner) and at kPieceBytes.
   struct Piece {
     uint64_t offset;
@@ -410,11 +424,13 @@ Status Client::Impl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uin
     pos += len;
   }
   if (!parallel || pieces.size() == 1) {
-    for (auto& p : pieces) SHOAL_RETURN_IF_ERROR(ReadPiece(rp, st, p.offset, p.out));
+    for (auto& p : pieces) SHOAL_RETURN_IF_ERROR(ReadPiece(rp, st, p.offset, p.out, deadline));
     return {};
   }
   std::vector<std::future<Status>> futures;
-  for (auto& p : pieces) futures.push_back(fanout_pool_.Submit([&, p] { return ReadPiece(rp, st, p.offset, p.out); }));
+  for (auto& p : pieces) {
+    futures.push_back(fanout_pool_.Submit([&, p] { return ReadPiece(rp, st, p.offset, p.out, deadline); }));
+  }
   Status first;
   for (auto& f : futures) {  // every piece writes into `out`: wait for all of them
     auto s = f.get();
@@ -423,9 +439,11 @@ Status Client::Impl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uin
   return first;
 }
 
+}  // namespace detail
+
 // --- Client ---
 
-Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::Client(std::unique_ptr<detail::ClientImpl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
@@ -439,13 +457,13 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
   }
   auto c = LoadConfig(path);
   if (!c) return Err(c.error());
-  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(std::move(*c))));
+  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c))));
 }
 
 Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const std::string& source) {
   auto c = ParseConfig(yaml, source);
   if (!c) return Err(c.error());
-  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(std::move(*c))));
+  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c))));
 }
 
 Result<FileStatus> Client::Stat(std::string_view path) { return impl_->Stat(path); }

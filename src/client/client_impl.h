@@ -1,9 +1,15 @@
 // Internals of shoal::Client shared by client.cc and file.cc.
+//
+// Every call takes one deadline (client.timeout) and goes through the Router
+// (src/cluster/router.h): candidates for the call's ring key, failover, and
+// the direct under-store read, written once. This file supplies the two sides
+// of each call: what to ask a worker, and what to ask the under-store.
+//
+// Thread safety: ClientImpl is safe for concurrent use from any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -11,8 +17,10 @@
 #include <vector>
 
 #include "client/local_reader.h"
-#include "client/worker_connection.h"
-#include "cluster/hash_ring.h"
+#include "client/worker_caller.h"
+#include "cluster/membership.h"
+#include "cluster/router.h"
+#include "cluster/worker_health.h"
 #include "common/config.h"
 #include "common/task_pool.h"
 #include "meta/mount_table.h"
@@ -21,14 +29,6 @@
 
 namespace shoal {
 
-// A worker's answer or the reason there was none.
-struct WorkerReply {
-  Status status;                // OK for a 2xx answer; the worker's error otherwise
-  bool transport_failed = false;  // the worker could not be reached or broke off: try elsewhere
-  std::string body;
-  std::string shoal_stat;         // X-Shoal-Stat of a /v1/open answer
-};
-
 // What Open() learns: the file's status and its first bytes (possibly none).
 struct OpenedFile {
   ResolvedPath resolved;
@@ -36,9 +36,13 @@ struct OpenedFile {
   std::string prefix;
 };
 
-class Client::Impl {
+FileStatus ToFileStatus(const FileInfo& f, std::string ns_path);
+
+namespace detail {
+
+class ClientImpl {
  public:
-  explicit Impl(Config config);
+  explicit ClientImpl(Config config);
 
   const Config& config() const { return config_; }
   const MountTable& mounts() const { return mounts_; }
@@ -52,50 +56,49 @@ class Client::Impl {
   ClientStats stats() const;
 
   // Reads [offset, offset + out.size()) of one file version, which the caller
-  // has clamped to the file size. `parallel` fans pieces out over the pool.
+  // has clamped to the file size, as one call (one deadline). `parallel` fans
+  // pieces out over the pool.
   Status ReadRange(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out, bool parallel);
 
   TaskPool& readahead_pool() { return readahead_pool_; }
 
  private:
-  WorkerReply Call(const std::string& worker, std::string_view method, const std::string& target,
-                   std::span<char> body_out = {});
-  bool IsDown(const std::string& worker);
-  void MarkDown(const std::string& worker, const Status& why);
-  Result<std::shared_ptr<UnderStore>> FallbackStore(const ResolvedPath& rp);
-  Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
-  // Drops the metadata owner's cached stat of a path seen to have changed.
-  void ForgetMetadata(const std::string& ns_path);
-  Status ReadFromUfs(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out);
-  // Learns once (per retry interval) whether `worker` is on this host.
-  void DiscoverLocal(const std::string& worker);
-  // Reads a prefix of the range from the pages of `worker` when it is on this
-  // host (short circuit); returns the prefix's length.
-  uint64_t ReadLocal(const std::string& worker, const ResolvedPath& rp, const FileStatus& st, uint64_t offset,
-                     std::span<char> out);
   Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
 
-  // The address of ring member i.
-  const std::string& Address(size_t i) const { return config_.cluster.workers[i].address; }
+  Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);
+  Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                   Deadline deadline);
+
+  // The under-store side of each call; bounded by what is left of `deadline`.
+  Result<std::shared_ptr<UnderStore>> FallbackStore(const ResolvedPath& rp);
+  Result<FileStatus> StatFromStore(const ResolvedPath& rp, Deadline deadline);
+  Result<std::vector<FileStatus>> ListFromStore(const ResolvedPath& rp, Deadline deadline);
+  Status ReadFromStore(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                       Deadline deadline);
+
+  // Drops the metadata owner's cached stat of a path seen to have changed (best effort).
+  void ForgetMetadata(const std::string& ns_path, Deadline deadline);
+  // Learns once (per retry interval) whether `worker` is on this host. An
+  // error when the worker failed to answer (the caller's attempt failed).
+  Status DiscoverLocal(const WorkerEntry& worker, Deadline deadline);
 
   Config config_;
   MountTable mounts_;
-  HashRing ring_;  // keyed by worker id; member i is config_.cluster.workers[i]
-  ConnectionPool pool_;
+  // Declared before health_: the probe thread uses it until health_ is destroyed.
+  WorkerCaller caller_;
+  WorkerHealth health_;
+  Router router_;
   TaskPool fanout_pool_;
   TaskPool readahead_pool_;
   LocalReader local_;
 
   std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> down_until_;
   std::vector<std::shared_ptr<UnderStore>> fallback_stores_;
 
   std::atomic<uint64_t> worker_read_bytes_{0};
   std::atomic<uint64_t> fallback_read_bytes_{0};
   std::atomic<uint64_t> local_read_bytes_{0};
-  std::atomic<uint64_t> worker_failures_{0};
 };
 
-FileStatus ToFileStatus(const FileInfo& f, std::string ns_path);
-
+}  // namespace detail
 }  // namespace shoal

@@ -12,7 +12,7 @@ constexpr uint64_t kDirectReadBytes = 1 << 20;
 
 class FileImpl final : public File {
  public:
-  FileImpl(Client::Impl& client, OpenedFile opened)
+  FileImpl(detail::ClientImpl& client, OpenedFile opened)
       : client_(client),
         rp_(std::move(opened.resolved)),
         st_(std::move(opened.status)),
@@ -119,7 +119,7 @@ class FileImpl final : public File {
     }
   }
 
-  Client::Impl& client_;
+  detail::ClientImpl& client_;
   ResolvedPath rp_;
   FileStatus st_;
   const std::string prefix_;  // the file's first bytes, fetched by the open

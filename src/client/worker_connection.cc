@@ -33,8 +33,9 @@ WorkerConnection::~WorkerConnection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status WorkerConnection::Fail(Code code, const std::string& what) {
+Status WorkerConnection::Fail(Code code, const std::string& what, Failure kind) {
   reusable_ = false;
+  failure_ = kind;
   return Status(code, "worker " + address_ + ": " + what);
 }
 
@@ -63,7 +64,9 @@ Result<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(const std::s
     return Err(Code::kUnavailable, "worker " + address + " unreachable: " + std::strerror(errno));
   }
   if (rc != 0) {
-    SHOAL_RETURN_IF_ERROR(c->WaitFor(POLLOUT, deadline));
+    if (!c->WaitFor(POLLOUT, deadline).ok()) {
+      return Err(Code::kUnavailable, "worker " + address + " unreachable: no connection within client.connect_timeout");
+    }
     int err = 0;
     socklen_t len = sizeof err;
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -72,151 +75,210 @@ Result<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(const std::s
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // From here on the socket blocks, with SO_RCVTIMEO/SO_SNDTIMEO bounding each
-  // call by the deadline: one syscall per receive instead of poll + recv.
+  // call: one syscall per receive instead of poll + recv.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return c;
 }
 
-Status WorkerConnection::ArmTimeout(Deadline deadline) {
-  int ms = RemainingMs(deadline);
-  if (ms == 0) return Fail(Code::kTimeout, "no answer before the deadline (client.timeout)");
-  timeval tv{ms / 1000, (ms % 1000) * 1000};
+Status WorkerConnection::Arm(const Limits& limits) {
+  int left = RemainingMs(limits.deadline);
+  if (left == 0) return Fail(Code::kTimeout, "no answer before the call's deadline (client.timeout)", Failure::kDeadline);
+  auto silence = std::min<int64_t>(limits.silence.count(), 1 << 30);
+  armed_for_deadline_ = left <= silence;
+  std::chrono::milliseconds t(armed_for_deadline_ ? left : silence);
+  if (t == armed_) return {};  // the silence limit, as set for the previous step
+  timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>((t.count() % 1000) * 1000)};
   if (::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
       ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
     return Fail(Code::kIo, std::string("setsockopt: ") + std::strerror(errno));
   }
+  armed_ = t;
   return {};
+}
+
+Status WorkerConnection::TimedOut(const char* doing) {
+  if (armed_for_deadline_) {
+    return Fail(Code::kTimeout, std::string("no answer before the call's deadline (client.timeout) while ") + doing,
+                Failure::kDeadline);
+  }
+  return Fail(Code::kUnavailable,
+              "sent nothing for " + std::to_string(armed_.count()) + " ms while " + doing +
+                  " (client.response_timeout): taken as hung",
+              Failure::kSilent);
 }
 
 Status WorkerConnection::WaitFor(short events, Deadline deadline) {
   for (;;) {
     pollfd p{fd_, events, 0};
     int ms = RemainingMs(deadline);
-    if (ms == 0) return Fail(Code::kTimeout, "no answer before the deadline (client.timeout)");
+    if (ms == 0) return Fail(Code::kTimeout, "no answer before the deadline", Failure::kDeadline);
     int rc = ::poll(&p, 1, ms);
     if (rc > 0) return {};
-    if (rc == 0) return Fail(Code::kTimeout, "no answer before the deadline (client.timeout)");
+    if (rc == 0) return Fail(Code::kTimeout, "no answer before the deadline", Failure::kDeadline);
     if (errno != EINTR) return Fail(Code::kIo, std::string("poll: ") + std::strerror(errno));
   }
 }
 
-Status WorkerConnection::SendRequest(std::string_view method, std::string_view target, Deadline deadline) {
+Status WorkerConnection::SendRequest(std::string_view method, std::string_view target, Limits limits) {
   reusable_ = false;
-  SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
+  failure_ = Failure::kNone;
+  interim_ = 0;
   std::string req;
-  req.reserve(target.size() + 64);
-  req.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ").append(address_).append("\r\n\r\n");
+  req.reserve(target.size() + 96);
+  req.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ").append(address_);
+  req.append("\r\nX-Shoal-Protocol: 1\r\n\r\n");
   size_t sent = 0;
   while (sent < req.size()) {
+    SHOAL_RETURN_IF_ERROR(Arm(limits));
     ssize_t n = ::send(fd_, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       continue;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      SHOAL_RETURN_IF_ERROR(WaitFor(POLLOUT, deadline));
-      continue;
-    }
-    return Fail(Code::kUnavailable, std::string("send failed: ") + std::strerror(errno));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TimedOut("sending a request");
+    return Fail(Code::kUnavailable, std::string("send failed: ") + std::strerror(errno), Failure::kClosed);
   }
   return {};
 }
 
-Result<ResponseHead> WorkerConnection::ReadHead(Deadline deadline) {
-  SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
-  std::string head = std::move(buffered_);
-  buffered_.clear();
-  size_t end;
-  while ((end = head.find("\r\n\r\n")) == std::string::npos) {
-    if (head.size() > 64 * 1024) return Err(Fail(Code::kIo, "response head too large"));
-    char buf[8192];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n > 0) {
-      head.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n == 0) return Err(Fail(Code::kUnavailable, "connection closed before a response"));
-    if (errno == EAGAIN || errno == EINTR) {
-      SHOAL_RETURN_IF_ERROR(WaitFor(POLLIN, deadline));
-      continue;
-    }
-    return Err(Fail(Code::kUnavailable, std::string("recv failed: ") + std::strerror(errno)));
-  }
-  buffered_ = head.substr(end + 4);
-  head.resize(end);
-  ResponseHead h;
-  // "HTTP/1.1 200 OK"
-  if (head.size() < 12 || head.compare(0, 5, "HTTP/") != 0) return Err(Fail(Code::kIo, "malformed status line"));
-  h.status = std::atoi(head.c_str() + 9);
-  bool has_length = false;
-  size_t pos = head.find("\r\n");
-  while (pos != std::string::npos && pos < head.size()) {
-    size_t next = head.find("\r\n", pos + 2);
-    std::string_view line(head.data() + pos + 2, (next == std::string::npos ? head.size() : next) - pos - 2);
-    auto colon = line.find(':');
-    if (colon != std::string_view::npos) {
-      auto name = line.substr(0, colon);
-      auto value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      if (IEquals(name, "content-length")) {
-        h.content_length = std::strtoull(std::string(value).c_str(), nullptr, 10);
-        has_length = true;
-      } else if (IEquals(name, "x-shoal-stat")) {
-        h.shoal_stat = std::string(value);
-      } else if (IEquals(name, "connection") && IEquals(value, "close")) {
-        h.keep_alive = false;
+Result<ResponseHead> WorkerConnection::ReadHead(Limits limits) {
+  for (;;) {
+    std::string head = std::move(buffered_);
+    buffered_.clear();
+    size_t end;
+    while ((end = head.find("\r\n\r\n")) == std::string::npos) {
+      if (head.size() > 64 * 1024) return Err(Fail(Code::kIo, "response head too large"));
+      SHOAL_RETURN_IF_ERROR(Arm(limits));
+      char buf[8192];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) {
+        head.append(buf, static_cast<size_t>(n));
+        continue;
       }
+      if (n == 0) return Err(Fail(Code::kUnavailable, "connection closed before a response", Failure::kClosed));
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return Err(TimedOut(interim_ ? "waiting for its answer after a heartbeat" : "waiting for a response"));
+      }
+      return Err(Fail(Code::kUnavailable, std::string("recv failed: ") + std::strerror(errno), Failure::kClosed));
     }
-    pos = next;
+    buffered_ = head.substr(end + 4);
+    head.resize(end);
+    ResponseHead h;
+    // "HTTP/1.1 200 OK"
+    if (head.size() < 12 || head.compare(0, 5, "HTTP/") != 0) return Err(Fail(Code::kIo, "malformed status line"));
+    h.status = std::atoi(head.c_str() + 9);
+    bool has_length = false;
+    size_t pos = head.find("\r\n");
+    while (pos != std::string::npos && pos < head.size()) {
+      size_t next = head.find("\r\n", pos + 2);
+      std::string_view line(head.data() + pos + 2, (next == std::string::npos ? head.size() : next) - pos - 2);
+      auto colon = line.find(':');
+      if (colon != std::string_view::npos) {
+        auto name = line.substr(0, colon);
+        auto value = line.substr(colon + 1);
+        while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+        while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+        if (IEquals(name, "content-length")) {
+          h.content_length = std::strtoull(std::string(value).c_str(), nullptr, 10);
+          has_length = true;
+        } else if (IEquals(name, "x-shoal-stat")) {
+          h.shoal_stat = std::string(value);
+        } else if (IEquals(name, "x-shoal-protocol")) {
+          h.shoal_protocol = std::string(value);
+        } else if (IEquals(name, "x-shoal-worker")) {
+          h.shoal_worker = std::string(value);
+        } else if (IEquals(name, "connection") && IEquals(value, "close")) {
+          h.keep_alive = false;
+        }
+      }
+      pos = next;
+    }
+    if (expect_handshake_ && responses_ == 0 && interim_ == 0) SHOAL_RETURN_IF_ERROR(CheckHandshake(h));
+    if (h.status >= 100 && h.status < 200 && h.status != 101) {
+      // An interim response (a heartbeat): no body; the final one follows.
+      if (++interim_ > kMaxInterim) {
+        return Err(Fail(Code::kIo, "more than " + std::to_string(kMaxInterim) + " interim responses to one request"));
+      }
+      continue;
+    }
+    if (!has_length) return Err(Fail(Code::kIo, "response without Content-Length (HTTP " + std::to_string(h.status) + ")"));
+    ++responses_;
+    h.interim = interim_;
+    return h;
   }
-  if (!has_length) return Err(Fail(Code::kIo, "response without Content-Length"));
-  return h;
 }
 
-Status WorkerConnection::ReadBody(std::span<char> out, Deadline deadline) {
+void WorkerConnection::ExpectHandshake(std::string id) {
+  expect_handshake_ = true;
+  expected_id_ = std::move(id);
+}
+
+Status WorkerConnection::CheckHandshake(const ResponseHead& h) {
+  auto fail = [this](std::string msg) {
+    reusable_ = false;
+    failure_ = Failure::kNotShoal;
+    return Status(Code::kUnavailable, std::move(msg) + "; check cluster.workers in the config");
+  };
+  if (h.shoal_protocol.empty() || h.shoal_worker.empty()) {
+    return fail(address_ + " is not a Shoal worker (it answered HTTP " + std::to_string(h.status) +
+                " without the Shoal handshake)");
+  }
+  if (h.shoal_protocol != "1") {
+    return fail(address_ + " speaks Shoal protocol " + h.shoal_protocol + ", not 1: upgrade the older of the two");
+  }
+  if (!expected_id_.empty() && h.shoal_worker != expected_id_) {
+    return fail(address_ + " is worker " + h.shoal_worker + ", not " + expected_id_);
+  }
+  return {};
+}
+
+Status WorkerConnection::ReadBody(std::span<char> out, Limits limits) {
   size_t got = std::min(out.size(), buffered_.size());
   std::memcpy(out.data(), buffered_.data(), got);
   buffered_.erase(0, got);
-  if (got < out.size()) SHOAL_RETURN_IF_ERROR(ArmTimeout(deadline));
   while (got < out.size()) {
+    SHOAL_RETURN_IF_ERROR(Arm(limits));
     // MSG_WAITALL: one wake-up for the whole body rather than one per segment
-    // batch (SO_RCVTIMEO still bounds it; a partial count comes back then).
+    // batch. SO_RCVTIMEO still bounds it; a partial count comes back then, and
+    // the next round allows the silence limit again (bytes did arrive).
     ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, MSG_WAITALL);
     if (n > 0) {
       got += static_cast<size_t>(n);
       continue;
     }
     if (n == 0) {
-      return Fail(Code::kUnavailable, "connection closed after " + std::to_string(got) + " of " +
-                                          std::to_string(out.size()) + " body bytes");
+      return Fail(Code::kUnavailable,
+                  "connection closed after " + std::to_string(got) + " of " + std::to_string(out.size()) + " body bytes",
+                  Failure::kClosed);
     }
-    if (errno == EAGAIN || errno == EINTR) {
-      SHOAL_RETURN_IF_ERROR(WaitFor(POLLIN, deadline));
-      continue;
-    }
-    return Fail(Code::kUnavailable, std::string("recv failed: ") + std::strerror(errno));
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return TimedOut("sending a response body");
+    return Fail(Code::kUnavailable, std::string("recv failed: ") + std::strerror(errno), Failure::kClosed);
   }
   reusable_ = true;
   return {};
 }
 
-Result<std::string> WorkerConnection::ReadBodyString(uint64_t length, Deadline deadline) {
+Result<std::string> WorkerConnection::ReadBodyString(uint64_t length, Limits limits) {
   if (length > (256ull << 20)) return Err(Fail(Code::kIo, "response body too large"));
   std::string s(length, '\0');
-  SHOAL_RETURN_IF_ERROR(ReadBody(std::span<char>(s.data(), s.size()), deadline));
+  SHOAL_RETURN_IF_ERROR(ReadBody(std::span<char>(s.data(), s.size()), limits));
   return s;
 }
 
+std::unique_ptr<WorkerConnection> ConnectionPool::TakeIdle(const std::string& address) {
+  std::lock_guard lock(mu_);
+  auto it = idle_.find(address);
+  if (it == idle_.end() || it->second.empty()) return nullptr;
+  auto c = std::move(it->second.back());
+  it->second.pop_back();
+  return c;
+}
+
 Result<std::unique_ptr<WorkerConnection>> ConnectionPool::Acquire(const std::string& address, Deadline deadline) {
-  {
-    std::lock_guard lock(mu_);
-    auto& v = idle_[address];
-    if (!v.empty()) {
-      auto c = std::move(v.back());
-      v.pop_back();
-      return c;
-    }
-  }
+  if (auto c = TakeIdle(address)) return c;
   return WorkerConnection::Connect(address, deadline);
 }
 

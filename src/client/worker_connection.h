@@ -1,6 +1,17 @@
 // WorkerConnection: one blocking HTTP/1.1 keep-alive connection from a client
-// to a worker, with a deadline on every step. Response bodies can be received
+// to a worker, with time limits on every step. Response bodies can be received
 // straight into the caller's buffer (no intermediate copy).
+//
+// Every step is bounded twice: by the call's deadline, and by a silence limit
+// (client.response_timeout): the longest the peer may send nothing at all. A
+// worker sends `102 Processing` interim responses while it waits on the
+// under-store; ReadHead skips them (each one is a sign of life, so the silence
+// limit starts again) and counts them. last_failure() tells a hung peer
+// (silent) from a call that ran out of time (deadline).
+//
+// Every request carries `X-Shoal-Protocol: 1`; the head reports the worker's
+// X-Shoal-Protocol and X-Shoal-Worker for the caller's handshake check
+// (docs/protocol.md). Every send uses MSG_NOSIGNAL.
 //
 // ConnectionPool keeps idle connections per worker for reuse.
 //
@@ -22,41 +33,86 @@ namespace shoal {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
+// Time limits of one step: the call's deadline, and how long the peer may stay
+// silent (no byte) before it is taken as hung. A bare deadline allows silence
+// up to the deadline.
+struct Limits {
+  Limits(Deadline d, std::chrono::milliseconds s = std::chrono::milliseconds::max()) : deadline(d), silence(s) {}
+  Deadline deadline;
+  std::chrono::milliseconds silence;
+};
+
 struct ResponseHead {
   int status = 0;
   uint64_t content_length = 0;
   bool keep_alive = true;
-  std::string shoal_stat;  // the X-Shoal-Stat header (a /v1/open answer)
+  std::string shoal_stat;      // the X-Shoal-Stat header (a /v1/open answer)
+  std::string shoal_protocol;  // X-Shoal-Protocol ("" when absent)
+  std::string shoal_worker;    // X-Shoal-Worker: the worker's id ("" when absent)
+  uint32_t interim = 0;        // 1xx interim responses (heartbeats) skipped before this head
 };
 
 class WorkerConnection {
  public:
+  // `deadline` bounds the TCP connect.
   static Result<std::unique_ptr<WorkerConnection>> Connect(const std::string& address, Deadline deadline);
   ~WorkerConnection();
 
   const std::string& address() const { return address_; }
 
   // Sends a request with no body: "GET /v1/read?... HTTP/1.1".
-  Status SendRequest(std::string_view method, std::string_view target, Deadline deadline);
-  Result<ResponseHead> ReadHead(Deadline deadline);
+  Status SendRequest(std::string_view method, std::string_view target, Limits limits);
+  // The final response's head, after any 1xx interim responses (at most
+  // kMaxInterim of them).
+  Result<ResponseHead> ReadHead(Limits limits);
   // Receives exactly out.size() bytes of body.
-  Status ReadBody(std::span<char> out, Deadline deadline);
-  Result<std::string> ReadBodyString(uint64_t length, Deadline deadline);
+  Status ReadBody(std::span<char> out, Limits limits);
+  Result<std::string> ReadBodyString(uint64_t length, Limits limits);
+
+  // Checks the handshake on the connection's first response head: it must
+  // carry X-Shoal-Protocol: 1 and X-Shoal-Worker, equal to `id` unless `id`
+  // is empty (the config names the worker by its address alone). A peer that
+  // fails it is kNotShoal.
+  void ExpectHandshake(std::string id);
 
   // True when the last response was fully read and the server keeps the connection.
   bool reusable() const { return reusable_; }
+  // How the last failed step failed.
+  enum class Failure {
+    kNone,
+    kDeadline,  // the call's deadline passed
+    kSilent,    // the peer sent nothing for the silence limit: hung
+    kClosed,    // the peer closed or reset the connection
+    kNotShoal,  // the peer failed the handshake: not a Shoal worker, or another one
+    kOther,     // malformed answer, local error
+  };
+  Failure last_failure() const { return failure_; }
+  // Interim responses received for the response being read (also after a failed ReadHead).
+  uint32_t interim_seen() const { return interim_; }
+
+  static constexpr uint32_t kMaxInterim = 1000;
 
  private:
   WorkerConnection(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
   Status WaitFor(short events, Deadline deadline);
-  // Bounds each blocking send/recv by what is left of the deadline.
-  Status ArmTimeout(Deadline deadline);
-  Status Fail(Code code, const std::string& what);
+  // Bounds the next blocking send/recv by the silence limit and the deadline.
+  Status Arm(const Limits& limits);
+  // A receive or send timed out (EAGAIN after Arm): which limit it was.
+  Status TimedOut(const char* doing);
+  Status Fail(Code code, const std::string& what, Failure kind = Failure::kOther);
+  Status CheckHandshake(const ResponseHead& h);
 
   int fd_;
   std::string address_;
   std::string buffered_;  // bytes received past the response head
   bool reusable_ = false;
+  uint64_t responses_ = 0;
+  uint32_t interim_ = 0;
+  Failure failure_ = Failure::kNone;
+  bool expect_handshake_ = false;
+  std::string expected_id_;
+  bool armed_for_deadline_ = false;  // the last Arm() was cut by the deadline, not the silence limit
+  std::chrono::milliseconds armed_{0};
 };
 
 class ConnectionPool {
@@ -65,6 +121,8 @@ class ConnectionPool {
 
   // An idle connection to `address`, or a new one.
   Result<std::unique_ptr<WorkerConnection>> Acquire(const std::string& address, Deadline deadline);
+  // An idle connection to `address`, or null.
+  std::unique_ptr<WorkerConnection> TakeIdle(const std::string& address);
   // Returns a connection after use; kept only when reusable().
   void Release(std::unique_ptr<WorkerConnection> conn);
   // Drops idle connections to a worker that failed.

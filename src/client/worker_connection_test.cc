@@ -39,16 +39,20 @@ class TestServer {
       int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) return;
       char buf[4096];
-      [[maybe_unused]] auto n = ::recv(c, buf, sizeof buf, 0);
+      auto n = ::recv(c, buf, sizeof buf, 0);
+      if (n > 0) request_.assign(buf, static_cast<size_t>(n));
       if (!reply.empty()) [[maybe_unused]] auto w = ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
       if (close_after) ::close(c);
       else conns_.push_back(c);
     });
   }
   const std::string& address() const { return address_; }
+  // The request received. REQUIRES: the client has read the reply.
+  const std::string& request() const { return request_; }
 
  private:
   int fd_;
+  std::string request_;
   std::string address_;
   std::thread thread_;
   std::vector<int> conns_;
@@ -110,6 +114,83 @@ TEST(WorkerConnection, RefusedConnectionIsUnavailable) {
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().code(), Code::kUnavailable);
   EXPECT_NE(c.error().message().find(addr), std::string::npos);
+}
+
+TEST(WorkerConnection, SendsTheProtocolHeader) {
+  TestServer s;
+  s.Serve("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false);
+  auto c = WorkerConnection::Connect(s.address(), In(5s));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE((*c)->SendRequest("GET", "/v1/health", In(5s)).ok());
+  ASSERT_TRUE((*c)->ReadHead(In(5s)));
+  EXPECT_NE(s.request().find("\r\nX-Shoal-Protocol: 1\r\n"), std::string::npos) << s.request();
+}
+
+TEST(WorkerConnection, InterimResponsesAreSkippedAndCounted) {
+  TestServer s;
+  const std::string beat = "HTTP/1.1 102 Processing\r\nX-Shoal-Protocol: 1\r\nX-Shoal-Worker: w1\r\n\r\n";
+  s.Serve(beat + beat + beat +
+              "HTTP/1.1 200 OK\r\nX-Shoal-Protocol: 1\r\nX-Shoal-Worker: w1\r\nContent-Length: 2\r\n\r\nok",
+          false);
+  auto c = WorkerConnection::Connect(s.address(), In(5s));
+  ASSERT_TRUE(c);
+  (*c)->ExpectHandshake("w1");
+  ASSERT_TRUE((*c)->SendRequest("GET", "/v1/read", In(5s)).ok());
+  auto head = (*c)->ReadHead(In(5s));
+  ASSERT_TRUE(head) << head.error().ToString();
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->interim, 3u);
+  EXPECT_EQ(head->shoal_worker, "w1");
+  char buf[2];
+  ASSERT_TRUE((*c)->ReadBody(buf, In(5s)).ok());
+}
+
+TEST(WorkerConnection, ForeignServerFailsTheHandshake) {
+  TestServer s;
+  s.Serve("HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nNot Found", false);
+  auto c = WorkerConnection::Connect(s.address(), In(5s));
+  ASSERT_TRUE(c);
+  (*c)->ExpectHandshake("");
+  ASSERT_TRUE((*c)->SendRequest("GET", "/v1/stat", In(5s)).ok());
+  auto head = (*c)->ReadHead(In(5s));
+  ASSERT_FALSE(head);
+  EXPECT_EQ(head.error().code(), Code::kUnavailable);
+  EXPECT_EQ((*c)->last_failure(), WorkerConnection::Failure::kNotShoal);
+  EXPECT_NE(head.error().message().find(s.address() + " is not a Shoal worker (it answered HTTP 404 without the Shoal handshake)"),
+            std::string::npos)
+      << head.error().message();
+}
+
+TEST(WorkerConnection, AnotherWorkerFailsTheHandshake) {
+  TestServer s;
+  s.Serve("HTTP/1.1 200 OK\r\nX-Shoal-Protocol: 1\r\nX-Shoal-Worker: w2\r\nContent-Length: 0\r\n\r\n", false);
+  auto c = WorkerConnection::Connect(s.address(), In(5s));
+  ASSERT_TRUE(c);
+  (*c)->ExpectHandshake("w1");
+  ASSERT_TRUE((*c)->SendRequest("GET", "/v1/stat", In(5s)).ok());
+  auto head = (*c)->ReadHead(In(5s));
+  ASSERT_FALSE(head);
+  EXPECT_NE(head.error().message().find(s.address() + " is worker w2, not w1"), std::string::npos)
+      << head.error().message();
+}
+
+TEST(WorkerConnection, SilenceIsAHungPeerAndTheDeadlineIsNot) {
+  TestServer s;
+  s.Serve("", false);  // accepts, reads, never answers
+  auto c = WorkerConnection::Connect(s.address(), In(5s));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE((*c)->SendRequest("GET", "/v1/stat", In(5s)).ok());
+  // Silence limit shorter than the deadline: hung.
+  auto head = (*c)->ReadHead(Limits(In(30s), 200ms));
+  ASSERT_FALSE(head);
+  EXPECT_EQ((*c)->last_failure(), WorkerConnection::Failure::kSilent);
+  EXPECT_EQ(head.error().code(), Code::kUnavailable);
+  EXPECT_NE(head.error().message().find("client.response_timeout"), std::string::npos) << head.error().message();
+  // Deadline shorter than the silence limit: out of time, not hung.
+  auto again = (*c)->ReadHead(Limits(In(200ms), 30s));
+  ASSERT_FALSE(again);
+  EXPECT_EQ((*c)->last_failure(), WorkerConnection::Failure::kDeadline);
+  EXPECT_EQ(again.error().code(), Code::kTimeout);
 }
 
 TEST(ConnectionPool, ReusesOnlyReusableConnections) {

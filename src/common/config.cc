@@ -310,11 +310,12 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& cc = root["client"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "ufs_fallback", "readahead",
-                                                   "max_parallel", "down_backoff", "short_circuit"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "response_timeout", "ufs_fallback",
+                                                   "readahead", "max_parallel", "down_backoff", "short_circuit"}));
   if (cc.IsDefined() && !cc.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
+    SHOAL_RETURN_IF_ERROR(r.Duration(cc["response_timeout"], "client.response_timeout", &c.client.response_timeout));
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["ufs_fallback"], "client.ufs_fallback", &c.client.ufs_fallback));
     SHOAL_RETURN_IF_ERROR(r.Size(cc["readahead"], "client.readahead", &c.client.readahead));
     SHOAL_RETURN_IF_ERROR(r.Integer(cc["max_parallel"], "client.max_parallel", &c.client.max_parallel, 1, 256));
@@ -420,6 +421,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "client" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "timeout" << YAML::Value << FormatDuration(c.client.timeout);
   e << YAML::Key << "connect_timeout" << YAML::Value << FormatDuration(c.client.connect_timeout);
+  e << YAML::Key << "response_timeout" << YAML::Value << FormatDuration(c.client.response_timeout);
   e << YAML::Key << "ufs_fallback" << YAML::Value << c.client.ufs_fallback;
   e << YAML::Key << "readahead" << YAML::Value << std::to_string(c.client.readahead);
   e << YAML::Key << "max_parallel" << YAML::Value << c.client.max_parallel;

@@ -95,12 +95,19 @@ struct WorkerConfig {
 };
 
 struct ClientConfig {
-  std::chrono::milliseconds timeout{10'000};         // whole call to a worker
-  std::chrono::milliseconds connect_timeout{2'000};
+  // The deadline of one whole call (stat, list, open, one read), including
+  // failover and the direct under-store read.
+  std::chrono::milliseconds timeout{30'000};
+  std::chrono::milliseconds connect_timeout{1'000};
+  // The longest a worker may stay silent (no byte, no heartbeat) before it is
+  // taken as hung and marked down.
+  std::chrono::milliseconds response_timeout{1'500};
   bool ufs_fallback = true;     // read the under-store directly when a worker fails
   uint64_t readahead = 8ull << 20;
   int max_parallel = 8;         // concurrent shard requests per read
-  std::chrono::milliseconds down_backoff{2'000};  // skip a failed worker for this long
+  // A down worker is first probed this long after it failed, then less often
+  // (doubling, up to 30 s) until it answers.
+  std::chrono::milliseconds down_backoff{2'000};
   // Read cached pages of workers on this host through their page files (fds
   // passed over a UNIX socket) instead of TCP.
   bool short_circuit = true;

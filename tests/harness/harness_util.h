@@ -2,6 +2,8 @@
 // repository's test tools are, and scratch directories for the servers' data.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +24,14 @@ Result<std::string> MakeTempDir(std::string_view name, std::string_view what);
 
 // n random bytes from `seed` (the same bytes for the same seed).
 std::string RandomBytes(size_t n, uint64_t seed);
+
+// SIGSTOPs process `pid` (the leader of its own process group: the whole
+// group is signalled) and waits, up to 10 s, until every thread of it is
+// stopped: kill() returns before the stop takes effect, and a thread that is
+// still running could answer one more request. False on timeout.
+bool FreezeProcess(pid_t pid);
+// SIGCONTs the group again.
+void ThawProcess(pid_t pid);
 
 // A directory removed, with everything in it, when its last owner lets go.
 struct ScratchDir {

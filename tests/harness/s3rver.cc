@@ -1,5 +1,6 @@
 #include "tests/harness/s3rver.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <cstdlib>
@@ -60,15 +61,29 @@ S3rverProcess& S3rverProcess::operator=(S3rverProcess&& o) noexcept {
     dir_ = std::move(o.dir_);
     tls_cert_ = std::move(o.tls_cert_);
     port_ = o.port_;
+    frozen_ = o.frozen_;
     o.dir_.clear();
     o.port_ = 0;
+    o.frozen_ = false;
   }
   return *this;
 }
 
 S3rverProcess::~S3rverProcess() { Cleanup(); }
 
+bool S3rverProcess::Freeze() {
+  frozen_ = true;
+  return FreezeProcess(process_.pid());
+}
+
+void S3rverProcess::Thaw() {
+  if (!frozen_) return;
+  ThawProcess(process_.pid());
+  frozen_ = false;
+}
+
 void S3rverProcess::Cleanup() {
+  Thaw();
   if (process_.pid() > 0) process_.Stop();
   if (!dir_.empty()) {
     std::error_code ec;

@@ -54,6 +54,12 @@ class S3rverProcess {
   // Creates a bucket (anonymous PUT); OK if it already exists.
   Status CreateBucket(const std::string& name) const;
 
+  // SIGSTOP: a stalled store (connections are accepted by the kernel, no
+  // answer comes, nothing is reset). Thaw() (SIGCONT) resumes it; the
+  // destructor thaws it first.
+  bool Freeze();  // false if it did not stop within 10 s
+  void Thaw();
+
  private:
   void Cleanup();
 
@@ -61,6 +67,7 @@ class S3rverProcess {
   std::string dir_;
   std::string tls_cert_;  // also the CA that CreateBucket trusts
   int port_ = 0;
+  bool frozen_ = false;
 };
 
 }  // namespace shoal::testing

@@ -85,6 +85,7 @@ Status ShoalCluster::StartWorker(size_t i, const std::string& listen) {
 }
 
 ShoalCluster::~ShoalCluster() {
+  for (size_t i = 0; i < procs_.size(); ++i) Thaw(i);
   for (auto& p : procs_) p.Stop(std::chrono::seconds(5));
   if (own_root_ && !std::getenv("SHOAL_TEST_KEEP")) {
     std::error_code ec;
@@ -105,11 +106,27 @@ std::string ShoalCluster::ClientYaml(const ClientConfig& client) const {
 Result<std::unique_ptr<Client>> ShoalCluster::NewClient() const { return Client::FromYaml(ClientYaml(), "test"); }
 
 void ShoalCluster::Kill(size_t i) {
+  Thaw(i);
   procs_[i].Signal(SIGKILL);
   procs_[i].Wait(std::chrono::seconds(10));
 }
 
-int ShoalCluster::Stop(size_t i) { return procs_[i].Stop(std::chrono::seconds(10)); }
+bool ShoalCluster::Freeze(size_t i) {
+  frozen_.resize(procs_.size());
+  frozen_[i] = true;
+  return FreezeProcess(procs_[i].pid());
+}
+
+void ShoalCluster::Thaw(size_t i) {
+  if (i >= frozen_.size() || !frozen_[i]) return;
+  ThawProcess(procs_[i].pid());
+  frozen_[i] = false;
+}
+
+int ShoalCluster::Stop(size_t i) {
+  Thaw(i);
+  return procs_[i].Stop(std::chrono::seconds(10));
+}
 
 Status ShoalCluster::Restart(size_t i) {
   if (procs_[i].running()) Stop(i);

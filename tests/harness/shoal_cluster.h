@@ -52,6 +52,10 @@ class ShoalCluster {
   const std::string& cache_dir(size_t i) const { return cache_dirs_[i]; }
 
   void Kill(size_t i);                  // SIGKILL, no cleanup: a crash
+  // SIGSTOP: a hung worker (its sockets accept and buffer, nothing answers).
+  // Thaw() (SIGCONT) resumes it; the destructor thaws any still frozen.
+  bool Freeze(size_t i);  // false if it did not stop within 10 s
+  void Thaw(size_t i);
   int Stop(size_t i);                   // SIGTERM and wait; returns the wait status
   Status Restart(size_t i);             // same port, same cache dir
   bool running(size_t i) { return procs_[i].running(); }
@@ -73,6 +77,7 @@ class ShoalCluster {
   std::string worker_config_;
   std::vector<std::string> cache_dirs_;
   std::vector<Subprocess> procs_;
+  std::vector<bool> frozen_;
 };
 
 // The `shoal` binary under test ($SHOAL_BIN, set by CTest).

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "ufs/http/call_deadline.h"
+
 namespace shoal {
 namespace {
 
@@ -141,7 +143,23 @@ int OnSeek(void* user, curl_off_t offset, int origin) {
 
 }  // namespace
 
-Result<HttpResponse> PerformHttp(const HttpRequest& req) {
+Result<HttpResponse> PerformHttp(const HttpRequest& request) {
+  // The caller's call deadline (CallDeadline) cuts this request's timeouts.
+  const HttpRequest* r = &request;
+  HttpRequest bounded;
+  if (auto end = CallDeadline::Current()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*end - CallDeadline::Clock::now());
+    if (left.count() <= 0) {
+      return Err(Code::kTimeout, "the call's deadline passed before " + request.method + " " + request.url + " was sent");
+    }
+    if (left < request.timeout || left < request.connect_timeout) {
+      bounded = request;
+      bounded.timeout = std::min(bounded.timeout, left);
+      bounded.connect_timeout = std::min(bounded.connect_timeout, left);
+      r = &bounded;
+    }
+  }
+  const HttpRequest& req = *r;
   EasyHandle easy;
   CURL* h = easy.h;
   if (!h) return Err(Code::kInternal, "curl_easy_init failed");

@@ -16,6 +16,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "ufs/http/call_deadline.h"
+
 namespace shoal {
 
 struct RetryPolicy {
@@ -48,12 +50,15 @@ struct RetryOutcome {
 
 // Calls attempt(time_left) until should_retry(result) is false, max_retries
 // retries are spent, or the deadline stops it, pausing BackoffDelay() between
-// attempts. time_left (milliseconds, > 0) is what remains of the deadline.
+// attempts. time_left (milliseconds, > 0) is what remains of the deadline,
+// which is the earlier of p.deadline and the thread's CallDeadline.
 template <class Attempt, class ShouldRetry>
-auto RunWithRetries(const RetryPolicy& p, Attempt&& attempt, ShouldRetry&& should_retry)
+auto RunWithRetries(const RetryPolicy& policy, Attempt&& attempt, ShouldRetry&& should_retry)
     -> RetryOutcome<std::invoke_result_t<Attempt&, std::chrono::milliseconds>> {
   using Clock = std::chrono::steady_clock;
   using std::chrono::milliseconds;
+  RetryPolicy p = policy;
+  if (auto end = CallDeadline::Current()) p.deadline = std::min(p.deadline, *end);
   RetryOutcome<std::invoke_result_t<Attempt&, milliseconds>> out;
   for (;;) {
     auto left = std::chrono::duration_cast<milliseconds>(p.deadline - Clock::now());

@@ -1,0 +1,133 @@
+#include "client/worker_caller.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "worker/http_status.h"
+
+namespace shoal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Failure = WorkerConnection::Failure;
+
+std::string Seconds(Clock::duration d) {
+  double s = std::chrono::duration<double>(d).count();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.1fs" : "%.0fs", s);
+  return buf;
+}
+
+std::string WorkerLabel(const WorkerEntry& w) { return w.id == w.address ? w.address : w.id + " at " + w.address; }
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerConnection>> WorkerCaller::Connect(const WorkerEntry& worker, Deadline deadline) const {
+  auto conn = WorkerConnection::Connect(worker.address, std::min(deadline, Clock::now() + options_.connect_timeout));
+  if (!conn) return conn;
+  // A config entry without an id names the worker by its address: any Shoal worker may answer there.
+  (*conn)->ExpectHandshake(worker.id == worker.address ? std::string() : worker.id);
+  return conn;
+}
+
+WorkerReply WorkerCaller::Failed(const WorkerEntry& worker, Status why) {
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  pool_.Forget(worker.address);  // its other idle connections are as suspect
+  WorkerReply r;
+  r.status = std::move(why);
+  r.worker_failed = true;
+  return r;
+}
+
+WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view method, const std::string& target,
+                               Deadline deadline, std::string_view path, std::span<char> body_out) {
+  const auto started = Clock::now();
+  const Limits limits(deadline, options_.response_timeout);
+  // What a failed step means: out of time (final), or a failed worker.
+  auto judge = [&](const WorkerConnection& conn, const Status& err) {
+    if (conn.last_failure() != Failure::kDeadline) return Failed(worker, err);
+    WorkerReply r;
+    if (conn.interim_seen() > 0) {
+      r.status = Status(Code::kTimeout, "worker " + WorkerLabel(worker) + " was still waiting on the under-store for " +
+                                            std::string(path) + " after " + Seconds(Clock::now() - started) +
+                                            "; the store may be slow or stalled (or raise client.timeout)");
+    } else {
+      r.status = Status(Code::kTimeout, "worker " + WorkerLabel(worker) + " did not answer for " + std::string(path) +
+                                            " before the call's deadline (client.timeout)");
+    }
+    return r;
+  };
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // A pooled connection may have been closed by the worker while idle: one retry on a new one.
+    std::unique_ptr<WorkerConnection> conn = attempt == 0 ? pool_.TakeIdle(worker.address) : nullptr;
+    const bool reused = conn != nullptr;
+    if (!conn) {
+      auto c = Connect(worker, deadline);
+      if (!c) {
+        if (Clock::now() >= deadline) {
+          return WorkerReply{Status(Code::kTimeout, "no time left to reach worker " + WorkerLabel(worker) + " for " +
+                                                        std::string(path) + " (client.timeout)"),
+                             false, {}, {}};
+        }
+        return Failed(worker, c.error());
+      }
+      conn = std::move(*c);
+    }
+    Status st = conn->SendRequest(method, target, limits);
+    Result<ResponseHead> head = st.ok() ? conn->ReadHead(limits) : Result<ResponseHead>(Err(st));
+    if (!head) {
+      if (reused && conn->last_failure() == Failure::kClosed && conn->interim_seen() == 0) continue;
+      return judge(*conn, head.error());
+    }
+    WorkerReply r;
+    const bool ok = head->status >= 200 && head->status < 300;
+    if (ok && !body_out.empty()) {
+      if (head->content_length != body_out.size()) {
+        return Failed(worker, Status(Code::kIo, "worker " + worker.address + " sent " +
+                                                    std::to_string(head->content_length) + " bytes where " +
+                                                    std::to_string(body_out.size()) + " were asked"));
+      }
+      st = conn->ReadBody(body_out, limits);
+    } else {
+      auto body = conn->ReadBodyString(head->content_length, limits);
+      if (body) r.body = std::move(*body);
+      st = body ? Status() : body.error();
+    }
+    if (!st.ok()) return judge(*conn, st);
+    r.shoal_stat = std::move(head->shoal_stat);
+    if (head->keep_alive) pool_.Release(std::move(conn));
+    if (!ok) {
+      std::string code, msg = r.body;
+      try {
+        auto j = nlohmann::json::parse(r.body);
+        code = j.value("code", "");
+        msg = j.value("message", r.body);
+      } catch (...) {
+      }
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();
+      r.status = Status(CodeFromWire(code, head->status), msg);
+    }
+    return r;
+  }
+  return Failed(worker, Status(Code::kUnavailable, "worker " + worker.address + " closed two connections in a row"));
+}
+
+Status WorkerCaller::Probe(const WorkerEntry& worker) {
+  auto conn = Connect(worker, Clock::now() + options_.connect_timeout);
+  if (!conn) return conn.error();
+  Limits limits(Clock::now() + options_.response_timeout);
+  SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", "/v1/health", limits));
+  auto head = (*conn)->ReadHead(limits);
+  if (!head) return head.error();
+  auto body = (*conn)->ReadBodyString(head->content_length, limits);
+  if (!body) return body.error();
+  if (head->status != 200) {
+    return Status(Code::kUnavailable, "worker " + worker.address + " answered its health check with HTTP " +
+                                          std::to_string(head->status));
+  }
+  return {};
+}
+
+}  // namespace shoal

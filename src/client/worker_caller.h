@@ -1,0 +1,71 @@
+// WorkerCaller: one HTTP request to one worker, with the client's time limits
+// and its judgement of what went wrong. The Router decides what to do next;
+// this decides whether the worker itself failed.
+//
+// A request is bounded by the call's deadline, by client.connect_timeout for
+// a new connection, and by client.response_timeout of silence (the worker
+// heartbeats with `102 Processing` while it waits on the under-store, so a
+// live worker is never silent that long). The first response on every new
+// connection must carry the Shoal handshake naming the expected worker.
+//
+// The worker failed (WorkerReply::worker_failed: mark it down, go elsewhere)
+// when it cannot be reached, stays silent past the response timeout, breaks
+// off or garbles a response, or fails the handshake. Any answer it gives, an
+// error status included, is final. So is running out of time while the
+// worker still heartbeats: it is alive and waiting on a slow store, and
+// reading the store directly as well would only double the egress.
+//
+// Thread safety: all methods are safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "client/worker_connection.h"
+#include "common/config.h"
+#include "shoal/status.h"
+
+namespace shoal {
+
+// A worker's answer or the reason there was none.
+struct WorkerReply {
+  Status status;                // OK for a 2xx answer; the worker's error, or why there was no answer
+  bool worker_failed = false;   // the worker failed (see above); status says why and names it
+  std::string body;             // the body, unless it went to body_out
+  std::string shoal_stat;       // X-Shoal-Stat of a /v1/open answer
+};
+
+class WorkerCaller {
+ public:
+  struct Options {
+    std::chrono::milliseconds connect_timeout{1'000};
+    std::chrono::milliseconds response_timeout{1'500};
+  };
+  explicit WorkerCaller(Options options) : options_(options) {}
+
+  // Sends `method target` to `worker` and reads the answer. A 2xx body goes
+  // into `body_out` when it is non-empty (it must be exactly that long).
+  // `path` names what the request is about, for messages.
+  WorkerReply Call(const WorkerEntry& worker, std::string_view method, const std::string& target, Deadline deadline,
+                   std::string_view path, std::span<char> body_out = {});
+
+  // GET /v1/health on a new connection with short timeouts: OK when the
+  // worker answers 200 as itself. For WorkerHealth's probe.
+  Status Probe(const WorkerEntry& worker);
+
+  // Requests to workers that failed (Call only, not probes).
+  uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+
+ private:
+  Result<std::unique_ptr<WorkerConnection>> Connect(const WorkerEntry& worker, Deadline deadline) const;
+  WorkerReply Failed(const WorkerEntry& worker, Status why);
+
+  Options options_;
+  ConnectionPool pool_;
+  std::atomic<uint64_t> failures_{0};
+};
+
+}  // namespace shoal

@@ -1,0 +1,123 @@
+// Router: where a request for a ring key goes, and what happens when it fails.
+// Every client call (stat, list, open, read, and the refresh/status fan-out)
+// routes through here; failover is written once, in Route().
+//
+// For a key, the candidates are the key's owner on the current ring snapshot,
+// then its replicas (none yet: replicas on read come in a later issue, but the
+// list shape is already what callers get), minus the workers WorkerHealth has
+// marked down.
+//
+// Route() tries the live candidates in order. A worker's answer (a value, or
+// an error it reported such as NotFound, or a timeout while it was still
+// working) is final. A worker failure (unreachable, silent, broken, not a
+// Shoal worker) marks that worker down and moves on to the next candidate,
+// and after the last one to the under-store directly when client.ufs_fallback
+// is on. With no workers configured at all, calls go to the under-store.
+// Everything happens before the call's one deadline; the under-store read gets
+// what is left of it.
+//
+// Thread safety: all methods are safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cluster/membership.h"
+#include "cluster/worker_health.h"
+#include "shoal/status.h"
+
+namespace shoal {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// "w-1 at 127.0.0.1:7001", or the address alone when the id is the address.
+
+// What one try of one worker came to.
+std::string WorkerName(const WorkerEntry& w);
+
+template <class T>
+struct WorkerAttempt {
+  Result<T> result;            // a value, or the worker's (final) error
+  // The worker, not the request, failed; result's error says why and names
+  // the worker. Route() marks it down and tries elsewhere.
+  bool worker_failed = false;
+};
+
+template <class T>
+WorkerAttempt<T> WorkerFailed(Status why) {
+  return {Err(std::move(why)), true};
+}
+
+class Router {
+ public:
+  struct Options {
+    bool ufs_fallback = true;
+    std::chrono::milliseconds timeout{30'000};  // client.timeout, for messages
+    size_t replicas = 0;                        // candidates after the owner
+  };
+
+  Router(std::shared_ptr<const Membership> membership, WorkerHealth* health, Options options);
+
+  struct Candidates {
+    std::shared_ptr<const RingSnapshot> ring;  // keeps the entries below alive
+    std::vector<const WorkerEntry*> live;      // in order: owner, then replicas
+    std::vector<std::pair<const WorkerEntry*, Status>> down;  // skipped, with why
+  };
+  // The ordered live candidates for a ring key (HashRing::MetaKey/DataKey).
+  Candidates For(std::string_view ring_key) const;
+
+  struct Member {
+    const WorkerEntry* entry;
+    std::optional<Status> down;  // set when marked down (and why)
+  };
+  // Every member of the current snapshot, for fan-out calls.
+  std::pair<std::shared_ptr<const RingSnapshot>, std::vector<Member>> Members() const;
+
+  // A fan-out call found `worker` failing: it is marked down like in Route().
+  void ReportFailure(const WorkerEntry& worker, const Status& why) { health_->MarkDown(worker, why); }
+
+  // Routes one call for `ring_key`: `try_worker(const WorkerEntry&)` returns a
+  // WorkerAttempt<T>; `try_store()` returns Result<T> from the under-store and
+  // is given what is left of `deadline` by the caller's own means. `what`
+  // names the call for messages ("stat /data/x").
+  template <class T, class TryWorker, class TryStore>
+  Result<T> Route(std::string_view ring_key, Deadline deadline, std::string_view what, TryWorker&& try_worker,
+                  TryStore&& try_store) const {
+    Candidates c = For(ring_key);
+    std::string failed;  // why each candidate could not be used, for the final message
+    for (const auto& [w, why] : c.down) Append(&failed, "worker " + WorkerName(*w) + " is down (" + why.message() + ")");
+    for (const WorkerEntry* w : c.live) {
+      if (std::chrono::steady_clock::now() >= deadline) return Err(DeadlinePassed(what, failed));
+      WorkerAttempt<T> a = try_worker(*w);
+      if (!a.worker_failed) return std::move(a.result);
+      health_->MarkDown(*w, a.result.error());
+      Append(&failed, a.result.error().message());  // names the worker
+    }
+    if (!c.ring->workers.empty()) {
+      if (!options_.ufs_fallback) return Err(NoFallback(what, failed));
+      if (std::chrono::steady_clock::now() >= deadline) return Err(DeadlinePassed(what, failed));
+    }
+    Result<T> r = try_store();
+    if (!r && !failed.empty() && (r.error().code() == Code::kTimeout || r.error().code() == Code::kUnavailable)) {
+      return Err(StoreFailed(what, failed, r.error()));
+    }
+    return r;
+  }
+
+ private:
+  static void Append(std::string* out, const std::string& text);
+  Status NoFallback(std::string_view what, const std::string& failed) const;
+  Status DeadlinePassed(std::string_view what, const std::string& failed) const;
+  Status StoreFailed(std::string_view what, const std::string& failed, const Status& store) const;
+
+  std::shared_ptr<const Membership> membership_;
+  WorkerHealth* health_;
+  Options options_;
+};
+
+}  // namespace shoal
