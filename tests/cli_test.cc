@@ -1,6 +1,8 @@
 // The `shoal` command line, end to end: `shoal up` with real workers, the client
 // commands against it, and the one-line errors with their exit codes.
 #include <gtest/gtest.h>
+
+#include <csignal>
 #include <signal.h>
 
 #include <filesystem>
@@ -66,6 +68,15 @@ TEST_F(CliTest, UpServesClientCommandsAndStopsCleanly) {
   auto big = Shoal({"cat", "--config", config_, "/data/train/big.bin"});
   EXPECT_EQ(big.exit_code, 0) << big.err;
   EXPECT_TRUE(big.out == big_);
+
+  // A reader that goes away (`shoal cat big | head -c 1`) ends cat as it ends
+  // cat(1): by SIGPIPE, with nothing on stderr.
+  std::string piped = "set -o pipefail; '" + ShoalBinary() + "' cat --config '" + config_ +
+                      "' /data/train/big.bin 2>'" + dir_ + "/pipe.err' | head -c 1 >/dev/null";
+  int rc = std::system(("bash -c \"" + piped + "\"").c_str());
+  ASSERT_TRUE(WIFEXITED(rc)) << rc;
+  EXPECT_EQ(WEXITSTATUS(rc), 128 + SIGPIPE);
+  EXPECT_EQ(Slurp(dir_ + "/pipe.err"), "");
 
   auto cp = Shoal({"cp", "--config", config_, "file://" + ufs_ + "/train/big.bin", dir_ + "/copy.bin"});
   EXPECT_EQ(cp.exit_code, 0) << cp.err;
@@ -159,7 +170,9 @@ TEST_F(CliTest, ErrorsAreOneClearLineAndAnExitCode) {
   ASSERT_TRUE(WriteFile(nofb, ToYaml(*cfg)).ok());
   auto down = Shoal({"cat", "--config", nofb, "/data/train/small.txt"});
   EXPECT_EQ(down.exit_code, 5) << down.err;
-  EXPECT_NE(down.err.find("is down"), std::string::npos) << down.err;
+  // The one line names the worker, why it failed, and what to do.
+  EXPECT_NE(down.err.find("unreachable"), std::string::npos) << down.err;
+  EXPECT_NE(down.err.find("client.ufs_fallback is off"), std::string::npos) << down.err;
   // Exactly the one error line; -v shows the warning about the worker first.
   EXPECT_EQ(std::count(down.err.begin(), down.err.end(), '\n'), 1) << down.err;
   EXPECT_TRUE(down.err.starts_with("shoal: error: ")) << down.err;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <cstdio>
 
@@ -19,6 +20,13 @@ Status WriteAll(int fd, const char* p, size_t n, const std::string& what) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
+      if (errno == EPIPE) {
+        // The reader went away (`shoal cat f | head`): end as cat does, by
+        // SIGPIPE, quietly. The process ignores SIGPIPE so that sockets cannot
+        // kill it; here the default action is what a shell expects.
+        std::signal(SIGPIPE, SIG_DFL);
+        std::raise(SIGPIPE);
+      }
       return Status(errno == ENOSPC ? Code::kNoSpace : Code::kIo, "cannot write " + what + ": " + std::strerror(errno));
     }
     p += w;
