@@ -183,7 +183,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
 
   const auto& w = root["worker"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "page_size", "cache_dirs", "io_threads", "ufs_threads",
-                                                  "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket"}));
+                                                  "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
+                                                  "verify_checksums"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.Size(w["page_size"], "worker.page_size", &c.worker.page_size));
@@ -193,6 +194,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         r.Integer(w["ufs_max_concurrency"], "worker.ufs_max_concurrency", &c.worker.ufs_max_concurrency, 1, 4096));
     SHOAL_RETURN_IF_ERROR(r.Size(w["readahead"], "worker.readahead", &c.worker.readahead));
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
+    SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
     const auto& dirs = w["cache_dirs"];
@@ -213,7 +215,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
 
   const auto& cc = root["client"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "ufs_fallback", "readahead",
-                                                   "max_parallel", "down_backoff", "short_circuit"}));
+                                                   "max_parallel", "down_backoff", "short_circuit", "verify_checksums"}));
   if (cc.IsDefined() && !cc.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
@@ -222,6 +224,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Integer(cc["max_parallel"], "client.max_parallel", &c.client.max_parallel, 1, 256));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["down_backoff"], "client.down_backoff", &c.client.down_backoff));
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["short_circuit"], "client.short_circuit", &c.client.short_circuit));
+    SHOAL_RETURN_IF_ERROR(r.Bool(cc["verify_checksums"], "client.verify_checksums", &c.client.verify_checksums));
   }
   SHOAL_RETURN_IF_ERROR(Validate(c));
   return c;
@@ -297,6 +300,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "readahead" << YAML::Value << std::to_string(c.worker.readahead);
   e << YAML::Key << "metadata_entries" << YAML::Value << c.worker.metadata_entries;
   e << YAML::Key << "local_socket" << YAML::Value << c.worker.local_socket;
+  e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value
@@ -311,6 +315,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "max_parallel" << YAML::Value << c.client.max_parallel;
   e << YAML::Key << "down_backoff" << YAML::Value << FormatDuration(c.client.down_backoff);
   e << YAML::Key << "short_circuit" << YAML::Value << c.client.short_circuit;
+  e << YAML::Key << "verify_checksums" << YAML::Value << c.client.verify_checksums;
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -54,6 +54,10 @@ struct WorkerConfig {
   // UNIX socket for short-circuit reads by clients on the same host: "auto"
   // ($TMPDIR/shoal-sockets-UID/worker-PORT.sock), "off", or a path.
   std::string local_socket = "auto";
+  // Check every cached byte against its page's chunk checksums before sending
+  // it. Off only to measure what the checks cost (bench/core_bench) or to
+  // diagnose: a page changed on disk is then served as it is.
+  bool verify_checksums = true;
 };
 
 struct ClientConfig {
@@ -66,6 +70,9 @@ struct ClientConfig {
   // Read cached pages of workers on this host through their page files (fds
   // passed over a UNIX socket) instead of TCP.
   bool short_circuit = true;
+  // Check the bytes read short-circuit against their page's chunk checksums.
+  // Off only for benchmarks and diagnosis, like worker.verify_checksums.
+  bool verify_checksums = true;
 };
 
 struct Config {
