@@ -55,7 +55,7 @@ Client::Impl::Impl(Config config)
       ring_(config_.cluster.workers),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
-      local_(config_.client.timeout, std::chrono::seconds(30)),
+      local_(config_.client.timeout, std::chrono::seconds(30), config_.client.verify_checksums),
       fallback_stores_(config_.mounts.size()) {}
 
 bool Client::Impl::IsDown(const std::string& worker) {
@@ -300,7 +300,8 @@ std::vector<WorkerStatus> Client::Impl::ClusterStatus() {
 }
 
 ClientStats Client::Impl::stats() const {
-  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), worker_failures_.load(), local_read_bytes_.load()};
+  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), worker_failures_.load(), local_read_bytes_.load(),
+          local_.corrupt_reads()};
 }
 
 void Client::Impl::ForgetMetadata(const std::string& ns_path) {

@@ -236,7 +236,8 @@ class Worker::Impl {
     if (end == offset) return out;
     uint64_t hit = 0;
     for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments)) {
-      out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length});
+      out.segments.push_back(
+          {seg.page->data_offset() + seg.skip, seg.length, static_cast<uint32_t>(seg.page->data_offset())});
       hit += seg.length;
       pages->push_back(std::move(*seg.page));
     }
