@@ -401,8 +401,9 @@ class Worker::Impl {
   // page's chunk checksums, then sent with sendfile(2) from the page file.
   //
   // Writing the checked copy instead would send exactly the bytes checked,
-  // but measured over TCP (bench/core_bench, docs/benchmarks.md) it costs the
-  // worker 1.5x the CPU of check-then-sendfile and twice the throughput loss.
+  // but measured over TCP (bench/core_bench; docs/page-format.md, "What the
+  // checks cost") it costs the worker 1.5x the CPU of check-then-sendfile and
+  // lost 47% of the unchecked throughput against 17%.
   // The price of sendfile: it reads the page cache again, microseconds after
   // the check. A byte can change in between only if, in that window, the
   // page is evicted and read back from a failing disk, or some process writes
