@@ -223,5 +223,19 @@ EOF
   echo "## Restart to serving (bench/restart_bench)"
   echo
   if [[ -f $WORK/restart.out ]]; then cat "$WORK/restart.out"; else echo "not run: $RESTART_NOTRUN"; fi
+  echo "## Page checksums by chunk size (bench/page_format_bench)"
+  echo
+  if [[ -f $WORK/page_format.out ]]; then
+    echo "Reads of 1 MiB page files (64 of them, in the page cache) through page_format::PageFileReader at random"
+    echo "4 KiB-aligned offsets: \\`verify:0\\` is the plain pread of the same bytes, \\`verify:1\\` reads the header and"
+    echo "the whole chunks the range touches and checks them. CPU time per read (median); read_amplification is"
+    echo "the bytes read from the file per byte asked for. The page store writes kChunkSize chunks (src/cache/page_format.h)."
+    echo
+    echo '```'
+    grep -E '^(Benchmark|BM_.*_median)' "$WORK/page_format.out" | sed 's/_median//'
+    echo '```'
+  else
+    echo "not run: $PF_NOTRUN"
+  fi
   echo
 }

@@ -72,6 +72,7 @@ struct ClientStats {
   uint64_t fallback_read_bytes = 0;  // bytes read from the under-store directly (worker failed)
   uint64_t worker_failures = 0;      // requests to a worker that failed it (unreachable, silent, broken)
   uint64_t local_read_bytes = 0;     // of worker_read_bytes, read short-circuit from page files on this host
+  uint64_t local_corrupt_reads = 0;  // short-circuit page reads that failed a checksum (and were read over TCP)
 };
 
 class File;

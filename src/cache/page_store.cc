@@ -23,62 +23,7 @@
 namespace shoal {
 namespace {
 
-// Page file header layout; see docs/page-format.md.
-constexpr char kMagic[8] = {'S', 'H', 'O', 'A', 'L', 'P', 'G', '1'};
-constexpr size_t kFixedHeader = 48;
 constexpr auto kFullDiskRetry = std::chrono::seconds(30);
-
-void PutU16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
-void PutU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void PutU64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-uint16_t GetU16(const char* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
-uint32_t GetU32(const char* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
-uint64_t GetU64(const char* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
-
-std::string EncodeHeader(const PageKey& key, std::span<const char> data) {
-  std::string h(kFixedHeader + key.path.size() + key.version.size(), '\0');
-  std::memcpy(h.data(), kMagic, 8);
-  PutU32(h.data() + 8, static_cast<uint32_t>(h.size()));
-  PutU32(h.data() + 12, static_cast<uint32_t>(data.size()));
-  PutU64(h.data() + 16, key.offset);
-  PutU64(h.data() + 24, XXH3_64bits(data.data(), data.size()));
-  PutU16(h.data() + 32, static_cast<uint16_t>(key.path.size()));
-  PutU16(h.data() + 34, static_cast<uint16_t>(key.version.size()));
-  std::memcpy(h.data() + kFixedHeader, key.path.data(), key.path.size());
-  std::memcpy(h.data() + kFixedHeader + key.path.size(), key.version.data(), key.version.size());
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, h.data(), 40);
-  XXH3_64bits_update(&st, h.data() + kFixedHeader, h.size() - kFixedHeader);
-  PutU64(h.data() + 40, XXH3_64bits_digest(&st));
-  return h;
-}
-
-struct DecodedHeader {
-  PageKey key;
-  uint32_t header_len = 0;
-  uint32_t data_len = 0;
-  uint64_t data_checksum = 0;
-};
-
-std::optional<DecodedHeader> DecodeHeader(std::string_view h) {
-  if (h.size() < kFixedHeader || std::memcmp(h.data(), kMagic, 8) != 0) return std::nullopt;
-  DecodedHeader d;
-  d.header_len = GetU32(h.data() + 8);
-  d.data_len = GetU32(h.data() + 12);
-  d.key.offset = GetU64(h.data() + 16);
-  d.data_checksum = GetU64(h.data() + 24);
-  uint16_t plen = GetU16(h.data() + 32), vlen = GetU16(h.data() + 34);
-  if (d.header_len != kFixedHeader + plen + vlen || h.size() < d.header_len) return std::nullopt;
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, h.data(), 40);
-  XXH3_64bits_update(&st, h.data() + kFixedHeader, d.header_len - kFixedHeader);
-  if (XXH3_64bits_digest(&st) != GetU64(h.data() + 40)) return std::nullopt;
-  d.key.path.assign(h.data() + kFixedHeader, plen);
-  d.key.version.assign(h.data() + kFixedHeader + plen, vlen);
-  return d;
-}
 
 std::string Hex(uint64_t v) {
   static const char* k = "0123456789abcdef";
@@ -118,7 +63,6 @@ struct PageStore::Slot {
   Id id;
   uint16_t dir = 0;
   bool live = false;
-  bool verified = false;
   uint32_t header_len = 0;
   uint32_t data_len = 0;
   PageKey key;
@@ -209,6 +153,8 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
                                     "disk or a lack of free space");
   s->enospc_ = &m.GetCounter("shoal_cache_enospc_total", "Page writes that failed because a cache disk was full");
   s->free_bytes_ = options.free_bytes ? options.free_bytes : StatvfsFreeBytes;
+  s->old_format_ = &m.GetCounter("shoal_cache_old_format_pages_total",
+                                 "Pages of an older page file format dropped at start (fetched again when read)");
 
   for (const auto& d : options.dirs) {
     SHOAL_RETURN_IF_ERROR(MakeDir(d.path));
@@ -225,6 +171,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
 
   // Warm restart: scan every directory in parallel, then insert into the
   // policies oldest first so recency survives the restart.
+  const uint64_t old_before = s->old_format_->value();
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> found(s->dirs_.size());
   std::vector<Status> results(s->dirs_.size());
   {
@@ -234,6 +181,9 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
     }
   }
   for (const auto& r : results) SHOAL_RETURN_IF_ERROR(r);
+  if (uint64_t old = s->old_format_->value() - old_before) {
+    spdlog::info("dropped {} cached pages of an older page file format; they are fetched again when read", old);
+  }
   std::lock_guard lock(s->mu_);
   for (size_t i = 0; i < s->dirs_.size(); ++i) {
     auto& f = found[i];
@@ -299,7 +249,7 @@ Status PageStore::ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint3
     }
     ::closedir(t);
   }
-  std::string header(4096, '\0');
+  std::string header(page_format::kHeaderProbe, '\0');
   for (int b = 0; b < 256; ++b) {
     std::string sub = root + "/" + Hex(static_cast<uint64_t>(b)).substr(14);
     DIR* d = ::opendir(sub.c_str());
@@ -311,36 +261,42 @@ Status PageStore::ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint3
       int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) continue;
       struct stat st;
+      header.resize(page_format::kHeaderProbe);
       ssize_t n = ::fstat(fd, &st) == 0 ? ::pread(fd, header.data(), header.size(), 0) : -1;
-      std::optional<DecodedHeader> h;
-      if (n > 0) {
-        h = DecodeHeader(std::string_view(header.data(), static_cast<size_t>(n)));
-        if (!h && n >= static_cast<ssize_t>(kFixedHeader) && GetU32(header.data() + 8) > n) {
-          std::string big(GetU32(header.data() + 8), '\0');
-          if (::pread(fd, big.data(), big.size(), 0) == static_cast<ssize_t>(big.size())) h = DecodeHeader(big);
-        }
+      header.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      uint32_t claimed = page_format::HeaderLength(header);
+      if (claimed > header.size() && claimed <= page_format::kMaxHeaderLen &&
+          n == static_cast<ssize_t>(page_format::kHeaderProbe)) {
+        header.resize(claimed);
+        ssize_t m = ::pread(fd, header.data() + n, claimed - static_cast<size_t>(n), n);
+        header.resize(static_cast<size_t>(n) + static_cast<size_t>(std::max<ssize_t>(m, 0)));
       }
       ::close(fd);
-      bool ok = h && static_cast<uint64_t>(st.st_size) == uint64_t{h->header_len} + h->data_len &&
-                h->data_len <= page_size_ && h->key.offset % page_size_ == 0;
+      // Only the header is checked here; the data is checked by every read.
+      auto h = page_format::ParseHeader(header);
+      bool ok = h && static_cast<uint64_t>(st.st_size) == uint64_t{h->header_len()} + h->data_len() &&
+                h->data_len() <= page_size_ && h->offset() % page_size_ == 0;
       Id id;
+      PageKey key;
       if (ok) {
-        id = IdOf(h->key);
+        key = PageKey{std::string(h->path()), std::string(h->version()), h->offset()};
+        id = IdOf(key);
         ok = PathOf(*dirs_[dir_index], id) == file;
       }
       if (!ok) {
-        ::unlink(file.c_str());  // corrupt header, foreign file, or a page size change
-        corrupt_->Add(1);
+        // A page of an older format (a cache: it is fetched again when read), a
+        // corrupt header, a foreign file, or a page size change.
+        ::unlink(file.c_str());
+        (!h && h.error().code() == Code::kNotSupported ? old_format_ : corrupt_)->Add(1);
         continue;
       }
       Slot s;
       s.id = id;
       s.dir = static_cast<uint16_t>(dir_index);
       s.live = true;
-      s.verified = false;
-      s.header_len = h->header_len;
-      s.data_len = h->data_len;
-      s.key = std::move(h->key);
+      s.header_len = h->header_len();
+      s.data_len = h->data_len();
+      s.key = std::move(key);
       std::lock_guard lock(mu_);
       if (index_.contains(id)) continue;
       uint32_t slot = AddSlotLocked(std::move(s));
@@ -393,26 +349,6 @@ void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
   free_slots_.push_back(slot);
 }
 
-bool PageStore::VerifyLocked(uint32_t slot) {
-  auto& s = slots_[slot];
-  std::string path = PathOf(*dirs_[s.dir], s.id);
-  std::string buf(s.bytes(), '\0');
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  bool ok = fd >= 0 && ::pread(fd, buf.data(), buf.size(), 0) == static_cast<ssize_t>(buf.size());
-  if (fd >= 0) ::close(fd);
-  if (ok) {
-    auto h = DecodeHeader(buf);
-    ok = h && XXH3_64bits(buf.data() + s.header_len, s.data_len) == h->data_checksum;
-  }
-  if (!ok) {
-    corrupt_->Add(1);
-    RemoveSlotLocked(slot, true);
-    return false;
-  }
-  s.verified = true;
-  return true;
-}
-
 std::optional<PageRef> PageStore::Get(const PageKey& key) {
   Id id = IdOf(key);
   std::string path;
@@ -423,7 +359,6 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
     auto it = index_.find(id);
     if (it == index_.end()) return std::nullopt;
     uint32_t slot = it->second;
-    if (!slots_[slot].verified && !VerifyLocked(slot)) return std::nullopt;
     auto& s = slots_[slot];
     dirs_[s.dir]->policy->Touch(slot);
     path = PathOf(*dirs_[s.dir], s.id);
@@ -433,6 +368,30 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // evicted between the lookup and the open
   return PageRef(fd, data_off, len);
+}
+
+bool PageStore::DropCorrupt(const PageKey& key, int fd) {
+  Id id = IdOf(key);
+  std::string path;
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(id);
+    if (it == index_.end()) return false;
+    path = PathOf(*dirs_[slots_[it->second].dir], id);
+  }
+  // The reader's file must be the one indexed: a page dropped and fetched
+  // again meanwhile has a new file with good bytes, which stays.
+  struct stat held, now;
+  if (::fstat(fd, &held) != 0 || ::stat(path.c_str(), &now) != 0 || now.st_ino != held.st_ino ||
+      now.st_dev != held.st_dev) {
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  auto it = index_.find(id);
+  if (it == index_.end()) return false;
+  corrupt_->Add(1);
+  RemoveSlotLocked(it->second, true);
+  return true;
 }
 
 bool PageStore::Contains(const PageKey& key) {
@@ -461,7 +420,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
                                        std::to_string(key.offset) + " does not fit the page size");
   }
   Id id = IdOf(key);
-  std::string header = EncodeHeader(key, data);
+  std::string header = page_format::EncodeHeader(key, data);
   uint64_t bytes = header.size() + data.size();
   size_t dir_index;
   std::string tmp, final_path;
@@ -517,7 +476,6 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   s.id = id;
   s.dir = static_cast<uint16_t>(dir_index);
   s.live = true;
-  s.verified = true;
   s.header_len = static_cast<uint32_t>(header.size());
   s.data_len = static_cast<uint32_t>(data.size());
   s.key = key;
@@ -571,6 +529,7 @@ PageStore::Stats PageStore::stats() const {
   s.pages = index_.size();
   s.evicted_bytes = evicted_bytes_->value();
   s.dropped_corrupt = corrupt_->value();
+  s.dropped_old_format = old_format_->value();
   return s;
 }
 

@@ -2,16 +2,20 @@
 //
 // A cached file version is a set of fixed-size pages (the last one shorter),
 // each in its own file under one of the cache directories. A page file starts
-// with a header (key, offset, length, checksums; see docs/page-format.md),
-// is written under a temporary name and renamed into place, so a crash never
+// with a header (key, offset, length, a checksum per chunk of data and one of
+// the header itself; see cache/page_format.h and docs/page-format.md), is
+// written under a temporary name and renamed into place, so a crash never
 // leaves a half page under a real name.
 //
-// Reads hand out a PageRef (an open fd plus the data's offset and length) that
-// the server sends with sendfile(2). An evicted page stays readable through
+// Reads hand out a PageRef (an open fd plus the data's offset and length).
+// Whoever reads through it checks what it reads (page_format::PageFileReader
+// verifies every chunk a read touches, on every read), and reports a page that
+// fails with DropCorrupt(): the store itself never reads page data back, so a
+// page that changes on disk while the worker runs is caught by its next
+// reader, not at the next restart. An evicted page stays readable through
 // refs already handed out. The in-memory index is rebuilt at Open() by a
-// parallel scan of the directories (warm restart). Pages found by the scan are
-// verified against their checksum on first use; a page that fails is deleted
-// and reported as a miss, never served.
+// parallel scan of the directories (warm restart), which checks each header
+// and drops pages of an older format.
 //
 // Each directory has a capacity; when a Put would exceed it, pages are evicted
 // in the order of the EvictionPolicy. The effective capacity is what the file
@@ -21,7 +25,7 @@
 // they already hold and carry on — and it is measured again every 30 s.
 //
 // Thread safety: all methods are safe from any thread. No lock is held across
-// disk I/O except for the small reads of the first-use verification.
+// disk I/O.
 #pragma once
 
 #include <atomic>
@@ -37,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/page_format.h"
 #include "cache/policy/eviction_policy.h"
 #include "common/config.h"
 #include "shoal/status.h"
@@ -46,13 +51,6 @@ namespace shoal {
 class MetricsRegistry;
 class Counter;
 class Gauge;
-
-// One page: the file version it belongs to and its offset in the file.
-struct PageKey {
-  std::string path;     // namespace path
-  std::string version;  // file version (ETag or mtime-size)
-  uint64_t offset = 0;  // multiple of the page size
-};
 
 // An open page file, positioned by data_offset. Move-only; closes on destruction.
 class PageRef {
@@ -99,7 +97,8 @@ class PageStore {
     uint64_t effective_capacity_bytes = 0;  // what the disks can hold now (<= capacity_bytes)
     uint64_t pages = 0;
     uint64_t evicted_bytes = 0;
-    uint64_t dropped_corrupt = 0;
+    uint64_t dropped_corrupt = 0;     // failed a checksum (at the scan, or reported by a reader)
+    uint64_t dropped_old_format = 0;  // found at Open() in an older page format
   };
 
   static Result<std::unique_ptr<PageStore>> Open(Options options);
@@ -107,8 +106,14 @@ class PageStore {
 
   uint64_t page_size() const { return page_size_; }
 
-  // A ref to the page, or nullopt on a miss (absent, evicted, or failed its checksum).
+  // A ref to the page, or nullopt on a miss (absent or evicted). Its bytes
+  // are unchecked: read them with a page_format::PageFileReader.
   std::optional<PageRef> Get(const PageKey& key);
+  // A reader found the page file open as `fd` failing its checksum: deletes
+  // it, so that the next read fetches the page again, and counts it. A page
+  // already dropped, or since replaced by a new file, is left alone. Returns
+  // whether this call dropped it.
+  bool DropCorrupt(const PageKey& key, int fd);
   bool Contains(const PageKey& key);
   // Caches one page. REQUIRES: data.size() <= page_size(); key.offset a multiple of it.
   Status Put(const PageKey& key, std::span<const char> data);
@@ -141,7 +146,6 @@ class PageStore {
   Status ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found);
   uint32_t AddSlotLocked(Slot slot);
   void RemoveSlotLocked(uint32_t slot, bool unlink_file);
-  bool VerifyLocked(uint32_t slot);
   size_t ChooseDirLocked(uint64_t bytes) const;
   // Sets a directory's effective capacity to min(capacity, used + free space),
   // logging a change. REQUIRES: mu_ held.
@@ -168,6 +172,7 @@ class PageStore {
   std::function<Result<uint64_t>(const std::string& dir)> free_bytes_;
   Gauge* pages_gauge_ = nullptr;
   Counter* corrupt_ = nullptr;
+  Counter* old_format_ = nullptr;
 };
 
 }  // namespace shoal

@@ -80,7 +80,7 @@ ClientImpl::ClientImpl(Config config)
       // A short-circuit read is answered from the worker's page index at once;
       // an open may wait on a store's stat, and one that takes longer than the
       // response timeout goes over HTTP, which heartbeats.
-      local_(config_.client.response_timeout, std::chrono::seconds(30)),
+      local_(config_.client.response_timeout, std::chrono::seconds(30), config_.client.verify_checksums),
       fallback_stores_(config_.mounts.size()) {}
 
 Result<std::shared_ptr<UnderStore>> ClientImpl::FallbackStore(const ResolvedPath& rp) {
@@ -326,7 +326,8 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
 }
 
 ClientStats ClientImpl::stats() const {
-  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), caller_.failures(), local_read_bytes_.load()};
+  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), caller_.failures(), local_read_bytes_.load(),
+          local_.corrupt_reads()};
 }
 
 void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cache/page_format.h"
+
 namespace shoal {
 
 namespace {
@@ -27,8 +29,8 @@ void CloseAll(const std::vector<int>& fds) {
 
 }  // namespace
 
-LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after)
-    : timeout_(timeout), retry_after_(retry_after) {}
+LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after, bool verify)
+    : timeout_(timeout), retry_after_(retry_after), verify_(verify) {}
 
 LocalReader::~LocalReader() {
   for (auto& [w, ch] : channels_) CloseAll(ch.idle);
@@ -157,21 +159,32 @@ std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker
 }
 
 uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds,
-                                   const std::string& ns_path, std::span<char> out) {
+                                   const std::string& ns_path, const std::string& version, uint64_t offset,
+                                   std::span<char> out) {
+  page_format::PageFileReader reader(verify_);
   uint64_t done = 0;
   for (size_t i = 0; i < fds.size(); ++i) {
     const auto& seg = reply.segments[i];
-    if (seg.length > out.size() - done) break;  // never write past `out`
-    uint64_t got = 0;
-    while (got < seg.length) {
-      ssize_t n = ::pread(fds[i], out.data() + done + got, seg.length - got, static_cast<off_t>(seg.data_offset + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<uint64_t>(n);
+    if (seg.length > out.size() - done || seg.data_offset < seg.header_len) break;  // never write past `out`
+    const uint64_t skip = seg.data_offset - seg.header_len;  // into the page's data
+    Status st = reader.Begin(fds[i], seg.header_len);
+    if (st.ok() && verify_) {
+      // The page must be the one asked for: a worker handing out the wrong
+      // page shows here, not as wrong bytes.
+      const auto& h = reader.header();
+      if (h.path() != ns_path || (!version.empty() && h.version() != version) || h.offset() + skip != offset + done ||
+          skip + seg.length > h.data_len()) {
+        st = Status(Code::kInternal, "the worker passed page " + std::string(h.path()) + " at offset " +
+                                         std::to_string(h.offset()) + " for offset " + std::to_string(offset + done) +
+                                         " (a bug)");
+      }
     }
-    if (got < seg.length) {
-      spdlog::warn("short-circuit page of {} read short ({} of {} bytes); reading the rest over TCP", ns_path, got,
-                   seg.length);
+    if (st.ok()) st = reader.Read(skip, out.subspan(done, seg.length));
+    if (!st.ok()) {
+      if (st.code() == Code::kCorruption) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
+      spdlog::warn("short-circuit read of {} at offset {} failed ({}); reading it over TCP, where the worker checks "
+                   "the page again and replaces it if it is corrupt",
+                   ns_path, offset + done, st.message());
       break;
     }
     done += seg.length;
@@ -190,7 +203,7 @@ uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path
   std::vector<int> fds;
   auto reply = Exchange(worker, req, &fds);
   // An error answer (e.g. a path outside the worker's mounts): HTTP gives the caller the real error.
-  uint64_t done = reply && reply->code == 0 ? ReadSegments(*reply, fds, ns_path, out) : 0;
+  uint64_t done = reply && reply->code == 0 ? ReadSegments(*reply, fds, ns_path, version, offset, out) : 0;
   CloseAll(fds);
   return done;
 }
@@ -210,7 +223,8 @@ std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, 
     out.emplace();
     out->stat_json = std::move(reply->message);
     out->prefix.resize(static_cast<size_t>(std::min(total, length)));
-    out->prefix.resize(static_cast<size_t>(ReadSegments(*reply, fds, ns_path, out->prefix)));
+    // The version is in the stat JSON, which the caller parses: the page's path and offset are checked.
+    out->prefix.resize(static_cast<size_t>(ReadSegments(*reply, fds, ns_path, "", 0, out->prefix)));
   }
   CloseAll(fds);
   return out;

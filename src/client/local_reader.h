@@ -3,13 +3,19 @@
 // Per worker it remembers whether the worker is on this host (its /v1/status
 // named a UNIX socket that answers to the worker's token) and pools
 // connections to it. A read asks the worker for the page files holding a
-// prefix of the range and preads them; whatever it cannot serve that way the
-// caller reads over TCP. Any failure switches a worker's short circuit off for
-// a while and never fails a read.
+// prefix of the range and preads them, checking every chunk it reads against
+// the page's checksums (cache/page_format.h); whatever it cannot serve that
+// way the caller reads over TCP. A chunk that fails its checksum ends the
+// prefix before its page: the caller reads that page over TCP, where the
+// worker checks the same chunk, drops the page and fetches it again from the
+// under-store, so a corrupt byte is never returned and the page is replaced.
+// Any failure of the channel switches a worker's short circuit off for a
+// while and never fails a read.
 //
 // Thread safety: all methods are safe from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -25,7 +31,9 @@ namespace shoal {
 
 class LocalReader {
  public:
-  LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after);
+  // `verify` false skips the checksums: for benchmarks and diagnosis only
+  // (client.verify_checksums).
+  LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after, bool verify = true);
   ~LocalReader();
   LocalReader(const LocalReader&) = delete;
   LocalReader& operator=(const LocalReader&) = delete;
@@ -51,6 +59,9 @@ class LocalReader {
   // (the caller asks over HTTP, which reports the error properly).
   std::optional<Opened> Open(const std::string& worker, const std::string& ns_path, uint64_t length);
 
+  // Page reads that found a chunk failing its checksum (and went over TCP instead).
+  uint64_t corrupt_reads() const { return corrupt_reads_.load(std::memory_order_relaxed); }
+
  private:
   struct Channel {
     bool available = false;
@@ -68,11 +79,15 @@ class LocalReader {
   // nullopt when the worker has no short circuit or it just failed.
   std::optional<local_wire::Reply> Exchange(const std::string& worker, const local_wire::Request& req,
                                             std::vector<int>* fds);
-  // Preads the reply's segments into `out`, in order; returns the bytes read.
-  static uint64_t ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds, const std::string& ns_path,
-                               std::span<char> out);
+  // Preads the reply's segments into `out`, in order, checking them; returns
+  // the bytes read and checked (a prefix of `out`). `offset` is the file
+  // offset of out[0].
+  uint64_t ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds, const std::string& ns_path,
+                        const std::string& version, uint64_t offset, std::span<char> out);
 
   std::chrono::milliseconds timeout_, retry_after_;
+  bool verify_;
+  std::atomic<uint64_t> corrupt_reads_{0};
   std::mutex mu_;
   std::map<std::string, Channel> channels_;
 };

@@ -267,7 +267,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads",
                                                   "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
                                                   "header_timeout", "idle_timeout", "write_timeout",
-                                                  "heartbeat_interval", "max_connections"}));
+                                                  "heartbeat_interval", "max_connections", "verify_checksums"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -281,6 +281,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         r.Integer(w["ufs_max_concurrency"], "worker.ufs_max_concurrency", &c.worker.ufs_max_concurrency, 1, 4096));
     SHOAL_RETURN_IF_ERROR(r.Size(w["readahead"], "worker.readahead", &c.worker.readahead));
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
+    SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
     for (auto [key, out] : {std::pair{"header_timeout", &c.worker.header_timeout},
@@ -311,7 +312,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
 
   const auto& cc = root["client"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "response_timeout", "ufs_fallback",
-                                                   "readahead", "max_parallel", "down_backoff", "short_circuit"}));
+                                                   "readahead", "max_parallel", "down_backoff", "short_circuit", "verify_checksums"}));
   if (cc.IsDefined() && !cc.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
@@ -321,6 +322,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Integer(cc["max_parallel"], "client.max_parallel", &c.client.max_parallel, 1, 256));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["down_backoff"], "client.down_backoff", &c.client.down_backoff));
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["short_circuit"], "client.short_circuit", &c.client.short_circuit));
+    SHOAL_RETURN_IF_ERROR(r.Bool(cc["verify_checksums"], "client.verify_checksums", &c.client.verify_checksums));
   }
   SHOAL_RETURN_IF_ERROR(Validate(c));
   return c;
@@ -412,6 +414,7 @@ std::string ToYaml(const Config& c) {
     if (value != fallback) e << YAML::Key << key << YAML::Value << FormatDuration(value);
   }
   if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
+  e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value
@@ -427,6 +430,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "max_parallel" << YAML::Value << c.client.max_parallel;
   e << YAML::Key << "down_backoff" << YAML::Value << FormatDuration(c.client.down_backoff);
   e << YAML::Key << "short_circuit" << YAML::Value << c.client.short_circuit;
+  e << YAML::Key << "verify_checksums" << YAML::Value << c.client.verify_checksums;
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -92,6 +92,10 @@ struct WorkerConfig {
   std::chrono::milliseconds write_timeout{60'000};   // a client that takes no bytes this long is cut off
   std::chrono::milliseconds heartbeat_interval{300}; // 102 Processing interval while an answer is not ready
   size_t max_connections = 0;                         // 0: derived from the open-files limit
+  // Check every cached byte against its page's chunk checksums before sending
+  // it. Off only to measure what the checks cost (bench/core_bench) or to
+  // diagnose: a page changed on disk is then served as it is.
+  bool verify_checksums = true;
 };
 
 struct ClientConfig {
@@ -111,6 +115,9 @@ struct ClientConfig {
   // Read cached pages of workers on this host through their page files (fds
   // passed over a UNIX socket) instead of TCP.
   bool short_circuit = true;
+  // Check the bytes read short-circuit against their page's chunk checksums.
+  // Off only for benchmarks and diagnosis, like worker.verify_checksums.
+  bool verify_checksums = true;
 };
 
 struct Config {

@@ -32,9 +32,11 @@ worker:
   cache_dirs:
     - path: /tmp/c1
       capacity: 1GiB
+  verify_checksums: false
 client:
   timeout: 3s
   ufs_fallback: false
+  verify_checksums: false
 )";
   auto c = ParseConfig(text, "t.yaml");
   ASSERT_TRUE(c) << c.error().ToString();
@@ -48,6 +50,10 @@ client:
   EXPECT_EQ(c->worker.cache_dirs.at(0).capacity, 1ull << 30);
   EXPECT_EQ(c->client.timeout.count(), 3000);
   EXPECT_FALSE(c->client.ufs_fallback);
+  EXPECT_FALSE(c->worker.verify_checksums);
+  EXPECT_FALSE(c->client.verify_checksums);
+  EXPECT_TRUE(Config().worker.verify_checksums) << "checksums are verified by default";
+  EXPECT_TRUE(Config().client.verify_checksums);
 
   auto again = ParseConfig(ToYaml(*c), "again.yaml");
   ASSERT_TRUE(again) << again.error().ToString() << "\n" << ToYaml(*c);

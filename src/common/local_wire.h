@@ -6,6 +6,8 @@
 // answers with the open page files that hold the cached prefix of the range,
 // passed as file descriptors (SCM_RIGHTS), and the client reads them with
 // pread(2): a warm read costs a memory copy instead of a trip through TCP.
+// The client checks what it reads against the page's chunk checksums
+// (cache/page_format.h), so each segment also names the page's header length.
 // Pages are immutable once named (written to a temp file and renamed), and an
 // evicted page stays readable through an fd already passed, so a descriptor
 // always reads the bytes of the version it was asked for.
@@ -29,7 +31,7 @@
 
 namespace shoal::local_wire {
 
-constexpr uint32_t kMagic = 0x5348'4c31;  // "SHL1"
+constexpr uint32_t kMagic = 0x5348'4c32;  // "SHL2": segments carry the header length
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
 
@@ -48,10 +50,14 @@ struct Request {
 };
 
 // Bytes [offset, offset + length) of the file are bytes
-// [data_offset, data_offset + length) of the segment's fd.
+// [data_offset, data_offset + length) of the segment's fd, a page file whose
+// header is header_len bytes (its data starts there, so the bytes are
+// [data_offset - header_len, ...) of the page's data).
 struct Segment {
   uint64_t data_offset = 0;
   uint64_t length = 0;
+  uint32_t header_len = 0;
+  uint32_t reserved = 0;  // 0
 };
 
 struct Reply {

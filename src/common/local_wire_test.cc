@@ -45,7 +45,7 @@ TEST(LocalWire, RequestRoundTrips) {
 TEST(LocalWire, ReplyRoundTrips) {
   Reply r;
   r.code = 3;
-  r.segments = {{4096, 100}, {64, 1 << 20}};
+  r.segments = {{4096, 100, 4000}, {64, 1 << 20, 60}};
   r.message = "why";
   auto d = DecodeReply(EncodeReply(r));
   ASSERT_TRUE(d) << d.error().ToString();
@@ -53,6 +53,8 @@ TEST(LocalWire, ReplyRoundTrips) {
   ASSERT_EQ(d->segments.size(), 2u);
   EXPECT_EQ(d->segments[1].data_offset, 64u);
   EXPECT_EQ(d->segments[1].length, 1u << 20);
+  EXPECT_EQ(d->segments[0].header_len, 4000u);
+  EXPECT_EQ(d->segments[1].header_len, 60u);
   EXPECT_EQ(d->message, "why");
 }
 

@@ -1,5 +1,6 @@
 // The short-circuit pair: LocalServer (worker side) and LocalReader (client
-// side) over a real UNIX socket, with a handler standing in for the page store.
+// side) over a real UNIX socket, with a handler standing in for the page store
+// that serves real page files (cache/page_format.h).
 #include "worker/local_server.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cache/page_format.h"
 #include "client/local_reader.h"
 
 namespace shoal {
@@ -22,8 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr uint64_t kHeader = 100;  // bytes before the data in the fake page file
 constexpr uint64_t kPage = 4096;
+constexpr uint32_t kChunk = 1024;
 
 class LocalServerTest : public ::testing::Test {
  protected:
@@ -32,11 +34,17 @@ class LocalServerTest : public ::testing::Test {
     ASSERT_TRUE(::mkdtemp(tmpl));
     dir_ = tmpl;
     socket_ = dir_ + "/w.sock";
-    // One "page file" holding the whole test file after a header.
+    // The test file as page files of kPage bytes.
     data_.resize(3 * kPage + 123);
     for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<char>('a' + i % 23);
-    std::ofstream(dir_ + "/pages", std::ios::binary) << std::string(kHeader, 'H') << data_;
+    for (uint64_t p = 0; p * kPage < data_.size(); ++p) {
+      std::string page = data_.substr(p * kPage, kPage);
+      std::string header = page_format::EncodeHeader(PageKey{"/data/f", "v1", p * kPage}, page, kChunk);
+      header_lens_.push_back(header.size());
+      std::ofstream(PageFile(p), std::ios::binary) << header << page;
+    }
   }
+  std::string PageFile(uint64_t p) const { return dir_ + "/page-" + std::to_string(p); }
   void TearDown() override {
     server_.reset();
     fs::remove_all(dir_);
@@ -53,10 +61,11 @@ class LocalServerTest : public ::testing::Test {
     }
     uint64_t end = std::min(r.offset + r.length, static_cast<uint64_t>(data_.size()));
     for (uint64_t pos = r.offset; pos < end && pos < cached_pages_ * kPage;) {
-      uint64_t len = std::min(end, (pos / kPage + 1) * kPage) - pos;
-      int fd = ::open((dir_ + "/pages").c_str(), O_RDONLY | O_CLOEXEC);
-      pages->emplace_back(fd, kHeader + pos, static_cast<uint32_t>(len));
-      out.segments.push_back({kHeader + pos, len});
+      uint64_t page = pos / kPage, len = std::min(end, (page + 1) * kPage) - pos;
+      uint64_t header = header_lens_[page];
+      int fd = ::open(PageFile(page).c_str(), O_RDONLY | O_CLOEXEC);
+      pages->emplace_back(fd, header + pos % kPage, static_cast<uint32_t>(len));
+      out.segments.push_back({header + pos % kPage, len, static_cast<uint32_t>(header)});
       pos += len;
     }
     return out;
@@ -82,6 +91,7 @@ class LocalServerTest : public ::testing::Test {
   }
 
   std::string dir_, socket_, data_;
+  std::vector<uint64_t> header_lens_;
   uint64_t cached_pages_ = 4;
   std::atomic<int> requests_{0};
   std::unique_ptr<LocalServer> server_;
@@ -107,6 +117,48 @@ TEST_F(LocalServerTest, ReaderGetsCachedBytesThroughPassedFds) {
   EXPECT_EQ(two.substr(0, kPage), data_.substr(0, kPage));
   cached_pages_ = 0;
   EXPECT_EQ(Read(0, &two), 0u);
+}
+
+TEST_F(LocalServerTest, ReaderStopsBeforeAPageThatFailsItsChecksum) {
+  StartServer("tok");
+  Discover(socket_, "tok");
+  // One bit of page 2's data changes on disk.
+  {
+    std::fstream f(PageFile(2), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(header_lens_[2] + 1500));
+    char c = static_cast<char>(f.get() ^ 0x04);
+    f.seekp(static_cast<std::streamoff>(header_lens_[2] + 1500));
+    f.put(c);
+  }
+  std::string buf(data_.size(), '\0');
+  // Pages 0 and 1 are read and checked; page 2 is left to the caller (over TCP).
+  ASSERT_EQ(Read(0, &buf), 2 * kPage);
+  EXPECT_EQ(buf.substr(0, 2 * kPage), data_.substr(0, 2 * kPage));
+  EXPECT_EQ(reader_.corrupt_reads(), 1u);
+  // A read that touches only other chunks of page 2 is fine; one touching the bad chunk is not.
+  std::string small(100, '\0');
+  ASSERT_EQ(Read(2 * kPage + 10, &small), small.size());
+  EXPECT_EQ(small, data_.substr(2 * kPage + 10, small.size()));
+  EXPECT_EQ(Read(2 * kPage + 1024 + 1000, &small), 0u);
+  EXPECT_EQ(reader_.corrupt_reads(), 2u);
+  // The channel stays up: a corrupt page is not a broken worker.
+  ASSERT_EQ(Read(kPage, &small), small.size());
+  // A reader with the checks off (client.verify_checksums: false) returns what is on disk.
+  LocalReader unchecked(2s, 30s, /*verify=*/false);
+  ASSERT_TRUE(unchecked.ClaimDiscovery("w"));
+  unchecked.Discovered("w", socket_, "tok");
+  ASSERT_EQ(unchecked.Read("w", "/data/f", "v1", data_.size(), 0, std::span<char>(buf.data(), buf.size())), data_.size());
+  EXPECT_NE(buf, data_);
+  EXPECT_EQ(unchecked.corrupt_reads(), 0u);
+}
+
+TEST_F(LocalServerTest, PagesOfAnotherFileOrOffsetAreNotUsed) {
+  StartServer("tok");
+  Discover(socket_, "tok");
+  std::string buf(100, '\0');
+  // The handler serves /data/f's pages: asked for version v2, their headers say v1.
+  EXPECT_EQ(reader_.Read("w", "/data/f", "v2", data_.size(), 0, std::span<char>(buf.data(), buf.size())), 0u);
+  EXPECT_EQ(reader_.corrupt_reads(), 0u) << "a mismatch is not corruption";
 }
 
 TEST_F(LocalServerTest, WrongTokenIsRefused) {

@@ -465,6 +465,17 @@ Result<std::vector<Segment>> WorkerService::PlanRead(const FileRef& file, uint64
   return segs;
 }
 
+std::shared_ptr<Fetch> WorkerService::RefetchCorruptPage(const FileRef& file, uint64_t page, int fd,
+                                                        const Status& why) {
+  bool dropped = pages_->DropCorrupt(PageKey{file.resolved.ns_path, file.version, page}, fd);
+  spdlog::warn("{}; {}, reading it again from the under-store", why.message(),
+               dropped ? "dropped the page" : "the page was already dropped");
+  std::lock_guard lock(inflight_mu_);
+  auto it = inflight_.find(InflightKey(file, page));
+  if (it != inflight_.end()) return it->second;
+  return StartFetchLocked(file, page, page);
+}
+
 void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
   // Only within the shard the reader is in: the next shard belongs to another worker.
   uint64_t shard = config_.cluster.shard_size;

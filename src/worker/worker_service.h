@@ -121,6 +121,12 @@ class WorkerService {
   // themselves; schedules read-ahead like PlanRead.
   std::vector<Segment> CachedPrefix(const FileRef& file, uint64_t offset, uint64_t end, size_t max_segments);
 
+  // Non-blocking. A cached page failed its checksum while being read through
+  // `fd` (`why` says how): drops it, counted in shoal_cache_corrupt_pages_total,
+  // and returns the fetch that reads it again from the under-store (one
+  // already in flight for it, or a new one), which also caches it again.
+  std::shared_ptr<Fetch> RefetchCorruptPage(const FileRef& file, uint64_t page, int fd, const Status& why);
+
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
 

@@ -1,0 +1,178 @@
+// End-to-end: bytes of cached pages that change on disk while the worker runs
+// are never served. Single bytes are flipped in the page files of a running
+// worker (<cache dir>/<hh>/<32 hex>.pg), then the file is read through the
+// client over HTTP and short-circuit: every byte must match the source, the
+// worker must count and drop the bad pages, fetch them again, and serve the
+// next read from the cache.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "tests/harness/shoal_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kTestPage = 256 * 1024;  // ShoalCluster's default page size
+
+class ClusterChecksumTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ufs_ = MakeTempDir("ufs");
+    ASSERT_FALSE(ufs_.empty());
+    // 13 pages, the last one short.
+    data_ = RandomBytes(12 * kTestPage + 7777, 21);
+    ASSERT_TRUE(WriteFile(ufs_ + "/f.bin", data_).ok());
+  }
+  void TearDown() override {
+    client_.reset();
+    cluster_.reset();
+    std::error_code ec;
+    fs::remove_all(ufs_, ec);
+  }
+
+  void Start(bool short_circuit) {
+    ShoalCluster::Options o;
+    o.workers = 1;
+    o.mounts = {FileMount(ufs_)};
+    o.client.short_circuit = short_circuit;
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    cluster_ = std::move(*c);
+    auto cl = cluster_->NewClient();
+    ASSERT_TRUE(cl) << cl.error().ToString();
+    client_ = std::move(*cl);
+  }
+
+  double Metric(const std::string& name) {
+    auto v = cluster_->MetricSum(name);
+    EXPECT_TRUE(v) << v.error().ToString();
+    return v ? *v : -1;
+  }
+
+  // The whole file through the client; the count of bytes that differ from the source.
+  size_t ReadAndCountWrongBytes() {
+    auto f = client_->OpenFile("/data/f.bin");
+    EXPECT_TRUE(f) << f.error().ToString();
+    if (!f) return data_.size();
+    std::string got(data_.size(), '\0');
+    auto n = (*f)->Pread(0, std::span<char>(got.data(), got.size()));
+    EXPECT_TRUE(n) << n.error().ToString();
+    if (!n || *n != data_.size()) return data_.size();
+    size_t wrong = 0;
+    for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != data_[i];
+    return wrong;
+  }
+
+  // Waits (up to 30 s) until the worker holds every page of the file: the
+  // page a stat reads is written at idle priority after the reader is answered.
+  bool AllPagesCached() {
+    const double pages = static_cast<double>((data_.size() + kTestPage - 1) / kTestPage);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Metric("shoal_cache_pages") < pages) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+  // Flips `data_flips` single bytes at random in the data of the worker's page
+  // files, and one byte of one more file's header; returns how many files changed.
+  size_t FlipBytes(int data_flips, uint64_t seed) {
+    std::vector<fs::path> files;
+    for (auto& e : fs::recursive_directory_iterator(cluster_->cache_dir(0))) {
+      if (e.path().extension() == ".pg" && e.path().parent_path().filename() != "tmp") files.push_back(e.path());
+    }
+    EXPECT_GE(files.size(), 4u);
+    if (files.size() < 4) return 0;
+    std::sort(files.begin(), files.end());
+    std::mt19937_64 rng(seed);
+    std::set<size_t> changed;
+    std::set<std::pair<size_t, uint64_t>> done;  // flipping a byte twice would undo it
+    auto flip = [&](size_t file, bool in_header) {
+      int fd = ::open(files[file].c_str(), O_RDWR | O_CLOEXEC);
+      ASSERT_GE(fd, 0) << files[file];
+      // The header length: 4 bytes at offset 8 (docs/page-format.md).
+      uint32_t header_len = 0;
+      ASSERT_EQ(::pread(fd, &header_len, 4, 8), 4);
+      const uint64_t size = fs::file_size(files[file]);
+      ASSERT_GT(size, header_len);
+      uint64_t at;
+      do {
+        at = in_header ? rng() % header_len : header_len + rng() % (size - header_len);
+      } while (!done.insert({file, at}).second);
+      char c;
+      ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(at)), 1);
+      c = static_cast<char>(c ^ (1 << (rng() % 8)));  // one bit
+      ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(at)), 1);
+      ::close(fd);
+      changed.insert(file);
+    };
+    // Data flips in all but the last file; the last gets the header flip.
+    for (int i = 0; i < data_flips; ++i) flip(rng() % (files.size() - 1), false);
+    flip(files.size() - 1, true);
+    return changed.size();
+  }
+
+  // The scenario both paths share: warm the cache, flip bytes, read twice.
+  void FlipAndReadTwice() {
+    ASSERT_EQ(ReadAndCountWrongBytes(), 0u);
+    ASSERT_TRUE(AllPagesCached());
+    const size_t changed = FlipBytes(10, 77);
+    ASSERT_GE(changed, 2u);
+    const double ufs0 = Metric("shoal_ufs_read_bytes_total");
+    const double corrupt0 = Metric("shoal_cache_corrupt_pages_total");
+
+    EXPECT_EQ(ReadAndCountWrongBytes(), 0u) << "bytes of corrupted pages were served";
+    EXPECT_EQ(Metric("shoal_cache_corrupt_pages_total") - corrupt0, static_cast<double>(changed))
+        << "every changed page is caught and dropped, once";
+    EXPECT_GT(Metric("shoal_ufs_read_bytes_total"), ufs0) << "dropped pages are fetched again";
+    EXPECT_EQ(client_->stats().fallback_read_bytes, 0u) << "the worker itself must serve the right bytes";
+
+    // Fetched again and cached again: the next read is all cache.
+    ASSERT_TRUE(AllPagesCached());
+    const double ufs1 = Metric("shoal_ufs_read_bytes_total");
+    const double hit1 = Metric("shoal_cache_hit_bytes_total");
+    const double corrupt1 = Metric("shoal_cache_corrupt_pages_total");
+    EXPECT_EQ(ReadAndCountWrongBytes(), 0u);
+    EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), ufs1) << "the second read went to the under-store";
+    EXPECT_EQ(Metric("shoal_cache_corrupt_pages_total"), corrupt1);
+    if (!client_->stats().local_read_bytes) {
+      EXPECT_GE(Metric("shoal_cache_hit_bytes_total") - hit1, static_cast<double>(data_.size()));
+    }
+  }
+
+  std::string ufs_, data_;
+  std::unique_ptr<ShoalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClusterChecksumTest, FlippedBytesAreNeverServedOverHttp) {
+  Start(/*short_circuit=*/false);
+  FlipAndReadTwice();
+  EXPECT_EQ(client_->stats().local_read_bytes, 0u);
+}
+
+TEST_F(ClusterChecksumTest, FlippedBytesAreNeverServedShortCircuit) {
+  Start(/*short_circuit=*/true);
+  FlipAndReadTwice();
+  const auto st = client_->stats();
+  EXPECT_GT(st.local_read_bytes, 0u) << "the reads did not go short-circuit";
+  EXPECT_GE(st.local_corrupt_reads, 2u) << "the client did not see the bad chunks itself";
+  // The second read came from page files again, none of them bad.
+  const uint64_t local = st.local_read_bytes, corrupt = st.local_corrupt_reads;
+  EXPECT_EQ(ReadAndCountWrongBytes(), 0u);
+  EXPECT_GE(client_->stats().local_read_bytes - local, data_.size() - kTestPage);
+  EXPECT_EQ(client_->stats().local_corrupt_reads, corrupt);
+}
+
+}  // namespace
+}  // namespace shoal::testing
