@@ -24,6 +24,8 @@ namespace shoal {
 namespace {
 
 constexpr auto kFullDiskRetry = std::chrono::seconds(30);
+constexpr int kBuckets = 256;       // subdirectories of a cache dir, by the first byte of a page's id
+constexpr size_t kScanThreads = 32;  // reads in flight while the index is rebuilt at start
 
 std::string Hex(uint64_t v) {
   static const char* k = "0123456789abcdef";
@@ -38,6 +40,16 @@ Result<uint64_t> StatvfsFreeBytes(const std::string& dir) {
     return Err(Code::kIo, "cannot measure the free space of '" + dir + "': " + std::strerror(errno));
   }
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+// Pages of a crash, written to tmp/ and never renamed into place.
+void RemoveHalfWrittenPages(const std::string& root) {
+  if (DIR* t = ::opendir((root + "/tmp").c_str())) {
+    while (auto* e = ::readdir(t)) {
+      if (e->d_name[0] != '.') ::unlink((root + "/tmp/" + e->d_name).c_str());
+    }
+    ::closedir(t);
+  }
 }
 
 Status MakeDir(const std::string& d) {
@@ -159,7 +171,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   for (const auto& d : options.dirs) {
     SHOAL_RETURN_IF_ERROR(MakeDir(d.path));
     SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/tmp"));
-    for (int i = 0; i < 256; ++i) SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/" + Hex(static_cast<uint64_t>(i)).substr(14)));
+    for (int i = 0; i < kBuckets; ++i) SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/" + Hex(static_cast<uint64_t>(i)).substr(14)));
     auto dir = std::make_unique<Dir>();
     dir->path = d.path;
     dir->capacity = dir->effective_capacity = d.capacity;
@@ -172,15 +184,26 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   // Warm restart: scan every directory in parallel, then insert into the
   // policies oldest first so recency survives the restart.
   const uint64_t old_before = s->old_format_->value();
+  // The scan is bound by the disk's latency (an inode and a header block per
+  // page, uncached after a reboot), not by CPU: many threads keep many reads
+  // in flight. Work items are the 256 buckets of every directory.
+  for (auto& d : s->dirs_) RemoveHalfWrittenPages(d->path);
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> found(s->dirs_.size());
-  std::vector<Status> results(s->dirs_.size());
   {
+    const size_t items = s->dirs_.size() * kBuckets;
+    const size_t nthreads = std::min<size_t>(kScanThreads, items);
+    std::atomic<size_t> next{0};
+    std::mutex found_mu;
     std::vector<std::jthread> threads;
-    for (size_t i = 0; i < s->dirs_.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = s->ScanDir(i, &found[i]); });
+    for (size_t t = 0; t < nthreads; ++t) {
+      threads.emplace_back([&] {
+        std::vector<std::vector<std::pair<int64_t, uint32_t>>> mine(s->dirs_.size());
+        for (size_t i; (i = next.fetch_add(1)) < items;) s->ScanBucket(i / kBuckets, i % kBuckets, &mine[i / kBuckets]);
+        std::lock_guard lock(found_mu);
+        for (size_t d = 0; d < mine.size(); ++d) found[d].insert(found[d].end(), mine[d].begin(), mine[d].end());
+      });
     }
   }
-  for (const auto& r : results) SHOAL_RETURN_IF_ERROR(r);
   if (uint64_t old = s->old_format_->value() - old_before) {
     spdlog::info("dropped {} cached pages of an older page file format; they are fetched again when read", old);
   }
@@ -240,20 +263,13 @@ void PageStore::SetEffectiveLocked(Dir& dir, uint64_t effective, const std::stri
   dir.effective_capacity = effective;
 }
 
-Status PageStore::ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found) {
+void PageStore::ScanBucket(size_t dir_index, int bucket, std::vector<std::pair<int64_t, uint32_t>>* found) {
   const std::string& root = dirs_[dir_index]->path;
-  // Half-written pages from a crash.
-  if (DIR* t = ::opendir((root + "/tmp").c_str())) {
-    while (auto* e = ::readdir(t)) {
-      if (e->d_name[0] != '.') ::unlink((root + "/tmp/" + e->d_name).c_str());
-    }
-    ::closedir(t);
-  }
   std::string header(page_format::kHeaderProbe, '\0');
-  for (int b = 0; b < 256; ++b) {
-    std::string sub = root + "/" + Hex(static_cast<uint64_t>(b)).substr(14);
+  {
+    std::string sub = root + "/" + Hex(static_cast<uint64_t>(bucket)).substr(14);
     DIR* d = ::opendir(sub.c_str());
-    if (!d) continue;
+    if (!d) return;
     while (auto* e = ::readdir(d)) {
       std::string name = e->d_name;
       if (name.size() != 35 || !name.ends_with(".pg")) continue;
@@ -304,7 +320,6 @@ Status PageStore::ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint3
     }
     ::closedir(d);
   }
-  return {};
 }
 
 uint32_t PageStore::AddSlotLocked(Slot s) {

@@ -143,7 +143,9 @@ class PageStore {
   PageStore() = default;
   static Id IdOf(const PageKey& key);
   std::string PathOf(const Dir& dir, const Id& id) const;
-  Status ScanDir(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found);
+  // Indexes the pages of one bucket (subdirectory) of a cache dir; appends
+  // (mtime, slot) of each to `found`. Safe from several threads at once.
+  void ScanBucket(size_t dir_index, int bucket, std::vector<std::pair<int64_t, uint32_t>>* found);
   uint32_t AddSlotLocked(Slot slot);
   void RemoveSlotLocked(uint32_t slot, bool unlink_file);
   size_t ChooseDirLocked(uint64_t bytes) const;
