@@ -373,6 +373,9 @@ TEST_F(ClusterTest, FullCacheDiskServesFromUfs) {
     EXPECT_GT(*effective, 0);
     EXPECT_LE(*effective, 2.0 * 1024 * 1024);
     EXPECT_EQ((*c)->MetricSum("shoal_cache_capacity_bytes").value_or(0), 256.0 * 1024 * 1024);
+    auto st = client_->ClusterStatus().at(0);
+    EXPECT_LE(st.cache_effective_capacity_bytes, 2u << 20) << "shoal status shows what the disk holds";
+    EXPECT_EQ(st.cache_capacity_bytes, 256u << 20);
     std::ifstream log(root + "/worker-0.log");
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("capacity lowered"), std::string::npos) << text;

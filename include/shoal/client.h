@@ -49,7 +49,8 @@ struct WorkerStatus {
   bool up = false;
   std::string error;       // why it is down
   uint64_t cache_used_bytes = 0;
-  uint64_t cache_capacity_bytes = 0;
+  uint64_t cache_capacity_bytes = 0;            // configured
+  uint64_t cache_effective_capacity_bytes = 0;  // what its disks can hold now (lower when full)
   uint64_t hit_bytes = 0;
   uint64_t miss_bytes = 0;
   uint64_t ufs_read_bytes = 0;

@@ -137,7 +137,9 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
           down += !w.up;
           nlohmann::json j{{"address", w.address},          {"up", w.up},
                            {"error", w.error},              {"cache_used_bytes", w.cache_used_bytes},
-                           {"cache_capacity_bytes", w.cache_capacity_bytes}, {"hit_bytes", w.hit_bytes},
+                           {"cache_capacity_bytes", w.cache_capacity_bytes},
+                           {"cache_effective_capacity_bytes", w.cache_effective_capacity_bytes},
+                           {"hit_bytes", w.hit_bytes},
                            {"miss_bytes", w.miss_bytes},    {"ufs_read_bytes", w.ufs_read_bytes}};
           std::printf("%s\n", j.dump().c_str());
         }
@@ -152,7 +154,10 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
           std::printf("%-22s %-5s %s\n", w.address.c_str(), "down", w.error.c_str());
           continue;
         }
-        std::string cache = FormatSize(w.cache_used_bytes) + " / " + FormatSize(w.cache_capacity_bytes);
+        std::string cache = FormatSize(w.cache_used_bytes) + " / " + FormatSize(w.cache_effective_capacity_bytes);
+        if (w.cache_effective_capacity_bytes < w.cache_capacity_bytes) {
+          cache += " (disk full; configured " + FormatSize(w.cache_capacity_bytes) + ")";
+        }
         char ratio[16];
         std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * w.hit_ratio());
         std::printf("%-22s %-5s %-24s %-9s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,

@@ -310,6 +310,7 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
         s.up = true;
         s.cache_used_bytes = j.at("cache_used_bytes").get<uint64_t>();
         s.cache_capacity_bytes = j.at("cache_capacity_bytes").get<uint64_t>();
+        s.cache_effective_capacity_bytes = j.value("cache_effective_capacity_bytes", s.cache_capacity_bytes);
         s.hit_bytes = j.at("hit_bytes").get<uint64_t>();
         s.miss_bytes = j.at("miss_bytes").get<uint64_t>();
         s.ufs_read_bytes = j.at("ufs_read_bytes").get<uint64_t>();
