@@ -568,17 +568,7 @@ class Worker::Impl {
         continue;
       }
       tally.miss += seg.length;
-      auto fetch = seg.fetch;
-      uint64_t offset = seg.offset, length = seg.length;
-      parts.push_back(BodyPart::Deferred(
-          length, [fetch](BodyPart::Ready ready) { fetch->OnDone(std::move(ready)); },
-          [file, fetch, offset, length]() -> Result<std::vector<BodyPart>> {
-            auto p = FetchedPart(*file, fetch, offset, length);
-            if (!p) return Err(p.error());
-            std::vector<BodyPart> one;
-            one.push_back(std::move(*p));
-            return one;
-          }));
+      parts.push_back(FetchedDeferred(file, seg.fetch, seg.offset, seg.length));
     }
     return parts;
   }
@@ -638,21 +628,26 @@ class Worker::Impl {
       }
       // The rest of the segment, [from, to), from a fetch of the page.
       std::shared_ptr<Fetch> fetch = svc_->RefetchCorruptPage(*file, page_offset, page->fd(), st);
-      uint64_t offset = page_offset + from, length = to - from;
-      parts.push_back(BodyPart::Deferred(
-          length, [fetch](BodyPart::Ready ready) { fetch->OnDone(std::move(ready)); },
-          [file, fetch, offset, length]() -> Result<std::vector<BodyPart>> {
-            auto p = FetchedPart(*file, fetch, offset, length);
-            if (!p) return Err(p.error());
-            std::vector<BodyPart> one;
-            one.push_back(std::move(*p));
-            return one;
-          }));
+      parts.push_back(FetchedDeferred(file, std::move(fetch), page_offset + from, to - from));
       return parts;
     };
     return BodyPart::Deferred(to - from, [](BodyPart::Ready ready) { ready(); }, std::move(take));
   }
   // ---- end of checked sending ---------------------------------------------
+
+  // [offset, offset + length) of a fetch's bytes, sent once the fetch is done (at once if it is).
+  static BodyPart FetchedDeferred(std::shared_ptr<const FileRef> file, std::shared_ptr<Fetch> fetch, uint64_t offset,
+                                  uint64_t length) {
+    return BodyPart::Deferred(
+        length, [fetch](BodyPart::Ready ready) { fetch->OnDone(std::move(ready)); },
+        [file, fetch, offset, length]() -> Result<std::vector<BodyPart>> {
+          auto p = FetchedPart(*file, fetch, offset, length);
+          if (!p) return Err(p.error());
+          std::vector<BodyPart> one;
+          one.push_back(std::move(*p));
+          return one;
+        });
+  }
 
   // [offset, offset + length) from a finished fetch's buffer, which the part keeps alive.
   static Result<BodyPart> FetchedPart(const FileRef& file, const std::shared_ptr<Fetch>& fetch, uint64_t offset,
