@@ -62,7 +62,7 @@ measured in this one run; nothing is carried over from elsewhere.
 | | |
 |---|---|
 | date | $START_TIME |
-| source | commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), programs from $BUILD_DIR |
+| source | commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), programs from ${BUILD_DIR#"$ROOT"/} |
 | machine | nproc $(nproc), memory $mem, kernel $(uname -r), CPU ${cpu:-unknown} |
 | mode | $( ((QUICK)) && echo quick || echo full), scale $SCALE, $ROUNDS rounds, interleaved A B A B; figures are medians over rounds; run took ${ELAPSED}s |
 | datasets (random bytes) | small: $SMALL_N files of 110-150 KiB ($(fmt "$(awk "BEGIN{print $(manifest_bytes "$WORK/small.manifest")/1e6}")") MB); large: $LARGE_N shards of $LARGE_MIN-$LARGE_MAX ($(fmt "$(awk "BEGIN{print $(manifest_bytes "$WORK/large.manifest")/1e6}")") MB); ranges: $RANGES_N reads of 4 KiB-1 MiB per round |
@@ -223,11 +223,22 @@ EOF
   echo "## Restart to serving (bench/restart_bench)"
   echo
   if [[ -f $WORK/restart.out ]]; then cat "$WORK/restart.out"; else echo "not run: $RESTART_NOTRUN"; fi
+  echo
+  echo "## A hung worker (bench/failover_bench)"
+  echo
+  if [[ -f $WORK/failover.out ]]; then
+    echo "Three workers on loopback over a file:// store, one frozen with SIGSTOP; small files it owns are read. Targets (issue 8 D): the first call of a client to the frozen worker at most 2.5 s (it waits one client.response_timeout, 1.5 s, then reads the store directly), later calls at most 50 ms (the worker is marked down until a health probe sees it again)."
+    echo
+    cat "$WORK/failover.out"
+  else
+    echo "not run: $FAILOVER_NOTRUN"
+  fi
+  echo
   echo "## Page checksums by chunk size (bench/page_format_bench)"
   echo
   if [[ -f $WORK/page_format.out ]]; then
     echo "Reads of 1 MiB page files (64 of them, in the page cache) through page_format::PageFileReader at random"
-    echo "4 KiB-aligned offsets: \\`verify:0\\` is the plain pread of the same bytes, \\`verify:1\\` reads the header and"
+    echo '4 KiB-aligned offsets: `verify:0` is the plain pread of the same bytes, `verify:1` reads the header and'
     echo "the whole chunks the range touches and checks them. CPU time per read (median); read_amplification is"
     echo "the bytes read from the file per byte asked for. The page store writes kChunkSize chunks (src/cache/page_format.h)."
     echo
