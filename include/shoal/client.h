@@ -1,5 +1,5 @@
-// shoal::Client — the native client library. The `shoal` CLI is built on it;
-// the FUSE mount, the S3 endpoint and the Python SDK will be.
+// shoal::Client — the native client library. The `shoal` CLI, the FUSE
+// mount, the S3 endpoint and the Python SDK are built on it.
 //
 // A Client reads a Shoal config (cluster membership + mount table), resolves
 // paths through the mount table, and routes every request itself over a
@@ -77,6 +77,13 @@ struct ClientStats {
 };
 
 class File;
+class Writer;
+
+struct CreateOptions {
+  // Replace a file that already exists under the path (false: kAlreadyExists).
+  bool overwrite = true;
+};
+
 namespace detail {
 class ClientImpl;  // src/client/client_impl.h
 }
@@ -93,6 +100,26 @@ class Client {
   // Entries of a directory (or prefix), sorted by path. A file lists as itself.
   Result<std::vector<FileStatus>> List(std::string_view path);
   Result<std::unique_ptr<File>> OpenFile(std::string_view path);
+
+  // Writes. Every one goes through to the mount's under-store (write-through)
+  // and then drops the cached metadata of the path and of its parent's
+  // listing on the workers, so the next Stat, List or OpenFile from any
+  // client sees the change. A mount with read_only: true answers kReadOnly.
+  //
+  // A new file written sequentially; nothing is visible under the path until
+  // Writer::Close() returns OK. Missing parent directories are implied (object
+  // stores) or created (file://).
+  Result<std::unique_ptr<Writer>> Create(std::string_view path, const CreateOptions& options = {});
+  // Removes a file (kNotFound when absent, kIsDirectory for a directory).
+  Status Delete(std::string_view path);
+  // Creates a directory (kAlreadyExists when the path exists). On object
+  // stores a directory is an empty "dir/" marker object.
+  Status Mkdir(std::string_view path);
+  // Removes an empty directory (kNotEmpty when it has entries).
+  Status Rmdir(std::string_view path);
+  // Renames a file within one mount, replacing the target; kNotSupported
+  // where the under-store has no rename (object stores).
+  Status Rename(std::string_view from, std::string_view to);
 
   // Drops cached metadata under `path` on every worker (and cached pages too with `data`).
   Status Refresh(std::string_view path, bool recursive, bool data);
@@ -120,6 +147,23 @@ class File {
   // Reads from the file position and advances it. Sequential readers get
   // read-ahead (client.readahead bytes are fetched in the background).
   virtual Result<size_t> Read(std::span<char> out) = 0;
+};
+
+// A new file being written: sequential appends, then Close. Not safe for
+// concurrent use; one writer per file. Destroying a Writer without Close
+// aborts it (nothing becomes visible).
+class Writer {
+ public:
+  virtual ~Writer() = default;
+  // Appends `data`. Bytes may be buffered until Close.
+  virtual Status Write(std::span<const char> data) = 0;
+  // Bytes written so far.
+  virtual uint64_t size() const = 0;
+  // The durability point: returns once the whole file is in the under-store,
+  // with its new status (size, version). After an error nothing is visible.
+  virtual Result<FileStatus> Close() = 0;
+  // Discards what was written.
+  virtual void Abort() = 0;
 };
 
 }  // namespace shoal

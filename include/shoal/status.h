@@ -30,6 +30,10 @@ enum class Code : int {
   kVersionMismatch,   // the object changed under us (precondition failed)
   kNotSupported,      // the backend cannot do this (e.g. rename on S3)
   kInternal,          // a bug
+  kReadOnly,          // a write to a mount configured read_only (EROFS)
+  kNotEmpty,          // removing a directory that still has entries (ENOTEMPTY)
+  kIsDirectory,       // a file operation on a directory (EISDIR)
+  kNotDirectory,      // a directory operation on a file (ENOTDIR)
 };
 
 std::string_view CodeName(Code code);

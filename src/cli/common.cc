@@ -21,7 +21,8 @@ int ToExitCode(const Status& s) {
     case Code::kOk: return 0;
     case Code::kInvalidArgument: return 2;
     case Code::kNotFound: return 3;
-    case Code::kPermissionDenied: return 4;
+    case Code::kPermissionDenied:
+    case Code::kReadOnly: return 4;
     case Code::kUnavailable:
     case Code::kTimeout: return 5;
     default: return 1;

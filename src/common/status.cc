@@ -18,6 +18,10 @@ std::string_view CodeName(Code code) {
     case Code::kVersionMismatch: return "VersionMismatch";
     case Code::kNotSupported: return "NotSupported";
     case Code::kInternal: return "Internal";
+    case Code::kReadOnly: return "ReadOnly";
+    case Code::kNotEmpty: return "NotEmpty";
+    case Code::kIsDirectory: return "IsDirectory";
+    case Code::kNotDirectory: return "NotDirectory";
   }
   return "Unknown";
 }

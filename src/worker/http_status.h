@@ -11,9 +11,13 @@ inline int HttpStatusFor(Code c) {
   switch (c) {
     case Code::kOk: return 200;
     case Code::kInvalidArgument: return 400;
-    case Code::kPermissionDenied: return 403;
+    case Code::kPermissionDenied:
+    case Code::kReadOnly: return 403;
     case Code::kNotFound: return 404;
-    case Code::kAlreadyExists: return 409;
+    case Code::kAlreadyExists:
+    case Code::kNotEmpty:
+    case Code::kIsDirectory:
+    case Code::kNotDirectory: return 409;
     case Code::kVersionMismatch: return 412;
     case Code::kOutOfRange: return 416;
     case Code::kNotSupported: return 501;
@@ -26,7 +30,7 @@ inline int HttpStatusFor(Code c) {
 
 // The Code a worker's error body names ("NotFound"), or a guess from the HTTP status.
 inline Code CodeFromWire(std::string_view name, int http_status) {
-  for (int i = 0; i <= static_cast<int>(Code::kInternal); ++i) {
+  for (int i = 0; i <= static_cast<int>(Code::kNotDirectory); ++i) {
     if (CodeName(static_cast<Code>(i)) == name) return static_cast<Code>(i);
   }
   switch (http_status) {
