@@ -82,12 +82,6 @@ Status PrepareStateDir(const std::string& dir) {
   return {};
 }
 
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "shoal";
-}
-
 // A YAML single-quoted scalar.
 std::string Quote(const std::string& s) {
   std::string out = "'";

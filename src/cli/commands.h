@@ -18,6 +18,7 @@ void AddWorker(CLI::App& app, int* exit_code);
 void AddUp(CLI::App& app, int* exit_code);
 void AddClientCommands(CLI::App& app, int* exit_code);  // ls, stat, mount, refresh, status
 void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp
+void AddFuse(CLI::App& app, int* exit_code);            // fuse (mount, --unmount)
 
 // Prints "shoal: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);
@@ -36,6 +37,9 @@ Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options);
 // Checks every mount of `config` without contacting the stores (option names
 // and values, credentials' shape, bucket names); the error names the mount.
 Status ValidateMounts(const Config& config);
+
+// The path of the running `shoal` binary (to start workers and daemons).
+std::string SelfExe();
 
 // Writes `text` to `path` through a temporary file and a rename, with `mode`
 // (also when the file existed with another mode).

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,12 @@ Status ValidateMounts(const Config& config) {
     if (auto st = ValidateMount(m); !st.ok()) return st.WithContext("mount " + m.path);
   }
   return {};
+}
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "shoal";
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {

@@ -1,0 +1,491 @@
+// The libfuse low-level operations over ShoalFs, and the session that serves
+// them (fuse_mount.h). The only file that includes libfuse.
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "fuse/errno_map.h"
+#include "fuse/fuse_mount.h"
+#include "fuse/shoal_fs.h"
+
+namespace shoal::fuse {
+namespace {
+
+// The largest read the kernel sends (with max_pages = 256 pages).
+constexpr unsigned kMaxRead = 1 << 20;
+
+// Kernel read-ahead on the mount: its default (128 KiB) asks for the next
+// bytes in small steps; 4 MiB keeps a sequential reader's requests at the
+// 1 MiB maximum and several in flight (measured: 305 -> 860 MB/s for a warm
+// 400 MiB file whose kernel pages were dropped). The kernel takes the lower
+// of the mount's read_ahead_kb (raised in RaiseReadAhead, as root) and what
+// init answers.
+constexpr unsigned kReadAheadKiB = 4096;
+
+struct Session {
+  ShoalFs* fs = nullptr;
+  std::function<void()> on_ready;
+  fuse_session* se = nullptr;  // set before the loop starts
+};
+
+ShoalFs& Fs(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req))->fs; }
+
+// Replies with the errno of `s`, logging what failed (a missing name is the
+// normal answer of a lookup, not worth a line).
+void ReplyError(fuse_req_t req, const Status& s, std::string_view op) {
+  int e = ErrnoFor(s);
+  if (e != ENOENT) spdlog::warn("{}: {} ({})", op, s.message(), std::strerror(e));
+  fuse_reply_err(req, e);
+}
+
+fuse_entry_param ToParam(const FsEntry& e) {
+  fuse_entry_param p{};
+  p.ino = e.ino;
+  p.attr = e.attr;
+  p.attr_timeout = e.timeout_s;
+  p.entry_timeout = e.timeout_s;
+  return p;
+}
+
+void OpInit(void* userdata, fuse_conn_info* conn) {
+  auto* s = static_cast<Session*>(userdata);
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_READDIRPLUS);
+  want(FUSE_CAP_READDIRPLUS_AUTO);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  // Data is invalidated by Shoal, by version (keep_cache on open), not by
+  // the kernel on every attribute change (which would also make it ask for
+  // attributes before each read).
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  conn->max_read = kMaxRead;
+  conn->max_readahead = kReadAheadKiB * 1024;
+  // Concurrent read-ahead requests the kernel may have in flight.
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  if (s->on_ready) s->on_ready();
+}
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto e = Fs(req).Lookup(parent, name);
+  if (!e) return ReplyError(req, e.error(), "lookup");
+  if (e->ino == 0 && e->timeout_s <= 0) return (void)fuse_reply_err(req, ENOENT);
+  auto p = ToParam(*e);
+  fuse_reply_entry(req, &p);
+}
+
+void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
+  Fs(req).Forget(ino, n);
+  fuse_reply_none(req);
+}
+
+void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) Fs(req).Forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  auto e = Fs(req).GetAttr(ino);
+  if (!e) return ReplyError(req, e.error(), "getattr");
+  fuse_reply_attr(req, &e->attr, e->timeout_s);
+}
+
+void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
+  auto st = Fs(req).Access(ino, mask);
+  if (!st.ok()) return ReplyError(req, st, "access");
+  fuse_reply_err(req, 0);
+}
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto o = Fs(req).Open(ino, fi->flags);
+  if (!o) return ReplyError(req, o.error(), "open");
+  fi->fh = o->fh;
+  fi->keep_cache = o->keep_cache;
+  fi->noflush = 1;  // nothing to flush on a read handle: no request per close(2)
+  if (o->version_changed) {
+    // The kernel may still hold the old size: drop its cached attributes
+    // (not the entry; this is not a lookup, so the call cannot deadlock).
+    fuse_lowlevel_notify_inval_inode(static_cast<Session*>(fuse_req_userdata(req))->se, ino, -1, 0);
+  }
+  if (fuse_reply_open(req, fi) == -ENOENT) Fs(req).Release(o->fh);  // the open was interrupted
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  // One buffer per request thread, kept: a fresh 1 MiB allocation per read
+  // would be an mmap and munmap each time.
+  thread_local std::unique_ptr<char[]> buf;
+  thread_local size_t cap = 0;
+  if (size > kMaxRead * 2ul) size = kMaxRead * 2ul;
+  if (cap < size) {
+    buf = std::make_unique_for_overwrite<char[]>(size);
+    cap = size;
+  }
+  auto n = Fs(req).Read(fi->fh, static_cast<uint64_t>(off), std::span<char>(buf.get(), size));
+  if (!n) return ReplyError(req, n.error(), "read");
+  fuse_reply_buf(req, buf.get(), *n);
+}
+
+void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  Fs(req).Release(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void OpOpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto o = Fs(req).OpenDir(ino);
+  if (!o) return ReplyError(req, o.error(), "opendir");
+  fi->fh = o->fh;
+  fi->cache_readdir = o->cache_listing;
+  fi->keep_cache = o->keep_cache;
+  if (fuse_reply_open(req, fi) == -ENOENT) Fs(req).ReleaseDir(o->fh);
+}
+
+// Directory offsets: 1 is after ".", 2 after "..", 2 + i + 1 after entry i.
+void ReadDir(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+  ShoalFs& fs = Fs(req);
+  auto entries = fs.Entries(fi->fh, off == 0);
+  if (!entries) return ReplyError(req, entries.error(), plus ? "readdirplus" : "readdir");
+  const auto& v = **entries;
+  const uint64_t dir = fs.DirIno(fi->fh);
+  std::unique_ptr<char[]> buf(new char[size]);
+  size_t used = 0;
+  for (size_t i = static_cast<size_t>(off); i < v.size() + 2; ++i) {
+    const char* name = i == 0 ? "." : i == 1 ? ".." : v[i - 2].name.c_str();
+    size_t rest = size - used;
+    size_t need;
+    if (i < 2) {
+      // No lookup is counted for "." and "..": the kernel takes none.
+      fuse_entry_param p{};
+      p.attr.st_ino = i == 0 ? dir : fs.inodes().Parent(dir).value_or(dir);
+      p.attr.st_mode = S_IFDIR;
+      need = plus ? fuse_add_direntry_plus(req, buf.get() + used, rest, name, &p, static_cast<off_t>(i + 1))
+                  : fuse_add_direntry(req, buf.get() + used, rest, name, &p.attr, static_cast<off_t>(i + 1));
+    } else if (plus) {
+      FsEntry e = fs.LookupListed(fi->fh, v[i - 2]);
+      auto p = ToParam(e);
+      need = fuse_add_direntry_plus(req, buf.get() + used, rest, name, &p, static_cast<off_t>(i + 1));
+      if (need > rest) fs.Forget(e.ino, 1);  // not sent: the kernel holds no lookup of it
+    } else {
+      struct stat st {};
+      // An inode the kernel holds keeps its number; the others get a stable
+      // stand-in (a lookup gives them a real one).
+      st.st_ino = fs.inodes().Find(dir, v[i - 2].name).value_or(std::hash<std::string>()(v[i - 2].name) | (1ull << 63));
+      st.st_mode = v[i - 2].status.is_dir ? S_IFDIR : S_IFREG;
+      need = fuse_add_direntry(req, buf.get() + used, rest, name, &st, static_cast<off_t>(i + 1));
+    }
+    if (need > rest) break;
+    used += need;
+  }
+  fuse_reply_buf(req, buf.get(), used);
+}
+
+void OpReadDir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  ReadDir(req, size, off, fi, false);
+}
+void OpReadDirPlus(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  ReadDir(req, size, off, fi, true);
+}
+
+void OpReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  Fs(req).ReleaseDir(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void OpStatFs(fuse_req_t req, fuse_ino_t) {
+  auto s = Fs(req).StatFs();
+  if (!s) return ReplyError(req, s.error(), "statfs");
+  struct statvfs v {};
+  v.f_bsize = kMaxRead;
+  v.f_frsize = 4096;
+  v.f_blocks = s->capacity_bytes / 4096;
+  v.f_bfree = v.f_bavail = (s->capacity_bytes - s->used_bytes) / 4096;
+  v.f_namemax = 255;
+  fuse_reply_statfs(req, &v);
+}
+
+// No extended attributes: every name is absent, the list is empty.
+void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENODATA); }
+void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
+  if (size == 0) return (void)fuse_reply_xattr(req, 0);
+  fuse_reply_buf(req, nullptr, 0);
+}
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops{};
+  ops.init = OpInit;
+  ops.lookup = OpLookup;
+  ops.forget = OpForget;
+  ops.forget_multi = OpForgetMulti;
+  ops.getattr = OpGetAttr;
+  ops.access = OpAccess;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.release = OpRelease;
+  ops.opendir = OpOpenDir;
+  ops.readdir = OpReadDir;
+  ops.readdirplus = OpReadDirPlus;
+  ops.releasedir = OpReleaseDir;
+  ops.statfs = OpStatFs;
+  ops.getxattr = OpGetXattr;
+  ops.listxattr = OpListXattr;
+  return ops;
+}
+
+sigset_t StopSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  sigaddset(&s, SIGHUP);
+  return s;
+}
+
+// Mount points in /proc/self/mountinfo escape ' ', '\t', '\n' and '\\' as \ooo.
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A session with the mount options `options` (libfuse writes what it
+// rejects to stderr).
+Result<fuse_session*> NewSession(const std::vector<std::string>& options, Session* session) {
+  std::vector<std::string> args = {"shoal", "-o", "fsname=shoal,subtype=shoal,max_read=" + std::to_string(kMaxRead)};
+  for (const auto& opt : options) {
+    args.push_back("-o");
+    args.push_back(opt);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  static const fuse_lowlevel_ops ops = MakeOps();
+  fuse_session* se = fuse_session_new(&fargs, &ops, sizeof ops, session);
+  fuse_opt_free_args(&fargs);
+  if (!se) {
+    std::string list;
+    for (const auto& opt : options) list += " -o " + opt;
+    return Err(Code::kInvalidArgument, "the FUSE mount options" + (list.empty() ? std::string(" (none)") : list) +
+                                           " were refused (libfuse's message above names the one it does not know)");
+  }
+  return se;
+}
+
+}  // namespace
+
+Status CheckMountOptions(const std::vector<std::string>& options) {
+  Session none;
+  auto se = NewSession(options, &none);
+  if (!se) return se.error();
+  fuse_session_destroy(*se);
+  return {};
+}
+
+std::string AbsolutePath(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  auto slash = p.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+  std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
+  char buf[PATH_MAX];
+  if (!::realpath(dir.c_str(), buf)) return p;
+  std::string out = buf;
+  if (name.empty() || name == ".") return out;
+  return (out == "/" ? "" : out) + "/" + name;
+}
+
+void BlockStopSignals() {
+  sigset_t s = StopSignals();
+  ::pthread_sigmask(SIG_BLOCK, &s, nullptr);
+}
+
+namespace {
+
+struct MountEntry {
+  std::string fstype;
+  std::string device;  // "major:minor"
+};
+
+// The mount on `mountpoint` in /proc/self/mountinfo.
+std::optional<MountEntry> FindMount(const std::string& mountpoint) {
+  const std::string want = AbsolutePath(mountpoint);
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  std::optional<MountEntry> found;
+  while (std::getline(in, line)) {  // the last match is the one on top
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    f >> id >> parent >> dev >> root >> point;
+    if (Unescape(point) != want) continue;
+    MountEntry e;
+    e.device = dev;
+    auto dash = line.find(" - ");
+    std::istringstream rest(dash == std::string::npos ? "" : line.substr(dash + 3));
+    rest >> e.fstype;
+    found = e;
+  }
+  return found;
+}
+
+// Before the session starts: INIT's answer can only lower it.
+void RaiseReadAhead(const std::string& mountpoint) {
+  auto m = FindMount(mountpoint);
+  if (!m) return;
+  std::string path = "/sys/class/bdi/" + m->device + "/read_ahead_kb";
+  std::ofstream out(path);
+  out << kReadAheadKiB << "\n";
+  out.flush();
+  if (!out) {
+    spdlog::info("kernel read-ahead left at its default: cannot write {} (needs root)", path);
+  }
+}
+
+}  // namespace
+
+bool IsMounted(const std::string& mountpoint, std::string* fstype) {
+  auto m = FindMount(mountpoint);
+  if (m && fstype) *fstype = m->fstype;
+  return m.has_value();
+}
+
+Status CheckMountpoint(const std::string& mp) {
+  struct stat st;
+  if (::stat(mp.c_str(), &st) != 0) {
+    int e = errno;
+    if (e == ENOTCONN) {
+      return Status(Code::kInvalidArgument, "mount point " + mp +
+                                                " is a FUSE mount whose daemon has gone: unmount it first "
+                                                "(shoal fuse --unmount " + mp + ", or fusermount3 -u " + mp + ")");
+    }
+    if (e == ENOENT) {
+      return Status(Code::kNotFound, "mount point " + mp + " does not exist: create the directory first (mkdir -p " +
+                                         mp + ")");
+    }
+    return Status(Code::kInvalidArgument, "cannot use mount point " + mp + ": " + std::strerror(e));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status(Code::kInvalidArgument, "mount point " + mp + " is not a directory: give a directory to mount on");
+  }
+  std::string type;
+  if (IsMounted(mp, &type)) {
+    return Status(Code::kInvalidArgument, "mount point " + mp + " is already mounted (" + type +
+                                            "): unmount it first (shoal fuse --unmount " + mp + ", or umount " + mp +
+                                            ")");
+  }
+  return {};
+}
+
+Status Unmount(const std::string& mountpoint, bool lazy) {
+  const std::string mp = AbsolutePath(mountpoint);
+  if (::geteuid() == 0) {
+    if (::umount2(mp.c_str(), lazy ? MNT_DETACH : 0) == 0) return {};
+    int e = errno;
+    if (e == EBUSY) {
+      return Status(Code::kUnavailable, "cannot unmount " + mp +
+                                            ": it is busy (a process has a file open or its working directory "
+                                            "there); close those, then unmount again");
+    }
+    if (e == EINVAL) return Status(Code::kNotFound, mp + " is not mounted");
+    return Status(Code::kIo, "cannot unmount " + mp + ": " + std::strerror(e));
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (lazy) {
+      ::execlp("fusermount3", "fusermount3", "-u", "-z", mp.c_str(), static_cast<char*>(nullptr));
+    } else {
+      ::execlp("fusermount3", "fusermount3", "-u", mp.c_str(), static_cast<char*>(nullptr));
+    }
+    ::_exit(127);
+  }
+  if (pid < 0) return Status(Code::kIo, std::string("cannot run fusermount3: ") + std::strerror(errno));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return Status(Code::kNotFound, "cannot unmount " + mp + ": fusermount3 is not installed (Debian package fuse3)");
+  }
+  return Status(Code::kIo, "fusermount3 -u " + mp + " failed (its message is above)");
+}
+
+Status RunFuseMount(Client& client, const FuseMountOptions& o) {
+  SHOAL_RETURN_IF_ERROR(CheckMountpoint(o.mountpoint));
+  auto fs = ShoalFs::Make(client, ShoalFs::Options{o.base});
+  if (!fs) return fs.error();
+
+  Session session{fs->get(), o.on_ready};
+  auto made = NewSession(o.options, &session);
+  if (!made) return made.error();
+  fuse_session* se = *made;
+  session.se = se;
+  if (fuse_session_mount(se, o.mountpoint.c_str()) != 0) {
+    fuse_session_destroy(se);
+    return Status(Code::kIo, "cannot mount on " + o.mountpoint +
+                                 ": libfuse's message is above (is /dev/fuse there and usable? -o allow_other "
+                                 "needs user_allow_other in /etc/fuse.conf for users other than root)");
+  }
+  const std::string mp = AbsolutePath(o.mountpoint);
+  RaiseReadAhead(mp);
+  spdlog::info("mounted {} on {}", o.base, mp);
+
+  // Stop signals: unmount (lazily: busy files keep it alive until closed;
+  // the session ends when the kernel lets go). A second one exits at once.
+  std::atomic<bool> done{false};
+  std::thread signals([&] {
+    sigset_t set = StopSignals();
+    bool asked = false;
+    while (!done.load()) {
+      timespec tick{0, 200'000'000};
+      int sig = ::sigtimedwait(&set, nullptr, &tick);
+      if (sig <= 0) continue;
+      if (asked) {
+        spdlog::warn("{} again: exiting now; files still open on {} will fail", ::strsignal(sig), mp);
+        std::_Exit(1);
+      }
+      asked = true;
+      spdlog::info("{}: unmounting {}", ::strsignal(sig), mp);
+      if (auto st = Unmount(mp, true); !st.ok()) spdlog::error("{}", st.message());
+    }
+  });
+
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(cfg, o.max_threads);
+  fuse_loop_cfg_set_idle_threads(cfg, 16);
+  int rc = fuse_session_loop_mt(se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  done = true;
+  signals.join();
+  fuse_session_unmount(se);
+  fuse_session_destroy(se);
+  spdlog::info("unmounted {}", mp);
+  if (rc < 0) return Status(Code::kIo, "the FUSE session on " + mp + " ended with an error: " + std::strerror(-rc));
+  return {};
+}
+
+}  // namespace shoal::fuse

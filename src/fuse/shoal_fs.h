@@ -1,0 +1,123 @@
+// ShoalFs: the file system the FUSE mount serves, in plain C++ (no libfuse
+// types: fuse_ops.cc adapts the kernel's requests to it).
+//
+// It sits on the public client API only (Client, File). Inodes come from an
+// InodeTable that honours forget; what each answer may be cached for by the
+// kernel comes from the MountView (the mount's consistency mode). Reads go
+// through one shoal::File per open handle: reads that continue where the
+// last one ended use File::Read (client read-ahead), the others File::Pread.
+//
+// Errors are Status values; fuse_ops.cc turns them into errno (errno_map.h).
+//
+// Thread safety: every method may be called concurrently (the session is
+// multi-threaded). REQUIRES: the Client outlives the ShoalFs.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuse/inode_table.h"
+#include "fuse/mount_view.h"
+#include "shoal/client.h"
+#include "shoal/status.h"
+
+namespace shoal::fuse {
+
+// An answer to lookup (and the attributes of getattr). ino 0 is a negative
+// entry: "no such name", cached by the kernel for timeout_s (0: not cached).
+struct FsEntry {
+  uint64_t ino = 0;
+  struct stat attr {};
+  double timeout_s = 0;
+};
+
+struct FsOpen {
+  uint64_t fh = 0;
+  bool keep_cache = false;      // the kernel may keep the file's (or listing's) cached pages
+  bool version_changed = false; // a different version than the kernel saw: drop its cached attributes
+  bool cache_listing = false;   // directories: the kernel may cache the listing
+};
+
+struct FsDirEntry {
+  std::string name;
+  FileStatus status;
+};
+
+struct FsStats {
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+};
+
+class ShoalFs {
+ public:
+  struct Options {
+    std::string base = "/";  // the namespace path shown at the mount's root
+  };
+
+  static Result<std::unique_ptr<ShoalFs>> Make(Client& client, const Options& options);
+  ~ShoalFs();
+
+  Result<FsEntry> Lookup(uint64_t parent, std::string_view name);
+  Result<FsEntry> GetAttr(uint64_t ino);
+  void Forget(uint64_t ino, uint64_t n) { inodes_.Forget(ino, n); }
+  Status Access(uint64_t ino, int mask);
+
+  // Opens a file for reading. Writing modes answer kReadOnly on read-only
+  // mounts and kNotSupported elsewhere.
+  Result<FsOpen> Open(uint64_t ino, int flags);
+  // Reads up to out.size() bytes at `offset` (fewer only at the end of the file).
+  Result<size_t> Read(uint64_t fh, uint64_t offset, std::span<char> out);
+  void Release(uint64_t fh);
+
+  Result<FsOpen> OpenDir(uint64_t ino);
+  // The entries of an open directory; listed at the first call and again
+  // when `restart` (a rewind to offset 0). The vector lives until the next
+  // call with restart or ReleaseDir.
+  Result<const std::vector<FsDirEntry>*> Entries(uint64_t fh, bool restart);
+  // A listed entry as lookup would answer it, counting one kernel lookup
+  // (readdirplus); the inode of the directory itself for "." and "..".
+  FsEntry LookupListed(uint64_t fh, const FsDirEntry& entry);
+  uint64_t DirIno(uint64_t fh) const;
+  void ReleaseDir(uint64_t fh);
+
+  Result<FsStats> StatFs();
+
+  InodeTable& inodes() { return inodes_; }
+
+ private:
+  struct FileHandle;
+  struct DirHandle;
+
+  ShoalFs(Client& client, MountView view);
+  // The namespace path of `ino` and where it lies; kNotFound for an inode
+  // the table no longer knows (or detached), which the kernel gets as ESTALE.
+  struct Resolved {
+    std::string ns;
+    MountView::Place place;
+  };
+  Result<Resolved> Resolve(uint64_t ino) const;
+  Result<Resolved> ResolveChild(uint64_t parent, std::string_view name) const;
+  struct stat Attr(uint64_t ino, const FileStatus& st, const CacheRule& rule) const;
+  Result<FileStatus> StatPath(const Resolved& r) const;
+
+  Client& client_;
+  MountView view_;
+  InodeTable inodes_;
+  uid_t uid_;
+  gid_t gid_;
+  int64_t start_ns_;  // the time shown for directories that have none
+
+  std::mutex statfs_mu_;
+  std::chrono::steady_clock::time_point statfs_at_{};
+  FsStats statfs_;
+};
+
+}  // namespace shoal::fuse
