@@ -1,0 +1,463 @@
+// The FUSE mount end to end: `shoal fuse` over a real cluster (ShoalCluster)
+// on an S3 server (s3rver), read with ordinary POSIX calls and tools (cmp,
+// tar, fio), and unmounted every way. Skipped only where /dev/fuse is absent.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "tests/cli_helpers.h"
+#include "tests/harness/s3rver.h"
+#include "tests/harness/shoal_cluster.h"
+#include "ufs/under_store.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr uint64_t kPage = 256 * 1024;  // ShoalCluster's page and shard sizes
+constexpr uint64_t kShard = 4ull << 20;
+
+// The dataset: relative path -> size. Page and shard boundaries, empty and
+// one-byte files, names with spaces and unicode, nesting.
+const std::map<std::string, uint64_t>& Dataset() {
+  static const std::map<std::string, uint64_t> d = {
+      {"empty", 0},
+      {"one", 1},
+      {"page-1", kPage - 1},
+      {"page", kPage},
+      {"page+1", kPage + 1},
+      {"shard-1", kShard - 1},
+      {"shard", kShard},
+      {"shard+1", kShard + 1},
+      {"big.bin", 2 * kShard + 3 * kPage + 17},
+      {"with space.bin", 1000},
+      {"ünïcødé 数据.bin", 2000},
+      {"dir/x.txt", 12},
+      {"dir/sub/deep.bin", kPage * 3 + 5},
+      {"small/a0", 10'000},
+      {"small/a1", 60'000},
+      {"small/a2", 130'000},
+  };
+  return d;
+}
+
+std::string Bytes(const std::string& rel, uint64_t size) {
+  return RandomBytes(size, std::hash<std::string>()(rel));
+}
+
+// The whole file read with read(2), or "<errno N>".
+std::string ReadPosix(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return "<errno " + std::to_string(errno) + ">";
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return "<errno " + std::to_string(e) + ">";
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// Drops the kernel's cached pages of a file, so the next read goes to the daemon.
+void DropPageCache(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// How many of a file's pages the kernel has cached (mincore over a mapping).
+size_t ResidentPages(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return 0;
+  struct stat st;
+  ::fstat(fd, &st);
+  size_t len = static_cast<size_t>(st.st_size);
+  void* p = len ? ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  size_t n = 0;
+  if (p != MAP_FAILED) {
+    std::vector<unsigned char> vec((len + 4095) / 4096);
+    if (::mincore(p, len, vec.data()) == 0) {
+      for (auto v : vec) n += v & 1;
+    }
+    ::munmap(p, len);
+  }
+  ::close(fd);
+  return n;
+}
+
+bool Mounted(const std::string& mp) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + mp + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Gone, or a zombie nobody has reaped yet.
+bool ProcessGone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+template <typename F>
+bool Eventually(F f, std::chrono::seconds limit = 30s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+class FuseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access("/dev/fuse", R_OK | W_OK) != 0) GTEST_SKIP() << "no usable /dev/fuse on this machine";
+    auto s3 = S3rverProcess::Start();
+    ASSERT_TRUE(s3) << s3.error().ToString();
+    s3_ = std::make_unique<S3rverProcess>(std::move(*s3));
+    ASSERT_TRUE(s3_->CreateBucket("fuse").ok());
+    auto scratch = MakeScratchDir("fuse-test", "the FUSE test");
+    ASSERT_TRUE(scratch) << scratch.error().ToString();
+    scratch_ = *scratch;
+    src_ = scratch_->path + "/src";
+    mnt_ = scratch_->path + "/mnt";
+    fs::create_directories(src_);
+    fs::create_directories(mnt_);
+
+    auto mount = [&](std::string path, Consistency c, std::string prefix) {
+      MountConfig m;
+      m.path = std::move(path);
+      m.ufs = "s3://fuse/" + prefix;
+      m.consistency = c;
+      m.ttl = 1h;
+      m.options = {{"endpoint", s3_->endpoint()},
+                   {"region", "us-east-1"},
+                   {"access_key_id", S3rverProcess::kAccessKeyId},
+                   {"secret_access_key", S3rverProcess::kSecretAccessKey}};
+      return m;
+    };
+    ShoalCluster::Options o;
+    o.workers = 3;
+    o.mounts = {mount("/data", Consistency::kTtl, "data/"), mount("/always", Consistency::kAlways, "data/"),
+                mount("/ro", Consistency::kImmutable, "data/")};
+    o.mounts[2].read_only = true;
+    auto ufs = OpenUnderStore(o.mounts[0]);
+    ASSERT_TRUE(ufs) << ufs.error().ToString();
+    ufs_ = *ufs;
+    for (const auto& [rel, size] : Dataset()) Put(rel, Bytes(rel, size));
+
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    cluster_ = std::move(*c);
+    config_ = scratch_->path + "/shoal.yaml";
+    ASSERT_TRUE(WriteFile(config_, cluster_->ClientYaml()).ok());
+    ASSERT_NO_FATAL_FAILURE(Mount(mnt_, &pid_));
+  }
+
+  void TearDown() override {
+    for (auto& [mp, pid] : mounts_) {
+      if (Mounted(mp)) Shoal({"fuse", "--unmount", mp}, 60s);
+      if (Mounted(mp)) ::umount2(mp.c_str(), MNT_DETACH);
+      if (pid > 0 && !Eventually([p = pid] { return ProcessGone(p); }, 10s)) ::kill(pid, SIGKILL);
+    }
+    cluster_.reset();
+    s3_.reset();
+  }
+
+  // The object under the three mounts, and the same file in the local source tree.
+  void Put(const std::string& rel, const std::string& data) {
+    ASSERT_TRUE(ufs_->Write(rel, data).ok()) << rel;
+    ASSERT_TRUE(WriteFile(src_ + "/" + rel, data).ok());
+  }
+
+  // `shoal fuse MP` in the background; *pid is the daemon's.
+  void Mount(const std::string& mp, pid_t* pid, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"fuse", mp, "--config", config_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    shoal::testing::Run r = Shoal(args, 90s);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ASSERT_NE(r.out.find("mounted: " + mp), std::string::npos) << r.out;
+    auto at = r.out.find("(pid ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    *pid = std::stoi(r.out.substr(at + 5));
+    log_ = r.out.substr(r.out.find("log ") + 4);
+    log_ = log_.substr(0, log_.find(')'));
+    mounts_.emplace_back(mp, *pid);
+    ASSERT_TRUE(Mounted(mp));
+  }
+
+  std::string Daemonlog() const { return Slurp(log_); }
+
+  std::unique_ptr<S3rverProcess> s3_;
+  std::shared_ptr<ScratchDir> scratch_;
+  std::string src_, mnt_, config_, log_;
+  std::shared_ptr<UnderStore> ufs_;
+  std::unique_ptr<ShoalCluster> cluster_;
+  pid_t pid_ = -1;
+  std::vector<std::pair<std::string, pid_t>> mounts_;
+};
+
+TEST_F(FuseTest, EveryFileIsTheSameThroughTheMount) {
+  for (const auto& [rel, size] : Dataset()) {
+    const std::string path = mnt_ + "/data/" + rel;
+    std::string got = ReadPosix(path);
+    EXPECT_EQ(got.size(), size) << rel << " " << got.substr(0, 40);
+    EXPECT_TRUE(got == Bytes(rel, size)) << rel;
+    std::string cmd = "cmp -s '" + path + "' '" + src_ + "/" + rel + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    struct stat st;
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << rel;
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), size) << rel;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << rel;
+  }
+  // The root shows each mount as a directory.
+  std::set<std::string> top;
+  for (const auto& e : fs::directory_iterator(mnt_)) top.insert(e.path().filename());
+  EXPECT_EQ(top, (std::set<std::string>{"always", "data", "ro"}));
+  // A missing name is ENOENT; extended attributes are absent.
+  EXPECT_EQ(ReadPosix(mnt_ + "/data/nope"), "<errno " + std::to_string(ENOENT) + ">");
+  EXPECT_EQ(::getxattr((mnt_ + "/data/one").c_str(), "user.x", nullptr, 0), -1);
+  EXPECT_EQ(errno, ENODATA);
+}
+
+TEST_F(FuseTest, WalkAndStatEqualTheSource) {
+  auto walk = [](const std::string& root) {
+    std::map<std::string, std::pair<bool, uint64_t>> out;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      std::string rel = fs::relative(e.path(), root);
+      bool dir = e.is_directory();
+      out[rel] = {dir, dir ? 0 : e.file_size()};
+    }
+    return out;
+  };
+  auto src = walk(src_);
+  auto mnt = walk(mnt_ + "/data");
+  EXPECT_EQ(src, mnt);
+  EXPECT_GE(mnt.size(), Dataset().size());
+  // The same walk again, answered from the kernel's caches, is the same.
+  EXPECT_EQ(walk(mnt_ + "/data"), src);
+}
+
+TEST_F(FuseTest, TarOfTheMountHoldsTheSameBytesAsTheSource) {
+  std::string out = scratch_->path + "/untar";
+  fs::create_directories(out);
+  std::string cmd = "tar cf - -C '" + mnt_ + "/data' . | tar xf - -C '" + out + "' && diff -r '" + src_ + "' '" +
+                    out + "' >/dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // diff -r would also pass on two empty trees: check one file arrived.
+  EXPECT_TRUE(fs::exists(out + "/ünïcødé 数据.bin"));
+  EXPECT_EQ(fs::file_size(out + "/big.bin"), Dataset().at("big.bin"));
+}
+
+TEST_F(FuseTest, RandomPreadsFromSeveralThreads) {
+  const std::string want = Bytes("big.bin", Dataset().at("big.bin"));
+  const std::string path = mnt_ + "/data/big.bin";
+  std::atomic<int> bad{0}, done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      int fd = ::open(path.c_str(), O_RDONLY);
+      if (fd < 0) return void(++bad);
+      std::mt19937_64 rng(t);
+      std::string buf(600 * 1024, '\0');
+      for (int i = 0; i < 150; ++i) {
+        uint64_t off = rng() % want.size();
+        size_t len = 1 + rng() % buf.size();
+        if (i % 10 == 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // back to the daemon
+        ssize_t n = ::pread(fd, buf.data(), len, static_cast<off_t>(off));
+        size_t expect = std::min<uint64_t>(len, want.size() - off);
+        if (n != static_cast<ssize_t>(expect) || buf.compare(0, expect, want, off, expect) != 0) ++bad;
+        ++done;
+      }
+      ::close(fd);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(done.load(), 6 * 150);
+}
+
+TEST_F(FuseTest, FioSequentialAndRandomReadsVerify) {
+  ASSERT_EQ(std::system("command -v fio >/dev/null"), 0) << "fio is missing: run scripts/bootstrap";
+  // fio writes files with a checksum in every 4 KiB block; they go to the store.
+  std::string local = scratch_->path + "/fio-src";
+  fs::create_directories(local);
+  const std::string common = " --bs=256k --size=24m --nrfiles=3 --verify=crc32c --verify_interval=4k"
+                             " --filename_format='f.$filenum' ";
+  std::string write = "fio --name=w --directory='" + local + "' --rw=write --do_verify=0" + common + ">/dev/null";
+  ASSERT_EQ(std::system(write.c_str()), 0) << write;
+  for (const auto& e : fs::directory_iterator(local)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), {});
+    ASSERT_NO_FATAL_FAILURE(Put("fio/" + e.path().filename().string(), data));
+  }
+  const std::string dir = mnt_ + "/data/fio";
+  const std::string out = scratch_->path + "/fio.out";
+  for (std::string job : {"--name=seq --rw=read --numjobs=1", "--name=seq4 --rw=read --numjobs=4",
+                          "--name=rnd --rw=randread --bs=4k --numjobs=4"}) {
+    // (a later --bs overrides the common one: 4 KiB random reads, each checked)
+    std::string cmd = "fio --readonly --directory='" + dir + "'" + common + job + " >'" + out + "' 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::string report = Slurp(out);
+    EXPECT_EQ(rc, 0) << cmd << "\n" << report;
+    EXPECT_EQ(report.find("verify failed"), std::string::npos) << report;
+    EXPECT_NE(report.find("READ:"), std::string::npos) << report;
+  }
+}
+
+TEST_F(FuseTest, AWorkerKilledDuringReadsCostsNoError) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        for (const auto& [rel, size] : Dataset()) {
+          const std::string path = mnt_ + "/data/" + rel;
+          DropPageCache(path);  // every pass reads through the daemon
+          if (ReadPosix(path) != Bytes(rel, size)) ++errors;
+          ++reads;
+        }
+      }
+    });
+  }
+  ASSERT_TRUE(Eventually([&] { return reads.load() >= 30; }));
+  cluster_->Kill(1);
+  int at_kill = reads.load();
+  EXPECT_TRUE(Eventually([&] { return reads.load() >= at_kill + 100; }, 120s));
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(errors.load(), 0) << Daemonlog();
+}
+
+TEST_F(FuseTest, KernelCachingFollowsTheConsistencyMode) {
+  const std::string a = RandomBytes(3 * kPage + 7, 11), b = RandomBytes(a.size(), 12), c = RandomBytes(a.size() * 2, 13);
+  ASSERT_NO_FATAL_FAILURE(Put("changing", a));
+  const std::string ttl = mnt_ + "/data/changing", always = mnt_ + "/always/changing";
+  ASSERT_TRUE(ReadPosix(ttl) == a);
+  ASSERT_TRUE(ReadPosix(always) == a);
+  // An unchanged version keeps the kernel's pages across opens (keep_cache):
+  // a second epoch reads from the page cache.
+  EXPECT_EQ(ResidentPages(ttl), (a.size() + 4095) / 4096);
+  ASSERT_TRUE(ReadPosix(ttl) == a);
+  EXPECT_EQ(ResidentPages(ttl), (a.size() + 4095) / 4096);
+
+  ASSERT_NO_FATAL_FAILURE(Put("changing", b));  // same size, other bytes
+  // always: revalidated at open; the old pages are dropped.
+  EXPECT_TRUE(ReadPosix(always) == b);
+  // ttl (1 h): the old version, from the kernel and the workers, until a refresh.
+  EXPECT_TRUE(ReadPosix(ttl) == a);
+  auto client = cluster_->NewClient();
+  ASSERT_TRUE(client);
+  ASSERT_TRUE((*client)->Refresh("/data/changing", false, false).ok());
+  EXPECT_TRUE(ReadPosix(ttl) == b);  // the kernel still has the entry cached: the open revalidated
+
+  ASSERT_NO_FATAL_FAILURE(Put("changing", c));  // grows
+  EXPECT_TRUE(ReadPosix(always) == c);
+  ASSERT_TRUE((*client)->Refresh("/data/changing", false, false).ok());
+  EXPECT_TRUE(ReadPosix(ttl) == c);
+  struct stat st;
+  ASSERT_EQ(::stat(ttl.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), c.size());  // the open dropped the cached size
+
+  // A new name: always sees it at once; ttl caches the negative entry.
+  EXPECT_EQ(ReadPosix(mnt_ + "/data/later"), "<errno " + std::to_string(ENOENT) + ">");
+  ASSERT_NO_FATAL_FAILURE(Put("later", "x"));
+  EXPECT_EQ(ReadPosix(mnt_ + "/always/later"), "x");
+}
+
+TEST_F(FuseTest, WritesAreRefusedWithAClearErrno) {
+  // Read-only mount: EROFS.
+  int fd = ::open((mnt_ + "/ro/one").c_str(), O_WRONLY);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(errno, EROFS);
+  EXPECT_EQ(::access((mnt_ + "/ro/one").c_str(), W_OK), -1);
+  EXPECT_EQ(errno, EROFS);
+  // Rewriting, appending to or truncating an existing file: EOPNOTSUPP.
+  for (int flags : {O_WRONLY, O_RDWR, O_WRONLY | O_APPEND, O_WRONLY | O_TRUNC}) {
+    fd = ::open((mnt_ + "/data/one").c_str(), flags);
+    EXPECT_EQ(fd, -1) << flags;
+    EXPECT_EQ(errno, EOPNOTSUPP) << flags;
+  }
+  EXPECT_TRUE(ReadPosix(mnt_ + "/data/one") == Bytes("one", 1));  // nothing changed
+}
+
+TEST_F(FuseTest, UnmountEveryWayLeavesNoProcess) {
+  // shoal fuse --unmount: returns once the daemon has exited.
+  shoal::testing::Run r = Shoal({"fuse", "--unmount", mnt_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Mounted(mnt_));
+  EXPECT_TRUE(ProcessGone(pid_));
+  EXPECT_NE(Daemonlog().find("unmounted"), std::string::npos);
+
+  // fusermount3 -u.
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(Mount(mnt_, &pid));
+  EXPECT_EQ(std::system(("fusermount3 -u '" + mnt_ + "'").c_str()), 0);
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid); }));
+  EXPECT_FALSE(Mounted(mnt_));
+
+  // SIGTERM: unmounts and exits.
+  ASSERT_NO_FATAL_FAILURE(Mount(mnt_, &pid, {"--path", "/data/dir"}));
+  EXPECT_EQ(ReadPosix(mnt_ + "/x.txt"), Bytes("dir/x.txt", 12));  // --path: the subtree at the root
+  ::kill(pid, SIGTERM);
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid) && !Mounted(mnt_); }));
+
+  // --unmount of what is not mounted.
+  r = Shoal({"fuse", "--unmount", mnt_});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("not mounted"), std::string::npos) << r.err;
+}
+
+TEST_F(FuseTest, ClearErrorsForBadMountpoints) {
+  shoal::testing::Run r = Shoal({"fuse", scratch_->path + "/missing", "--config", config_});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  r = Shoal({"fuse", config_, "--config", config_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
+  r = Shoal({"fuse", mnt_, "--config", config_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("already mounted"), std::string::npos) << r.err;
+  std::string other = scratch_->path + "/other";
+  fs::create_directories(other);
+  r = Shoal({"fuse", other, "--config", config_, "--path", "/elsewhere"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("outside every mount"), std::string::npos) << r.err;
+  r = Shoal({"fuse", other, "--config", config_, "-o", "no_such_option"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no_such_option"), std::string::npos) << r.err;
+  EXPECT_FALSE(Mounted(other));
+}
+
+}  // namespace
+}  // namespace shoal::testing
