@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -457,6 +458,34 @@ TEST_F(FuseTest, ClearErrorsForBadMountpoints) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no_such_option"), std::string::npos) << r.err;
   EXPECT_FALSE(Mounted(other));
+}
+
+// shoal up --fuse: one command starts the workers and mounts; SIGINT (Ctrl-C)
+// unmounts before the workers stop.
+TEST(UpFuseTest, UpMountsAndCtrlCUnmounts) {
+  if (::access("/dev/fuse", R_OK | W_OK) != 0) GTEST_SKIP() << "no usable /dev/fuse on this machine";
+  auto scratch = MakeScratchDir("up-fuse", "the shoal up --fuse test");
+  ASSERT_TRUE(scratch) << scratch.error().ToString();
+  const std::string dir = scratch->get()->path, src = dir + "/src", mnt = dir + "/mnt";
+  fs::create_directories(mnt);
+  const std::string data = RandomBytes(700'000, 5);
+  ASSERT_TRUE(WriteFile(src + "/train/x.bin", data).ok());
+  Up up = LaunchUp({"--ufs", src, "--workers", "2", "--state-dir", dir + "/state", "--fuse", mnt}, dir + "/up.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  EXPECT_NE(up.proc.output().find("fuse: " + mnt), std::string::npos) << up.proc.output();
+  EXPECT_TRUE(Mounted(mnt));
+  EXPECT_TRUE(ReadPosix(mnt + "/data/train/x.bin") == data);
+  up.proc.Signal(SIGINT);
+  int st = up.proc.Wait(60s);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st << up.err();
+  EXPECT_FALSE(Mounted(mnt));
+  if (Mounted(mnt)) ::umount2(mnt.c_str(), MNT_DETACH);
+
+  // A mount point that cannot be used stops `shoal up` before any worker starts.
+  Up bad = LaunchUp({"--ufs", src, "--state-dir", dir + "/state", "--fuse", dir + "/missing"}, dir + "/bad.err");
+  EXPECT_FALSE(bad.ready);
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_NE(bad.err().find("--fuse"), std::string::npos) << bad.err();
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // Checks the mount (its options without a request, then, unless --no-check,
 // one listing of its root), starts N worker processes on loopback, writes the
 // client config, prints `ready: config=PATH`, and runs until SIGINT/SIGTERM,
-// restarting any worker that dies (WorkerSupervisor).
+// restarting any worker that dies (WorkerSupervisor). With --fuse it also
+// mounts the namespace (a `shoal fuse --foreground` child).
 //
 // The state dir holds the configs (mode 0600: mount options may hold
 // secrets), the worker logs and the ports to reuse; it is made private
@@ -22,7 +23,9 @@
 #include "cli/commands.h"
 #include "cli/worker_supervisor.h"
 #include "common/config.h"
+#include "common/subprocess.h"
 #include "common/units.h"
+#include "fuse/fuse_mount.h"
 #include "ufs/under_store.h"
 #include "ufs/uri.h"
 
@@ -45,6 +48,7 @@ struct UpArgs {
   std::string max_restart_delay = "30s";
   bool no_check = false;
   std::vector<std::string> options;
+  std::string fuse;  // --fuse MOUNTPOINT: also mount the namespace there
 };
 
 Status MakeDirs(const std::string& dir) {
@@ -163,6 +167,9 @@ int RunUp(const UpArgs& a) {
   if (!a.no_check) {
     if (auto st = CheckMount(*mount); !st.ok()) return Fail(st);
   }
+  if (!a.fuse.empty()) {
+    if (auto st = fuse::CheckMountpoint(a.fuse); !st.ok()) return Fail(st.WithContext("--fuse"));
+  }
 
   std::string state = a.state_dir.empty() ? "/tmp/shoal-" + std::to_string(::getuid()) : a.state_dir;
   while (state.size() > 1 && state.back() == '/') state.pop_back();
@@ -212,13 +219,39 @@ int RunUp(const UpArgs& a) {
                 info[i].entry.id.c_str(), static_cast<int>(info[i].pid), info[i].cache_dir.c_str(),
                 FormatSize(*cache_size).c_str());
   }
+  // The FUSE mount: `shoal fuse --foreground` as a child, started once the
+  // workers are up and stopped (it unmounts) before they are.
+  Subprocess fuse_daemon;
+  const std::string fuse_log = state + "/fuse.log";
+  if (!a.fuse.empty()) {
+    Subprocess::Options fo;
+    fo.argv = {so.exe, "fuse", fuse::AbsolutePath(a.fuse), "--config", client_config, "--foreground"};
+    fo.stderr_file = fuse_log;
+    auto started = Subprocess::Start(fo);
+    Result<std::string> line = started ? started->WaitForLine("mounted:", std::chrono::seconds(60))
+                                       : Result<std::string>(Err(started.error()));
+    if (!line) {
+      if (started) started->Stop();
+      workers.StopAll();
+      return Fail(Status(Code::kUnavailable, "cannot mount the namespace on " + a.fuse + ": " +
+                                                 line.error().message() + " (log: " + fuse_log + ")"));
+    }
+    fuse_daemon = std::move(*started);
+    std::printf("fuse: %s (log %s)\n", a.fuse.c_str(), fuse_log.c_str());
+  }
   std::printf("ready: config=%s\n", client_config.c_str());
   std::fflush(stdout);
+  bool fuse_exit_reported = false;
 
   for (;;) {
     timespec tick{0, 200'000'000};
     int sig = ::sigtimedwait(&sigs, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) break;
+    if (!a.fuse.empty() && !fuse_exit_reported && !fuse_daemon.running()) {
+      fuse_exit_reported = true;
+      std::fprintf(stderr, "shoal up: the FUSE mount on %s has ended (unmounted?); its log is %s\n", a.fuse.c_str(),
+                   fuse_log.c_str());
+    }
     if (workers.Tick()) {
       // A worker came back on another port: the ring is keyed by id, so it
       // still owns its data; clients started from now on find it there.
@@ -229,6 +262,10 @@ int RunUp(const UpArgs& a) {
         std::fprintf(stderr, "shoal up: a worker moved to a new address; %s is updated\n", client_config.c_str());
       }
     }
+  }
+  if (!a.fuse.empty() && fuse_daemon.running()) {
+    // SIGTERM unmounts; a mount kept busy by open files gets 15 s to be let go.
+    fuse_daemon.Stop(std::chrono::seconds(15));
   }
   workers.StopAll();
   std::printf("stopped\n");
@@ -259,6 +296,8 @@ void AddUp(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-restart-delay", a->max_restart_delay,
                   "Longest wait before restarting a crashed worker (the wait doubles from 0.5s)")
       ->capture_default_str();
+  cmd->add_option("--fuse", a->fuse,
+                  "Also mount the namespace on this directory (FUSE); unmounted before the workers stop");
   cmd->callback([a, exit_code] { *exit_code = RunUp(*a); });
 }
 
