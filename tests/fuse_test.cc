@@ -360,6 +360,33 @@ TEST_F(FuseTest, AWorkerKilledDuringReadsCostsNoError) {
   EXPECT_EQ(errors.load(), 0) << Daemonlog();
 }
 
+// Workers and store both unreachable: EIO once the client's deadline has
+// passed, never a hang; and the daemon carries on once they are back.
+TEST_F(FuseTest, UnreachableIsEioAfterTheDeadlineAndTheDaemonSurvivesRestarts) {
+  ClientConfig quick;
+  quick.timeout = 3s;
+  config_ = scratch_->path + "/quick.yaml";
+  ASSERT_TRUE(WriteFile(config_, cluster_->ClientYaml(quick)).ok());
+  const std::string mp = scratch_->path + "/quick";
+  fs::create_directories(mp);
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(Mount(mp, &pid));
+  const std::string path = mp + "/data/dir/sub/deep.bin";
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);  // the entry is known; its bytes are not read yet
+  for (size_t i = 0; i < 3; ++i) cluster_->Kill(i);
+  ASSERT_TRUE(s3_->Freeze());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ReadPosix(path), "<errno " + std::to_string(EIO) + ">");
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, 30s);  // bounded by the 3 s deadline (open and read), with room for a loaded machine
+  s3_->Thaw();
+  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(cluster_->Restart(i).ok());
+  EXPECT_TRUE(Eventually([&] { return ReadPosix(path) == Bytes("dir/sub/deep.bin", Dataset().at("dir/sub/deep.bin")); }))
+      << Daemonlog();
+  EXPECT_FALSE(ProcessGone(pid));
+}
+
 TEST_F(FuseTest, KernelCachingFollowsTheConsistencyMode) {
   const std::string a = RandomBytes(3 * kPage + 7, 11), b = RandomBytes(a.size(), 12), c = RandomBytes(a.size() * 2, 13);
   ASSERT_NO_FATAL_FAILURE(Put("changing", a));
