@@ -44,8 +44,10 @@ class Reader {
 
 using ReaderFactory = std::function<Result<std::unique_ptr<Reader>>()>;
 
-// "posix:DIR" reads DIR/<name> with open+pread (page cache, FUSE mounts).
-ReaderFactory PosixReaders(const std::string& root);
+// "posix:DIR" reads DIR/<name> with open+pread (page cache, FUSE mounts);
+// "posix-dropcache:DIR" then drops the kernel's pages of what it read
+// (POSIX_FADV_DONTNEED), so every epoch reads through the file system.
+ReaderFactory PosixReaders(const std::string& root, bool drop_cache = false);
 // "http:URL" GETs URL/<name> (Range for partial reads), keep-alive per thread.
 ReaderFactory HttpReaders(const std::string& base_url);
 // "shoal:CONFIG:PREFIX" reads PREFIX/<name> through the native client (an empty

@@ -17,7 +17,8 @@ namespace {
 
 class PosixReader : public Reader {
  public:
-  PosixReader(std::string root, size_t chunk) : root_(std::move(root)), buf_(chunk) {}
+  PosixReader(std::string root, size_t chunk, bool drop_cache)
+      : root_(std::move(root)), buf_(chunk), drop_cache_(drop_cache) {}
 
   Result<uint64_t> Read(const DatasetFile& file, uint64_t offset, uint64_t length, const Sink& sink) override {
     std::string path = root_ + "/" + file.name;
@@ -37,6 +38,8 @@ class PosixReader : public Reader {
       sink(std::span<const char>(buf_.data(), static_cast<size_t>(n)));
       done += static_cast<uint64_t>(n);
     }
+    // The kernel forgets what was read: the next epoch reads through the file system again.
+    if (drop_cache_) ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(done), POSIX_FADV_DONTNEED);
     ::close(fd);
     return done;
   }
@@ -44,6 +47,7 @@ class PosixReader : public Reader {
  private:
   std::string root_;
   std::vector<char> buf_;
+  bool drop_cache_;
 };
 
 // One keep-alive libcurl handle per reader thread.
@@ -108,8 +112,10 @@ class HttpReader : public Reader {
 
 }  // namespace
 
-ReaderFactory PosixReaders(const std::string& root) {
-  return [root]() -> Result<std::unique_ptr<Reader>> { return std::make_unique<PosixReader>(root, 1 << 20); };
+ReaderFactory PosixReaders(const std::string& root, bool drop_cache) {
+  return [root, drop_cache]() -> Result<std::unique_ptr<Reader>> {
+    return std::make_unique<PosixReader>(root, 1 << 20, drop_cache);
+  };
 }
 
 ReaderFactory HttpReaders(const std::string& base_url) {
@@ -124,7 +130,8 @@ Result<ReaderFactory> ReadersFromSpec(const std::string& spec) {
   auto colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (kind == "posix" && !rest.empty()) return PosixReaders(rest);
+  if (kind == "posix" && !rest.empty()) return PosixReaders(rest, false);
+  if (kind == "posix-dropcache" && !rest.empty()) return PosixReaders(rest, true);
   if (kind == "http" && !rest.empty()) return HttpReaders(rest);
   if (kind == "shoal") {
     // shoal:CONFIG:PREFIX; the prefix is a namespace path such as /bench.
@@ -133,7 +140,7 @@ Result<ReaderFactory> ReadersFromSpec(const std::string& spec) {
     return ShoalReaders(rest.substr(0, c2), rest.substr(c2 + 1));
   }
   return Err(Code::kInvalidArgument,
-             "bad reader spec '" + spec + "': use posix:DIR, http:URL or shoal:CONFIG:PREFIX");
+             "bad reader spec '" + spec + "': use posix:DIR, posix-dropcache:DIR, http:URL or shoal:CONFIG:PREFIX");
 }
 
 }  // namespace shoal::bench

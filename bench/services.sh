@@ -186,6 +186,15 @@ stop_shoal() {
   SHOAL_PID=""
 }
 
+# mount_shoal_fuse MNT: `shoal fuse --foreground` over the running cluster ($SHOAL_CONFIG).
+mount_shoal_fuse() {
+  local mnt=$1
+  mkdir -p "$mnt"
+  echo "$mnt" >>"$MOUNTS_FILE"
+  bg shoal_fuse "$BUILD_DIR/shoal" fuse "$mnt" --config "$SHOAL_CONFIG" --foreground
+  wait_for_line "$WORK/shoal_fuse.log" '^mounted: ' 60 "$BG_PID" >/dev/null
+}
+
 # start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG,
 # and writes SHOAL_TCP_CONFIG: the same cluster with client.short_circuit off (a reader on another host).
 # The endpoint is a mount option, so it is in the client config too: a client
