@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <random>
 
 #include "common/config.h"
@@ -110,16 +111,20 @@ class PosixWriter final : public ObjectWriter {
   }
 
  private:
-  // A file's version is mtime+size, and the file system's clock may not tick
-  // between two writes of the same size (ext4 stamps with a coarse clock):
-  // an overwrite gets an mtime after the replaced file's, so its version
-  // differs and no cached page of the old bytes is ever served for it.
+  // A file's version is mtime+size, and the kernel stamps files with a
+  // coarse clock (one tick is milliseconds): a file replaced or deleted and
+  // written again with the same size within a tick would keep its version,
+  // and cached pages of the old bytes would be served for it. A file written
+  // through Shoal gets the precise current time instead, and always a time
+  // after the file it replaces.
   Status KeepVersionMoving() {
-    struct stat old_st, new_st;
-    if (::stat(dest_.c_str(), &old_st) != 0 || ::fstat(fd_, &new_st) != 0) return {};
-    if (MtimeNs(new_st) > MtimeNs(old_st)) return {};
-    int64_t ns = MtimeNs(old_st) + 1;
+    struct timespec now;
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    int64_t ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+    struct stat old_st;
+    if (::stat(dest_.c_str(), &old_st) == 0) ns = std::max(ns, MtimeNs(old_st) + 1);
     struct timespec times[2];
+    times[0].tv_sec = 0;
     times[0].tv_nsec = UTIME_OMIT;
     times[1].tv_sec = static_cast<time_t>(ns / 1'000'000'000);
     times[1].tv_nsec = static_cast<long>(ns % 1'000'000'000);
