@@ -423,20 +423,122 @@ TEST_F(FuseTest, KernelCachingFollowsTheConsistencyMode) {
   EXPECT_EQ(ReadPosix(mnt_ + "/always/later"), "x");
 }
 
-TEST_F(FuseTest, WritesAreRefusedWithAClearErrno) {
-  // Read-only mount: EROFS.
-  int fd = ::open((mnt_ + "/ro/one").c_str(), O_WRONLY);
-  EXPECT_EQ(fd, -1);
+// Writes a whole file with write(2) in `chunk`-sized pieces; returns close(2)'s errno (0: OK).
+int WritePosix(const std::string& path, const std::string& data, int flags, size_t chunk = 1 << 20,
+               bool fsync_first = false) {
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return errno;
+  for (size_t done = 0; done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, std::min(chunk, data.size() - done));
+    if (n <= 0) {
+      int e = errno;
+      ::close(fd);
+      return e;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync_first && ::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    return e;
+  }
+  return ::close(fd) == 0 ? 0 : errno;
+}
+
+// What the store holds under a key, or "<absent>".
+std::string Stored(UnderStore& ufs, const std::string& key) {
+  auto info = ufs.Stat(key);
+  if (!info) return "<absent>";
+  std::string out(info->size, '\0');
+  auto n = ufs.Read(key, 0, std::span<char>(out.data(), out.size()), {});
+  if (!n) return "<error>";
+  return out;
+}
+
+TEST_F(FuseTest, NewFilesAreWrittenThroughToTheStore) {
+  const std::string big = RandomBytes(3 * kShard + 12345, 21);
+  // cp-like: sequential 1 MiB writes, committed at close.
+  EXPECT_EQ(WritePosix(mnt_ + "/data/out/new.bin", big, O_WRONLY | O_CREAT | O_TRUNC), ENOENT);  // no such directory yet
+  ASSERT_EQ(::mkdir((mnt_ + "/data/out").c_str(), 0755), 0) << errno;
+  ASSERT_EQ(WritePosix(mnt_ + "/data/out/new.bin", big, O_WRONLY | O_CREAT | O_TRUNC), 0);
+  EXPECT_TRUE(Stored(*ufs_, "out/new.bin") == big);
+  EXPECT_TRUE(ReadPosix(mnt_ + "/data/out/new.bin") == big);
+  DropPageCache(mnt_ + "/data/out/new.bin");
+  EXPECT_TRUE(ReadPosix(mnt_ + "/data/out/new.bin") == big);  // from the cluster, not the kernel
+  EXPECT_TRUE(ReadPosix(mnt_ + "/always/out/new.bin") == big);  // and through another mount of the store
+  // Small odd-sized writes, fsync (the durability point), then close.
+  const std::string small = RandomBytes(100'003, 22);
+  ASSERT_EQ(WritePosix(mnt_ + "/data/out/small.bin", small, O_WRONLY | O_CREAT | O_EXCL, 4097, true), 0);
+  EXPECT_TRUE(Stored(*ufs_, "out/small.bin") == small);
+  // O_EXCL on an existing name: EEXIST, nothing changed.
+  EXPECT_EQ(WritePosix(mnt_ + "/data/out/small.bin", "x", O_WRONLY | O_CREAT | O_EXCL), EEXIST);
+  // O_TRUNC on an existing file: a new file replacing it.
+  ASSERT_EQ(WritePosix(mnt_ + "/data/out/small.bin", "replaced", O_WRONLY | O_TRUNC), 0);
+  EXPECT_EQ(Stored(*ufs_, "out/small.bin"), "replaced");
+  EXPECT_EQ(ReadPosix(mnt_ + "/data/out/small.bin"), "replaced");
+  // A shell redirection: open, dup onto stdout, close the first descriptor, then write.
+  std::string cmd = "echo hello > '" + mnt_ + "/data/out/echo.txt'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(Stored(*ufs_, "out/echo.txt"), "hello\n");
+  // An empty file (committed at the last close).
+  ASSERT_EQ(WritePosix(mnt_ + "/data/out/empty", "", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  EXPECT_TRUE(Eventually([&] { return Stored(*ufs_, "out/empty").empty(); }));
+  struct stat st;
+  ASSERT_EQ(::stat((mnt_ + "/data/out/empty").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+
+  // rename (S3: a server-side copy and a delete), unlink, rmdir.
+  ASSERT_EQ(::rename((mnt_ + "/data/out/echo.txt").c_str(), (mnt_ + "/data/out/moved.txt").c_str()), 0) << errno;
+  EXPECT_EQ(Stored(*ufs_, "out/echo.txt"), "<absent>");
+  EXPECT_EQ(Stored(*ufs_, "out/moved.txt"), "hello\n");
+  EXPECT_EQ(ReadPosix(mnt_ + "/data/out/moved.txt"), "hello\n");
+  EXPECT_EQ(ReadPosix(mnt_ + "/data/out/echo.txt"), "<errno " + std::to_string(ENOENT) + ">");
+  EXPECT_EQ(::rmdir((mnt_ + "/data/out").c_str()), -1);
+  EXPECT_EQ(errno, ENOTEMPTY);
+  for (auto f : {"new.bin", "small.bin", "moved.txt", "empty"}) {
+    EXPECT_EQ(::unlink((mnt_ + "/data/out/" + f).c_str()), 0) << f << " " << errno;
+    EXPECT_EQ(Stored(*ufs_, std::string("out/") + f), "<absent>") << f;
+  }
+  EXPECT_EQ(::rmdir((mnt_ + "/data/out").c_str()), 0) << errno;
+  EXPECT_FALSE(fs::exists(mnt_ + "/data/out"));
+  EXPECT_EQ(::unlink((mnt_ + "/data/nope").c_str()), -1);
+  EXPECT_EQ(errno, ENOENT);
+}
+
+TEST_F(FuseTest, RefusedWritesSayWhyAndChangeNothing) {
+  const std::string one = Bytes("one", 1);
+  // Read-only mount: EROFS for every write.
+  EXPECT_EQ(WritePosix(mnt_ + "/ro/new", "x", O_WRONLY | O_CREAT | O_TRUNC), EROFS);
+  EXPECT_EQ(WritePosix(mnt_ + "/ro/one", "x", O_WRONLY | O_TRUNC), EROFS);
+  EXPECT_EQ(::mkdir((mnt_ + "/ro/d").c_str(), 0755), -1);
+  EXPECT_EQ(errno, EROFS);
+  EXPECT_EQ(::unlink((mnt_ + "/ro/one").c_str()), -1);
+  EXPECT_EQ(errno, EROFS);
+  EXPECT_EQ(::rename((mnt_ + "/ro/one").c_str(), (mnt_ + "/ro/two").c_str()), -1);
   EXPECT_EQ(errno, EROFS);
   EXPECT_EQ(::access((mnt_ + "/ro/one").c_str(), W_OK), -1);
   EXPECT_EQ(errno, EROFS);
-  // Rewriting, appending to or truncating an existing file: EOPNOTSUPP.
-  for (int flags : {O_WRONLY, O_RDWR, O_WRONLY | O_APPEND, O_WRONLY | O_TRUNC}) {
-    fd = ::open((mnt_ + "/data/one").c_str(), flags);
+  // Appending, rewriting in place, read-write opens and truncating to a
+  // non-zero size: EOPNOTSUPP, and the file is untouched.
+  for (int flags : {O_WRONLY, O_RDWR, O_WRONLY | O_APPEND, O_RDWR | O_TRUNC}) {
+    int fd = ::open((mnt_ + "/data/one").c_str(), flags);
     EXPECT_EQ(fd, -1) << flags;
     EXPECT_EQ(errno, EOPNOTSUPP) << flags;
   }
-  EXPECT_TRUE(ReadPosix(mnt_ + "/data/one") == Bytes("one", 1));  // nothing changed
+  EXPECT_EQ(::truncate((mnt_ + "/data/one").c_str(), 5), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  // A write that skips ahead in a new file: EOPNOTSUPP, and nothing is created.
+  int fd = ::open((mnt_ + "/data/holes").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  EXPECT_EQ(::write(fd, "abc", 3), 3);
+  EXPECT_EQ(::pwrite(fd, "xyz", 3, 100), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(::close(fd), -1);  // close reports that the file was not written
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(Stored(*ufs_, "holes"), "<absent>");
+  EXPECT_TRUE(Stored(*ufs_, "one") == one);
+  EXPECT_TRUE(ReadPosix(mnt_ + "/data/one") == one);
+  EXPECT_NE(Daemonlog().find("refused: /data/one"), std::string::npos);  // and the log says why
 }
 
 TEST_F(FuseTest, UnmountEveryWayLeavesNoProcess) {

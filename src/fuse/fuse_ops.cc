@@ -122,7 +122,9 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!o) return ReplyError(req, o.error(), "open");
   fi->fh = o->fh;
   fi->keep_cache = o->keep_cache;
-  fi->noflush = 1;  // nothing to flush on a read handle: no request per close(2)
+  // A read handle has nothing to flush: no request per close(2). A write
+  // handle commits at the flush, so close(2) reports the error.
+  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC);
   if (o->version_changed) {
     // The kernel may still hold the old size: drop its cached attributes
     // (not the entry; this is not a lookup, so the call cannot deadlock).
@@ -144,6 +146,78 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
   auto n = Fs(req).Read(fi->fh, static_cast<uint64_t>(off), std::span<char>(buf.get(), size));
   if (!n) return ReplyError(req, n.error(), "read");
   fuse_reply_buf(req, buf.get(), *n);
+}
+
+void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t, fuse_file_info* fi) {
+  auto c = Fs(req).Create(parent, name, fi->flags);
+  if (!c) return ReplyError(req, c.error(), "create");
+  fi->fh = c->open.fh;
+  auto p = ToParam(c->entry);
+  if (fuse_reply_create(req, &p, fi) == -ENOENT) {  // interrupted: nothing is written, the lookup is not held
+    Fs(req).Release(c->open.fh);
+    Fs(req).Forget(c->entry.ino, 1);
+  }
+}
+
+void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  auto n = Fs(req).Write(fi->fh, static_cast<uint64_t>(off), std::span<const char>(buf, size));
+  if (!n) return ReplyError(req, n.error(), "write");
+  fuse_reply_write(req, *n);
+}
+
+void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  auto st = Fs(req).Commit(fi->fh, true);
+  if (!st.ok()) return ReplyError(req, st, "close");
+  fuse_reply_err(req, 0);
+}
+
+void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
+  auto st = Fs(req).Commit(fi->fh, false);
+  if (!st.ok()) return ReplyError(req, st, "fsync");
+  fuse_reply_err(req, 0);
+}
+
+void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto st = Fs(req).Unlink(parent, name);
+  if (!st.ok()) return ReplyError(req, st, "unlink");
+  fuse_reply_err(req, 0);
+}
+
+void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
+  auto e = Fs(req).Mkdir(parent, name);
+  if (!e) return ReplyError(req, e.error(), "mkdir");
+  auto p = ToParam(*e);
+  if (fuse_reply_entry(req, &p) == -ENOENT) Fs(req).Forget(e->ino, 1);
+}
+
+void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto st = Fs(req).Rmdir(parent, name);
+  if (!st.ok()) return ReplyError(req, st, "rmdir");
+  fuse_reply_err(req, 0);
+}
+
+void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name,
+              unsigned int flags) {
+  if (flags & ~static_cast<unsigned>(RENAME_NOREPLACE)) {
+    return ReplyError(req, Status(Code::kNotSupported, "rename with flags " + std::to_string(flags) +
+                                                           " (RENAME_EXCHANGE, RENAME_WHITEOUT)"),
+                      "rename");
+  }
+  auto st = Fs(req).Rename(parent, name, new_parent, new_name, flags & RENAME_NOREPLACE);
+  if (!st.ok()) return ReplyError(req, st, "rename");
+  fuse_reply_err(req, 0);
+}
+
+void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  ShoalFs::AttrChange c;
+  c.size = to_set & FUSE_SET_ATTR_SIZE;
+  c.new_size = c.size ? static_cast<uint64_t>(attr->st_size) : 0;
+  c.mode_or_owner = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
+  c.times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
+                      FUSE_SET_ATTR_CTIME);
+  auto e = Fs(req).SetAttr(ino, c, fi ? fi->fh : 0);
+  if (!e) return ReplyError(req, e.error(), "setattr");
+  fuse_reply_attr(req, &e->attr, e->timeout_s);
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
@@ -241,6 +315,15 @@ fuse_lowlevel_ops MakeOps() {
   ops.open = OpOpen;
   ops.read = OpRead;
   ops.release = OpRelease;
+  ops.create = OpCreate;
+  ops.write = OpWrite;
+  ops.flush = OpFlush;
+  ops.fsync = OpFsync;
+  ops.unlink = OpUnlink;
+  ops.mkdir = OpMkdir;
+  ops.rmdir = OpRmdir;
+  ops.rename = OpRename;
+  ops.setattr = OpSetAttr;
   ops.opendir = OpOpenDir;
   ops.readdir = OpReadDir;
   ops.readdirplus = OpReadDirPlus;

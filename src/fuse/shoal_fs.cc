@@ -1,5 +1,7 @@
 #include "fuse/shoal_fs.h"
 
+#include "fuse/file_handle.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -13,32 +15,22 @@ namespace {
 constexpr blksize_t kBlockSize = 1 << 20;  // st_blksize: what cp, tar and stdio size their reads by
 constexpr auto kStatFsFor = std::chrono::seconds(5);
 
-uint64_t VersionHash(const std::string& version) {
-  uint64_t h = std::hash<std::string>()(version);
-  return h == 0 ? 1 : h;  // 0 means "nothing cached"
-}
-
 std::string BaseName(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A name the kernel can be given: non-empty, no '/', no NUL, at most 255 bytes.
+}  // namespace
+
+uint64_t VersionHash(const std::string& version) {
+  uint64_t h = std::hash<std::string>()(version);
+  return h == 0 ? 1 : h;  // 0 means "nothing cached"
+}
+
 bool ValidName(std::string_view name) {
   return !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
          name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
 }
-
-}  // namespace
-
-struct ShoalFs::FileHandle {
-  uint64_t ino = 0;
-  std::unique_ptr<File> file;
-  // The offset where File::Read's position is: a read starting there is
-  // sequential and uses Read (with the client's read-ahead).
-  std::mutex seq_mu;
-  std::atomic<uint64_t> next{0};
-};
 
 struct ShoalFs::DirHandle {
   uint64_t ino = 0;
@@ -138,6 +130,7 @@ Result<FsEntry> ShoalFs::Lookup(uint64_t parent, std::string_view name) {
 Result<FsEntry> ShoalFs::GetAttr(uint64_t ino) {
   auto r = Resolve(ino);
   if (!r) return Err(r.error());
+  if (auto e = WritingAttr(ino, *r)) return *e;
   auto st = StatPath(*r);
   if (!st) return Err(st.error());
   auto was_dir = inodes_.IsDir(ino);
@@ -167,13 +160,18 @@ Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
   const int acc = flags & O_ACCMODE;
   if (acc != O_RDONLY || (flags & (O_TRUNC | O_APPEND))) {
     if (r->place.rule.read_only) return Err(Code::kReadOnly, r->ns + " is on a read-only mount");
-    return Err(Code::kNotSupported, r->ns + " exists; files are written once, as new files (no rewrite, append or truncate)");
+    // Truncated to 0 and written from the start: a new file replacing it.
+    if (acc == O_WRONLY && (flags & O_TRUNC) && !(flags & O_APPEND)) return OpenWriter(ino, *r, flags);
+    return Err(Refuse(r->ns, (flags & O_APPEND) ? "appending to an existing file"
+                             : acc == O_RDONLY   ? "truncating on a read-only open"
+                                                 : "writing into an existing file without truncating it"));
   }
   if (r->place.kind != MountView::Kind::kInMount) return Err(Code::kIsDirectory, r->ns + " is a directory");
   auto f = client_.OpenFile(r->ns);
   if (!f) return Err(f.error());
   auto h = std::make_unique<FileHandle>();
   h->ino = ino;
+  h->ns = r->ns;
   uint64_t v = VersionHash((*f)->status().version);
   h->file = std::move(*f);
   const uint64_t before = inodes_.SwapPageVersion(ino, v);
@@ -211,7 +209,12 @@ Result<size_t> ShoalFs::Read(uint64_t fh, uint64_t offset, std::span<char> out) 
   return done;
 }
 
-void ShoalFs::Release(uint64_t fh) { delete reinterpret_cast<FileHandle*>(fh); }
+void ShoalFs::Release(uint64_t fh) {
+  // A new file not committed by a flush yet (an empty one) is committed now;
+  // the kernel takes no answer from release, so a failure is only logged.
+  if (auto* h = reinterpret_cast<FileHandle*>(fh); h->writer) (void)Commit(fh, false);
+  delete reinterpret_cast<FileHandle*>(fh);
+}
 
 Result<FsOpen> ShoalFs::OpenDir(uint64_t ino) {
   auto r = Resolve(ino);

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -77,6 +79,42 @@ class ShoalFs {
   Result<size_t> Read(uint64_t fh, uint64_t offset, std::span<char> out);
   void Release(uint64_t fh);
 
+  // Writes, through Client::Create -> Writer and the client's Delete, Mkdir,
+  // Rmdir and Rename (shoal_fs_write.cc). Read-only mounts answer kReadOnly;
+  // what the writer cannot do (writing at another offset than the end,
+  // appending to or truncating an existing file to a non-zero size) answers
+  // kNotSupported and is logged.
+  //
+  // A new file, open for writing; `flags` are open(2)'s.
+  struct Created {
+    FsEntry entry;
+    FsOpen open;
+  };
+  Result<Created> Create(uint64_t parent, std::string_view name, int flags);
+  // Appends `data`, which must start where the file ends.
+  Result<size_t> Write(uint64_t fh, uint64_t offset, std::span<const char> data);
+  // fsync(2), close(2) (the kernel's flush, `at_flush`) and the last close
+  // (release) commit a new file: its durability point; later ones answer
+  // the same. A flush before anything is written commits nothing: shells
+  // open a file, dup it onto stdout and close the first descriptor before
+  // writing. So close(2) reports a failed commit unless the file is empty.
+  Status Commit(uint64_t fh, bool at_flush);
+  Status Unlink(uint64_t parent, std::string_view name);
+  Result<FsEntry> Mkdir(uint64_t parent, std::string_view name);
+  Status Rmdir(uint64_t parent, std::string_view name);
+  Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
+                bool no_replace);
+  // setattr: a truncate to 0 (an empty file) is done; modes, owners and
+  // times are not kept by the stores: accepted, with no effect. A truncate
+  // to another size answers kNotSupported.
+  struct AttrChange {
+    bool size = false;
+    uint64_t new_size = 0;
+    bool mode_or_owner = false;
+    bool times = false;
+  };
+  Result<FsEntry> SetAttr(uint64_t ino, const AttrChange& change, uint64_t fh);
+
   Result<FsOpen> OpenDir(uint64_t ino);
   // The entries of an open directory; listed at the first call and again
   // when `restart` (a rewind to offset 0). The vector lives until the next
@@ -105,6 +143,9 @@ class ShoalFs {
   };
   Result<Resolved> Resolve(uint64_t ino) const;
   Result<Resolved> ResolveChild(uint64_t parent, std::string_view name) const;
+  // The namespace path of a child to be written: inside a writable mount.
+  Result<Resolved> WritableChild(uint64_t parent, std::string_view name) const;
+  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags);
   struct stat Attr(uint64_t ino, const FileStatus& st, const CacheRule& rule) const;
   Result<FileStatus> StatPath(const Resolved& r) const;
 
@@ -114,6 +155,12 @@ class ShoalFs {
   uid_t uid_;
   gid_t gid_;
   int64_t start_ns_;  // the time shown for directories that have none
+
+  // New files being written (not committed yet), by inode: their attributes
+  // come from the writer, since the store has nothing under the path yet.
+  std::mutex writing_mu_;
+  std::unordered_map<uint64_t, FileHandle*> writing_;
+  std::optional<FsEntry> WritingAttr(uint64_t ino, const Resolved& r);
 
   std::mutex statfs_mu_;
   std::chrono::steady_clock::time_point statfs_at_{};
