@@ -57,9 +57,7 @@ const std::map<std::string, uint64_t>& Dataset() {
   return d;
 }
 
-std::string Bytes(const std::string& rel, uint64_t size) {
-  return RandomBytes(size, std::hash<std::string>()(rel));
-}
+std::string Bytes(const std::string& rel, uint64_t size) { return RandomBytes(size, std::hash<std::string>()(rel)); }
 
 // The whole file read with read(2), or "<errno N>".
 std::string ReadPosix(const std::string& path) {
@@ -271,8 +269,8 @@ TEST_F(FuseTest, WalkAndStatEqualTheSource) {
 TEST_F(FuseTest, TarOfTheMountHoldsTheSameBytesAsTheSource) {
   std::string out = scratch_->path + "/untar";
   fs::create_directories(out);
-  std::string cmd = "tar cf - -C '" + mnt_ + "/data' . | tar xf - -C '" + out + "' && diff -r '" + src_ + "' '" +
-                    out + "' >/dev/null";
+  std::string cmd = "tar cf - -C '" + mnt_ + "/data' . | tar xf - -C '" + out + "' && diff -r '" + src_ + "' '" + out +
+                    "' >/dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   // diff -r would also pass on two empty trees: check one file arrived.
   EXPECT_TRUE(fs::exists(out + "/ünïcødé 数据.bin"));
@@ -312,8 +310,9 @@ TEST_F(FuseTest, FioSequentialAndRandomReadsVerify) {
   // fio writes files with a checksum in every 4 KiB block; they go to the store.
   std::string local = scratch_->path + "/fio-src";
   fs::create_directories(local);
-  const std::string common = " --bs=256k --size=24m --nrfiles=3 --verify=crc32c --verify_interval=4k"
-                             " --filename_format='f.$filenum' ";
+  const std::string common =
+      " --bs=256k --size=24m --nrfiles=3 --verify=crc32c --verify_interval=4k"
+      " --filename_format='f.$filenum' ";
   std::string write = "fio --name=w --directory='" + local + "' --rw=write --do_verify=0" + common + ">/dev/null";
   ASSERT_EQ(std::system(write.c_str()), 0) << write;
   for (const auto& e : fs::directory_iterator(local)) {
@@ -382,13 +381,15 @@ TEST_F(FuseTest, UnreachableIsEioAfterTheDeadlineAndTheDaemonSurvivesRestarts) {
   EXPECT_LT(took, 30s);  // bounded by the 3 s deadline (open and read), with room for a loaded machine
   s3_->Thaw();
   for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(cluster_->Restart(i).ok());
-  EXPECT_TRUE(Eventually([&] { return ReadPosix(path) == Bytes("dir/sub/deep.bin", Dataset().at("dir/sub/deep.bin")); }))
-      << Daemonlog();
+  EXPECT_TRUE(Eventually([&] {
+    return ReadPosix(path) == Bytes("dir/sub/deep.bin", Dataset().at("dir/sub/deep.bin"));
+  })) << Daemonlog();
   EXPECT_FALSE(ProcessGone(pid));
 }
 
 TEST_F(FuseTest, KernelCachingFollowsTheConsistencyMode) {
-  const std::string a = RandomBytes(3 * kPage + 7, 11), b = RandomBytes(a.size(), 12), c = RandomBytes(a.size() * 2, 13);
+  const std::string a = RandomBytes(3 * kPage + 7, 11), b = RandomBytes(a.size(), 12),
+                    c = RandomBytes(a.size() * 2, 13);
   ASSERT_NO_FATAL_FAILURE(Put("changing", a));
   const std::string ttl = mnt_ + "/data/changing", always = mnt_ + "/always/changing";
   ASSERT_TRUE(ReadPosix(ttl) == a);
@@ -458,13 +459,14 @@ std::string Stored(UnderStore& ufs, const std::string& key) {
 TEST_F(FuseTest, NewFilesAreWrittenThroughToTheStore) {
   const std::string big = RandomBytes(3 * kShard + 12345, 21);
   // cp-like: sequential 1 MiB writes, committed at close.
-  EXPECT_EQ(WritePosix(mnt_ + "/data/out/new.bin", big, O_WRONLY | O_CREAT | O_TRUNC), ENOENT);  // no such directory yet
+  EXPECT_EQ(WritePosix(mnt_ + "/data/out/new.bin", big, O_WRONLY | O_CREAT | O_TRUNC),
+            ENOENT);  // no such directory yet
   ASSERT_EQ(::mkdir((mnt_ + "/data/out").c_str(), 0755), 0) << errno;
   ASSERT_EQ(WritePosix(mnt_ + "/data/out/new.bin", big, O_WRONLY | O_CREAT | O_TRUNC), 0);
   EXPECT_TRUE(Stored(*ufs_, "out/new.bin") == big);
   EXPECT_TRUE(ReadPosix(mnt_ + "/data/out/new.bin") == big);
   DropPageCache(mnt_ + "/data/out/new.bin");
-  EXPECT_TRUE(ReadPosix(mnt_ + "/data/out/new.bin") == big);  // from the cluster, not the kernel
+  EXPECT_TRUE(ReadPosix(mnt_ + "/data/out/new.bin") == big);    // from the cluster, not the kernel
   EXPECT_TRUE(ReadPosix(mnt_ + "/always/out/new.bin") == big);  // and through another mount of the store
   // Small odd-sized writes, fsync (the durability point), then close.
   const std::string small = RandomBytes(100'003, 22);

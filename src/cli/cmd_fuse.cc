@@ -78,8 +78,8 @@ int RunUnmount(const FuseArgs& a) {
     return Fail(Status(Code::kNotFound, a.mountpoint + " is not mounted"));
   }
   if (type != "fuse.shoal") {
-    return Fail(Status(Code::kInvalidArgument, a.mountpoint + " is a " + type +
-                                                   " mount, not a Shoal one: unmount it with umount"));
+    return Fail(Status(Code::kInvalidArgument,
+                       a.mountpoint + " is a " + type + " mount, not a Shoal one: unmount it with umount"));
   }
   const std::string base = RuntimeBase(a.mountpoint);
   pid_t pid = 0;
@@ -89,9 +89,9 @@ int RunUnmount(const FuseArgs& a) {
     auto end = std::chrono::steady_clock::now() + kExitTimeout;
     while (!ProcessGone(pid) && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(20ms);
     if (!ProcessGone(pid)) {
-      return Fail(Status(Code::kTimeout, "unmounted " + a.mountpoint + ", but its daemon (pid " +
-                                             std::to_string(pid) + ") has not exited after " +
-                                             std::to_string(kExitTimeout.count()) + " s; see " + base + ".log"));
+      return Fail(Status(Code::kTimeout, "unmounted " + a.mountpoint + ", but its daemon (pid " + std::to_string(pid) +
+                                             ") has not exited after " + std::to_string(kExitTimeout.count()) +
+                                             " s; see " + base + ".log"));
     }
   }
   std::printf("unmounted: %s\n", a.mountpoint.c_str());

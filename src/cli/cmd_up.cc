@@ -233,8 +233,8 @@ int RunUp(const UpArgs& a) {
     if (!line) {
       if (started) started->Stop();
       workers.StopAll();
-      return Fail(Status(Code::kUnavailable, "cannot mount the namespace on " + a.fuse + ": " +
-                                                 line.error().message() + " (log: " + fuse_log + ")"));
+      return Fail(Status(Code::kUnavailable, "cannot mount the namespace on " + a.fuse + ": " + line.error().message() +
+                                                 " (log: " + fuse_log + ")"));
     }
     fuse_daemon = std::move(*started);
     std::printf("fuse: %s (log %s)\n", a.fuse.c_str(), fuse_log.c_str());

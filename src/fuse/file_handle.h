@@ -28,7 +28,6 @@ struct ShoalFs::FileHandle {
   bool committed = false;
   Status commit_status;
   Status failed;  // a write failed or was refused: the commit aborts instead
-
 };
 
 // A hash of a file version for InodeTable::SwapPageVersion (never 0).

@@ -15,12 +15,12 @@
 namespace shoal::fuse {
 
 struct FuseMountOptions {
-  std::string mountpoint;               // an existing directory, not mounted on
-  std::string base = "/";               // the namespace path shown at the root
-  std::vector<std::string> options;     // -o options for the kernel mount (allow_other, ...)
+  std::string mountpoint;            // an existing directory, not mounted on
+  std::string base = "/";            // the namespace path shown at the root
+  std::vector<std::string> options;  // -o options for the kernel mount (allow_other, ...)
   // Called once the kernel has initialised the mount: from then on it is usable.
   std::function<void()> on_ready;
-  unsigned max_threads = 64;            // request threads of the session
+  unsigned max_threads = 64;  // request threads of the session
 };
 
 // Checks that `mountpoint` is an existing directory that nothing is mounted

@@ -199,8 +199,9 @@ void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name,
               unsigned int flags) {
   if (flags & ~static_cast<unsigned>(RENAME_NOREPLACE)) {
-    return ReplyError(req, Status(Code::kNotSupported, "rename with flags " + std::to_string(flags) +
-                                                           " (RENAME_EXCHANGE, RENAME_WHITEOUT)"),
+    return ReplyError(req,
+                      Status(Code::kNotSupported,
+                             "rename with flags " + std::to_string(flags) + " (RENAME_EXCHANGE, RENAME_WHITEOUT)"),
                       "rename");
   }
   auto st = Fs(req).Rename(parent, name, new_parent, new_name, flags & RENAME_NOREPLACE);
@@ -464,11 +465,12 @@ Status CheckMountpoint(const std::string& mp) {
     if (e == ENOTCONN) {
       return Status(Code::kInvalidArgument, "mount point " + mp +
                                                 " is a FUSE mount whose daemon has gone: unmount it first "
-                                                "(shoal fuse --unmount " + mp + ", or fusermount3 -u " + mp + ")");
+                                                "(shoal fuse --unmount " +
+                                                mp + ", or fusermount3 -u " + mp + ")");
     }
     if (e == ENOENT) {
-      return Status(Code::kNotFound, "mount point " + mp + " does not exist: create the directory first (mkdir -p " +
-                                         mp + ")");
+      return Status(Code::kNotFound,
+                    "mount point " + mp + " does not exist: create the directory first (mkdir -p " + mp + ")");
     }
     return Status(Code::kInvalidArgument, "cannot use mount point " + mp + ": " + std::strerror(e));
   }
@@ -478,8 +480,8 @@ Status CheckMountpoint(const std::string& mp) {
   std::string type;
   if (IsMounted(mp, &type)) {
     return Status(Code::kInvalidArgument, "mount point " + mp + " is already mounted (" + type +
-                                            "): unmount it first (shoal fuse --unmount " + mp + ", or umount " + mp +
-                                            ")");
+                                              "): unmount it first (shoal fuse --unmount " + mp + ", or umount " + mp +
+                                              ")");
   }
   return {};
 }

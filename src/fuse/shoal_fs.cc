@@ -45,9 +45,9 @@ ShoalFs::ShoalFs(Client& client, MountView view)
       view_(std::move(view)),
       uid_(::getuid()),
       gid_(::getgid()),
-      start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count()) {}
+      start_ns_(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {}
 
 ShoalFs::~ShoalFs() = default;
 
@@ -163,8 +163,8 @@ Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
     // Truncated to 0 and written from the start: a new file replacing it.
     if (acc == O_WRONLY && (flags & O_TRUNC) && !(flags & O_APPEND)) return OpenWriter(ino, *r, flags);
     return Err(Refuse(r->ns, (flags & O_APPEND) ? "appending to an existing file"
-                             : acc == O_RDONLY   ? "truncating on a read-only open"
-                                                 : "writing into an existing file without truncating it"));
+                             : acc == O_RDONLY  ? "truncating on a read-only open"
+                                                : "writing into an existing file without truncating it"));
   }
   if (r->place.kind != MountView::Kind::kInMount) return Err(Code::kIsDirectory, r->ns + " is a directory");
   auto f = client_.OpenFile(r->ns);

@@ -20,10 +20,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "fuse/inode_table.h"
@@ -43,9 +43,9 @@ struct FsEntry {
 
 struct FsOpen {
   uint64_t fh = 0;
-  bool keep_cache = false;      // the kernel may keep the file's (or listing's) cached pages
-  bool version_changed = false; // a different version than the kernel saw: drop its cached attributes
-  bool cache_listing = false;   // directories: the kernel may cache the listing
+  bool keep_cache = false;       // the kernel may keep the file's (or listing's) cached pages
+  bool version_changed = false;  // a different version than the kernel saw: drop its cached attributes
+  bool cache_listing = false;    // directories: the kernel may cache the listing
 };
 
 struct FsDirEntry {

@@ -10,8 +10,8 @@
 namespace shoal::fuse {
 
 Status Refuse(const std::string& ns, const std::string& what) {
-  Status s(Code::kNotSupported, ns + ": " + what +
-                                    " is not supported (files are written once, sequentially, as new files)");
+  Status s(Code::kNotSupported,
+           ns + ": " + what + " is not supported (files are written once, sequentially, as new files)");
   spdlog::warn("refused: {}", s.message());
   return s;
 }
