@@ -234,6 +234,12 @@ EOF
   target_row "AU through FUSE where direct < 50%" "$(awk -v a="$au_fu" 'BEGIN { if (a != "") printf "%.3f", a }')" \
     ">=" 0.99 "Readers could not keep the batch queue full."
   echo
+  echo "### fio through the FUSE mount (the large shards), beside the same jobs on the local copy"
+  echo
+  if [[ -n ${FUSE_FIO_NOTRUN:-} ]]; then echo "not run: $FUSE_FIO_NOTRUN"
+  elif [[ -s $WORK/fuse_fio.md ]]; then cat "$WORK/fuse_fio.md"
+  else echo "not run: this run had no fio step"; fi
+  echo
   if ((${#NOTRUN[@]} > 0)); then
     echo "## Not run"
     echo
