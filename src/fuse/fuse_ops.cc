@@ -130,7 +130,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     // (not the entry; this is not a lookup, so the call cannot deadlock).
     fuse_lowlevel_notify_inval_inode(static_cast<Session*>(fuse_req_userdata(req))->se, ino, -1, 0);
   }
-  if (fuse_reply_open(req, fi) == -ENOENT) Fs(req).Release(o->fh);  // the open was interrupted
+  if (fuse_reply_open(req, fi) == -ENOENT) Fs(req).Discard(o->fh);  // the open was interrupted
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
@@ -154,7 +154,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t, fuse_
   fi->fh = c->open.fh;
   auto p = ToParam(c->entry);
   if (fuse_reply_create(req, &p, fi) == -ENOENT) {  // interrupted: nothing is written, the lookup is not held
-    Fs(req).Release(c->open.fh);
+    Fs(req).Discard(c->open.fh);
     Fs(req).Forget(c->entry.ino, 1);
   }
 }

@@ -78,6 +78,9 @@ class ShoalFs {
   // Reads up to out.size() bytes at `offset` (fewer only at the end of the file).
   Result<size_t> Read(uint64_t fh, uint64_t offset, std::span<char> out);
   void Release(uint64_t fh);
+  // Forgets a handle the kernel never got (an interrupted open or create):
+  // a writer is aborted, nothing committed.
+  void Discard(uint64_t fh);
 
   // Writes, through Client::Create -> Writer and the client's Delete, Mkdir,
   // Rmdir and Rename (shoal_fs_write.cc). Read-only mounts answer kReadOnly;

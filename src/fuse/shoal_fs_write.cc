@@ -44,6 +44,14 @@ Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags) {
   return o;
 }
 
+void ShoalFs::Discard(uint64_t fh) {
+  std::unique_ptr<FileHandle> h(reinterpret_cast<FileHandle*>(fh));
+  if (!h->writer) return;
+  std::lock_guard lock(writing_mu_);
+  if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h.get()) writing_.erase(it);
+  h->writer->Abort();
+}
+
 std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
   std::lock_guard lock(writing_mu_);
   auto it = writing_.find(ino);
