@@ -112,7 +112,8 @@ Result<size_t> PreadFully(File& f, uint64_t offset, std::span<char> out) {
 class ClientHandle;
 
 // An open file. Reads at the position where the C++ File's sequential cursor stands
-// use File::Read (client read-ahead); any other offset (after a seek) uses Pread.
+// use File::Read (client read-ahead); any other offset (after a seek), and a read
+// to the end of the file, use Pread.
 class FileHandle {
  public:
   FileHandle(std::shared_ptr<Client> client, std::unique_ptr<File> file)
@@ -138,7 +139,11 @@ class FileHandle {
     WritableBuffer out(buffer);
     auto n = WithoutGil([&]() -> Result<size_t> {
       std::lock_guard lock(mu_);
-      if (offset != cursor_) return file_->Pread(offset, out.span());
+      // Read-ahead serves a reader that comes back for the next piece; a buffer that
+      // takes the rest of the file (a whole small file) is one Pread with nothing ahead.
+      uint64_t size = file_->status().size;
+      bool to_end = offset >= size || out.span().size() >= size - offset;
+      if (offset != cursor_ || to_end) return PreadFully(*file_, offset, out.span());
       auto got = file_->Read(out.span());
       if (got) cursor_ += *got;
       return got;
