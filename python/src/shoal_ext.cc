@@ -214,7 +214,8 @@ class ClientHandle {
     auto r = WithoutGil([&] { return client_->OpenFile(path); });
     if (!r) {
       // OpenFile says kInvalidArgument for a directory; Python wants IsADirectoryError.
-      if (r.error().code() == Code::kInvalidArgument && r.error().message().find("is a directory") != std::string::npos) {
+      if (r.error().code() == Code::kInvalidArgument &&
+          r.error().message().find("is a directory") != std::string::npos) {
         RaiseStatus(Status(Code::kIsDirectory, r.error().message()), path);
       }
       RaiseStatus(r.error(), path);
@@ -222,9 +223,7 @@ class ClientHandle {
     return std::make_unique<FileHandle>(client_, std::move(*r));
   }
 
-  py::bytes Read(const std::string& path, uint64_t offset, int64_t length) {
-    return Open(path)->Read(offset, length);
-  }
+  py::bytes Read(const std::string& path, uint64_t offset, int64_t length) { return Open(path)->Read(offset, length); }
 
   // Reads a whole file and drops the bytes: brings it into the owning workers' caches.
   // Returns the byte count. For prefetching; `scratch_bytes` bounds the memory used.
@@ -267,8 +266,9 @@ class ClientHandle {
 
 std::string Repr(const FileStatus& s) {
   return "FileStatus(path=" + py::repr(py::str(s.path)).cast<std::string>() +
-         (s.is_dir ? ", is_dir=True" : ", size=" + std::to_string(s.size) + ", version=" +
-                                           py::repr(py::str(s.version)).cast<std::string>()) +
+         (s.is_dir
+              ? ", is_dir=True"
+              : ", size=" + std::to_string(s.size) + ", version=" + py::repr(py::str(s.version)).cast<std::string>()) +
          ")";
 }
 
@@ -332,8 +332,7 @@ PYBIND11_MODULE(_shoal, m) {
       .def("open", &ClientHandle::Open, py::arg("path"))
       .def("read", &ClientHandle::Read, py::arg("path"), py::arg("offset") = 0, py::arg("length") = -1)
       .def("warm", &ClientHandle::Warm, py::arg("path"), py::arg("scratch_bytes") = 4 << 20)
-      .def("refresh", &ClientHandle::Refresh, py::arg("path"), py::arg("recursive") = false,
-           py::arg("data") = false)
+      .def("refresh", &ClientHandle::Refresh, py::arg("path"), py::arg("recursive") = false, py::arg("data") = false)
       .def("status", &ClientHandle::ClusterStatus)
       .def("mounts", &ClientHandle::Mounts)
       .def("stats", &ClientHandle::Stats);
