@@ -45,6 +45,7 @@ CHUNK = 4 << 20  # as loadgen's shoal reader: one buffer of 4 MiB per reader
 # First-byte delays of the store for the cold epoch: the emulator's default, and a store
 # further away, where reading ahead has more latency to hide.
 COLD_DELAYS = ["20ms", "100ms"]
+WARM_EPOCHS = 4  # per warm measurement, so that each lasts seconds rather than a fraction of one
 
 
 def log(msg):
@@ -162,17 +163,21 @@ def boto3_read(endpoint, files, order, readers):
     return secs, check.bytes
 
 
-def loadgen_run(build, manifest, spec, workload, readers, seed):
+def loadgen_run(build, manifest, spec, workload, readers, seed, epochs=1):
+    """One loadgen run; (secs, bytes) summed over its epochs after the first when there are
+    several (warm rows: the native client is then warm, connections and short circuit, as the
+    long-lived Python client is), else of its one epoch."""
     out = subprocess.run([f"{build}/bench/loadgen", "run", "--manifest", manifest, "--reader", spec, "--workload",
                           workload, "--readers", str(readers), "--seed", str(seed), "--verify", "all", "--label",
-                          "native"], capture_output=True, text=True, timeout=1800)
+                          "native", "--epochs", str(epochs)], capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(f"loadgen failed: {out.stderr.strip()[-500:]}")
-    for line in out.stdout.splitlines():
-        if line.startswith("result "):
-            kv = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
-            return float(kv["secs"]), int(kv["bytes"])
-    raise RuntimeError(f"loadgen printed no result: {out.stdout[-300:]}")
+    results = [dict(f.split("=", 1) for f in line.split()[1:] if "=" in f) for line in out.stdout.splitlines()
+               if line.startswith("result ")]
+    if len(results) != epochs:
+        raise RuntimeError(f"loadgen printed {len(results)} results for {epochs} epochs: {out.stdout[-300:]}")
+    counted = results[1:] if epochs > 1 else results
+    return sum(float(r["secs"]) for r in counted), sum(int(r["bytes"]) for r in counted)
 
 
 def proxy_counters(stats_addr):
@@ -264,21 +269,24 @@ def main():
             loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
             for r in range(1, args.rounds + 1):
                 log(f"warm round {r}/{args.rounds}")
-                order_small = random.Random(r).sample(range(small_n), small_n)
-                order_large = random.Random(r).sample(range(large_n), large_n)
+                # WARM_EPOCHS passes in a fresh random order each, as loadgen's epochs are.
+                rnd = random.Random(r)
+                order_small = [i for _ in range(WARM_EPOCHS) for i in rnd.sample(range(small_n), small_n)]
+                order_large = [i for _ in range(WARM_EPOCHS) for i in rnd.sample(range(large_n), large_n)]
                 sides = ["native", "python"] if r % 2 else ["python", "native"]
                 for side in sides:
                     if side == "native":
                         s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
-                                           r)
-                        add("warm_small_native", s, b, small_n)
-                        s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r)
-                        add("warm_large_native", s, b, large_n)
+                                           r, epochs=WARM_EPOCHS + 1)
+                        add("warm_small_native", s, b, small_n * WARM_EPOCHS)
+                        s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
+                                           epochs=WARM_EPOCHS + 1)
+                        add("warm_large_native", s, b, large_n * WARM_EPOCHS)
                     else:
                         s, b = python_shoal_read(client, "/data", files["small"], order_small, READERS_SMALL)
-                        add("warm_small_python", s, b, small_n)
+                        add("warm_small_python", s, b, small_n * WARM_EPOCHS)
                         s, b = python_shoal_read(client, "/data", files["large"], order_large, READERS_LARGE)
-                        add("warm_large_python", s, b, large_n)
+                        add("warm_large_python", s, b, large_n * WARM_EPOCHS)
 
             egress = {}
             for delay, (proxy_endpoint, stats_addr, _, site_client) in sites.items():
@@ -367,7 +375,8 @@ def report(res, egress, args):
         "",
         "The prefetch is given the epoch's order (as ShoalSampler does) and keeps at most 128 files / 64 MiB ahead of "
         "the readers with 16 threads; the workers fetch each file once (egress above). The native warm rows are "
-        "loadgen's Shoal reader (4 MiB buffer per reader), the Python rows the same reads through "
+        "loadgen's Shoal reader (4 MiB buffer per reader; each run's epochs after its first, so that its client is warm "
+        "as the long-lived Python one is), the Python rows the same reads through "
         "`Client.open(...).readinto()` from Python threads.",
         "",
     ]

@@ -20,7 +20,6 @@ import fnmatch
 import io
 import os
 import posixpath
-import threading
 
 from . import _shoal
 
@@ -49,7 +48,6 @@ class Client:
 
     def __init__(self, config=None):
         self.config = _config_path(config)
-        self._lock = threading.Lock()
         self._pid = os.getpid()
         self._native = _shoal.Client(self.config)
 
@@ -57,13 +55,14 @@ class Client:
 
     def _client(self):
         """The C++ client of this process: a fresh one after a fork."""
-        if self._pid != os.getpid():
-            with self._lock:
-                if self._pid != os.getpid():
-                    # The old native client is released, and leaked by the extension
-                    # (see the module docstring): never destroyed in the child.
-                    self._native = _shoal.Client(self.config)
-                    self._pid = os.getpid()
+        pid = os.getpid()
+        if self._pid != pid:
+            # The old native client is released here and leaked by the extension (see the
+            # module docstring): never destroyed in the child. No lock: one inherited from
+            # the parent could be held forever; two threads racing here make two clients
+            # of this process, and the one dropped is destroyed normally.
+            self._native = _shoal.Client(self.config)
+            self._pid = pid
         return self._native
 
     def __reduce__(self):
@@ -71,9 +70,6 @@ class Client:
 
     def __repr__(self):
         return f"shoal.Client(config={self.config!r})"
-
-    def __getstate__(self):  # pragma: no cover - __reduce__ is used; kept for copy()
-        return {"config": self.config}
 
     # -- metadata ------------------------------------------------------------------------
 
