@@ -6,20 +6,21 @@
 
 Paths are namespace paths ("/data/train/x.jpg", with or without "shoal://").
 Registered with fsspec when `shoal` is imported and through the package's
-fsspec.specs entry point. Read-only for now: every write raises OSError(EROFS)
-saying so, until the client writer is in the library.
+fsspec.specs entry point. Writes (open "wb", pipe, put, cp, touch, mkdir, rm,
+mv) go through the client writer, write-through to the under-store; a mount
+configured read_only refuses them with PermissionError.
 """
 
 from __future__ import annotations
 
 import datetime
 import errno
+import os
+import shutil
 
 from fsspec.spec import AbstractFileSystem
 
-from .client import Client
-
-_READ_ONLY = "shoal:// is read-only in this version of the Python SDK (writes come with the client writer)"
+from .client import WRITE_BUFFER, Client
 
 
 class ShoalFileSystem(AbstractFileSystem):
@@ -105,45 +106,83 @@ class ShoalFileSystem(AbstractFileSystem):
 
     def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None, **kwargs):
         path = self._strip_protocol(path)
-        if "r" not in mode or "+" in mode:
-            raise OSError(errno.EROFS, f"open {path} in mode {mode!r}: {_READ_ONLY}")
+        if mode.replace("t", "") not in ("rb", "wb", "xb"):
+            raise ValueError(f"open {path}: mode {mode!r} is not supported ('rb', 'wb' or 'xb')")
+        if not autocommit:
+            raise NotImplementedError(f"open {path}: shoal:// has no transactions (autocommit=False)")
         buffering = block_size if block_size and block_size > 0 else -1
-        return self.client.open(path, "rb", buffering=buffering)
+        return self.client.open(path, mode.replace("t", ""), buffering=buffering)
 
-    # -- writes: refused for now ---------------------------------------------------------
-
-    def _read_only(self, path, op):
-        raise OSError(errno.EROFS, f"{op} {self._strip_protocol(path)}: {_READ_ONLY}")
-
-    def mkdir(self, path, create_parents=True, **kwargs):
-        self._read_only(path, "mkdir")
-
-    def makedirs(self, path, exist_ok=False):
-        self._read_only(path, "makedirs")
-
-    def rmdir(self, path):
-        self._read_only(path, "rmdir")
-
-    def rm_file(self, path):
-        self._read_only(path, "rm")
-
-    def rm(self, path, recursive=False, maxdepth=None):
-        self._read_only(path if isinstance(path, str) else path[0], "rm")
-
-    def _rm(self, path):
-        self._read_only(path, "rm")
-
-    def mv(self, path1, path2, **kwargs):
-        self._read_only(path1, "mv")
-
-    def cp_file(self, path1, path2, **kwargs):
-        self._read_only(path2, "cp")
+    # -- writes: through the client writer to the under-store ----------------------------
 
     def pipe_file(self, path, value, **kwargs):
-        self._read_only(path, "write")
+        with self.client.create(self._strip_protocol(path)) as f:
+            f.write(value)
 
-    def put_file(self, lpath, rpath, **kwargs):
-        self._read_only(rpath, "put")
+    def put_file(self, lpath, rpath, callback=None, **kwargs):
+        rpath = self._strip_protocol(rpath)
+        if os.path.isdir(lpath):
+            self.makedirs(rpath, exist_ok=True)
+            return
+        with open(lpath, "rb") as src, self.client.create(rpath) as dst:
+            shutil.copyfileobj(src, dst, WRITE_BUFFER)
+
+    def cp_file(self, path1, path2, **kwargs):
+        path1, path2 = self._strip_protocol(path1), self._strip_protocol(path2)
+        if self.isdir(path1):
+            self.makedirs(path2, exist_ok=True)
+            return
+        with self.client.open(path1) as src, self.client.create(path2) as dst:
+            shutil.copyfileobj(src, dst, WRITE_BUFFER)
 
     def touch(self, path, truncate=True, **kwargs):
-        self._read_only(path, "touch")
+        path = self._strip_protocol(path)
+        if truncate or not self.exists(path):
+            self.client.create(path).close()
+
+    def mkdir(self, path, create_parents=True, **kwargs):
+        path = self._strip_protocol(path)
+        if not create_parents:
+            parent = self._parent(path)
+            if parent != "/" and not self.isdir(parent):
+                raise FileNotFoundError(errno.ENOENT, f"mkdir {path}: no parent directory {parent}")
+        self.client.mkdir(path)
+
+    def makedirs(self, path, exist_ok=False):
+        try:
+            self.client.mkdir(self._strip_protocol(path))
+        except FileExistsError:
+            if not exist_ok or not self.isdir(path):
+                raise
+
+    def rmdir(self, path):
+        self.client.rmdir(self._strip_protocol(path))
+
+    def rm_file(self, path):
+        path = self._strip_protocol(path)
+        if self.isdir(path):
+            self.client.rmdir(path)
+        else:
+            self.client.delete(path)
+
+    def _rm(self, path):
+        self.rm_file(path)
+
+    def rm(self, path, recursive=False, maxdepth=None):
+        paths = self.expand_path(path, recursive=recursive, maxdepth=maxdepth)
+        dirs = {p for p in paths if self.isdir(p)}
+        # Deepest first, so that each directory is empty when its turn comes.
+        for p in sorted(paths, key=lambda p: (p.count("/"), p), reverse=True):
+            if p not in dirs:
+                self.client.delete(p)
+                continue
+            try:
+                self.client.rmdir(p)
+            except FileNotFoundError:
+                pass  # an object store's implied directory: gone with its last entry
+
+    def mv(self, path1, path2, recursive=False, maxdepth=None, **kwargs):
+        if isinstance(path1, str) and isinstance(path2, str):
+            self.client.rename(self._strip_protocol(path1), self._strip_protocol(path2))
+        else:
+            super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)

@@ -3,7 +3,8 @@
 // The pure-Python package (python/shoal/) wraps these classes; user code never
 // sees them directly. Contracts the package relies on:
 //  - Every read releases the GIL and copies straight into the caller's buffer
-//    (any writable C-contiguous buffer: bytearray, memoryview, numpy array).
+//    (any writable C-contiguous buffer: bytearray, memoryview, numpy array);
+//    every write takes the bytes of any C-contiguous buffer, also without the GIL.
 //  - Every failed shoal::Status is raised through RaiseStatus(), the one place
 //    where Shoal codes become Python exceptions.
 //  - Fork: the C++ client's threads do not exist in a child process, so a
@@ -78,18 +79,18 @@ T Unwrap(Result<T>&& r, std::string_view path = {}) {
   return std::move(*r);
 }
 
-// A writable, C-contiguous view of a Python buffer, held for the length of a read
-// (which also stops a bytearray from being resized under it).
-class WritableBuffer {
+// A C-contiguous view of a Python buffer (writable for reads into it), held for the
+// length of the call (which also stops a bytearray from being resized under it).
+class BufferView {
  public:
-  explicit WritableBuffer(py::handle obj) {
-    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+  BufferView(py::handle obj, bool writable) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) != 0) {
       throw py::error_already_set();
     }
   }
-  ~WritableBuffer() { PyBuffer_Release(&view_); }
-  WritableBuffer(const WritableBuffer&) = delete;
-  WritableBuffer& operator=(const WritableBuffer&) = delete;
+  ~BufferView() { PyBuffer_Release(&view_); }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
   std::span<char> span() { return {static_cast<char*>(view_.buf), static_cast<size_t>(view_.len)}; }
 
  private:
@@ -107,6 +108,22 @@ Result<size_t> PreadFully(File& f, uint64_t offset, std::span<char> out) {
     done += *n;
   }
   return done;
+}
+
+// OpenFile says kInvalidArgument for a directory; Python wants IsADirectoryError.
+[[noreturn]] void RaiseOpenError(const Status& s, const std::string& path) {
+  if (s.code() == Code::kInvalidArgument && s.message().find("is a directory") != std::string::npos) {
+    RaiseStatus(Status(Code::kIsDirectory, s.message()), path);
+  }
+  RaiseStatus(s, path);
+}
+
+// A whole-range read that came back short: the file shrank under an open version.
+void CheckCount(size_t got, uint64_t want, const std::string& path) {
+  if (got != want) {
+    RaiseStatus(Status(Code::kIo, path + ": read " + std::to_string(got) + " of " + std::to_string(want) +
+                                      " bytes; the file may have changed, open it again"));
+  }
 }
 
 class ClientHandle;
@@ -136,7 +153,7 @@ class FileHandle {
   // Reads into `buffer` at `offset`; returns the byte count (0 at the end).
   size_t ReadInto(py::handle buffer, uint64_t offset) {
     Check();
-    WritableBuffer out(buffer);
+    BufferView out(buffer, /*writable=*/true);
     auto n = WithoutGil([&]() -> Result<size_t> {
       std::lock_guard lock(mu_);
       // Read-ahead serves a reader that comes back for the next piece; a buffer that
@@ -159,11 +176,7 @@ class FileHandle {
     py::bytes out(nullptr, static_cast<size_t>(n));  // filled below before anyone sees it
     std::span<char> span(PyBytes_AS_STRING(out.ptr()), static_cast<size_t>(n));
     auto got = WithoutGil([&] { return PreadFully(*file_, offset, span); });
-    size_t count = Unwrap(std::move(got), file_->status().path);
-    if (count != n) {
-      RaiseStatus(Status(Code::kIo, file_->status().path + ": read " + std::to_string(count) + " of " +
-                                        std::to_string(n) + " bytes; the file may have changed, open it again"));
-    }
+    CheckCount(Unwrap(std::move(got), file_->status().path), n, file_->status().path);
     return out;
   }
 
@@ -182,6 +195,73 @@ class FileHandle {
   pid_t pid_;
   std::mutex mu_;
   uint64_t cursor_ = 0;  // where File::Read continues
+};
+
+// A file being written. The C++ Writer takes one thread at a time: calls are serialised here.
+// Destroyed without Close (in this process) it aborts: nothing becomes visible.
+class WriterHandle {
+ public:
+  WriterHandle(std::shared_ptr<Client> client, std::unique_ptr<Writer> writer, std::string path)
+      : client_(std::move(client)), writer_(std::move(writer)), path_(std::move(path)), pid_(getpid()) {}
+
+  ~WriterHandle() {
+    if (getpid() != pid_) {
+      // Forked child: the writer's upload belongs to the parent. Leak it on purpose.
+      (void)writer_.release();
+      new std::shared_ptr<Client>(std::move(client_));
+    }
+  }
+
+  // Appends the bytes of any C-contiguous buffer; returns their count.
+  size_t Write(py::handle data) {
+    Check();
+    BufferView in(data, /*writable=*/false);
+    Status s = WithoutGil([&] {
+      std::lock_guard lock(mu_);
+      return writer_->Write(in.span());
+    });
+    if (!s.ok()) RaiseStatus(s, path_);
+    return in.span().size();
+  }
+
+  uint64_t size() {
+    Check();
+    std::lock_guard lock(mu_);
+    return writer_->size();
+  }
+
+  // The durability point: the new file's status once it is in the under-store.
+  FileStatus Close() {
+    Check();
+    auto r = WithoutGil([&] {
+      std::lock_guard lock(mu_);
+      return writer_->Close();
+    });
+    writer_.reset();
+    return Unwrap(std::move(r), path_);
+  }
+
+  void Abort() {
+    if (!writer_ || getpid() != pid_) return;
+    WithoutGil([&] {
+      std::lock_guard lock(mu_);
+      writer_->Abort();
+    });
+    writer_.reset();
+  }
+
+  bool closed() const { return writer_ == nullptr; }
+
+ private:
+  void Check() const {
+    if (!writer_) throw py::value_error("I/O operation on a closed shoal writer: " + path_);
+  }
+
+  std::shared_ptr<Client> client_;  // outlives writer_ (REQUIRES of client.h)
+  std::unique_ptr<Writer> writer_;
+  std::string path_;
+  pid_t pid_;
+  std::mutex mu_;
 };
 
 class ClientHandle {
@@ -212,18 +292,41 @@ class ClientHandle {
 
   std::unique_ptr<FileHandle> Open(const std::string& path) {
     auto r = WithoutGil([&] { return client_->OpenFile(path); });
-    if (!r) {
-      // OpenFile says kInvalidArgument for a directory; Python wants IsADirectoryError.
-      if (r.error().code() == Code::kInvalidArgument &&
-          r.error().message().find("is a directory") != std::string::npos) {
-        RaiseStatus(Status(Code::kIsDirectory, r.error().message()), path);
-      }
-      RaiseStatus(r.error(), path);
-    }
+    if (!r) RaiseOpenError(r.error(), path);
     return std::make_unique<FileHandle>(client_, std::move(*r));
   }
 
-  py::bytes Read(const std::string& path, uint64_t offset, int64_t length) { return Open(path)->Read(offset, length); }
+  // Open and read in one call without the GIL (one release, not two: what many small
+  // files from many threads cost). The bytes [offset, offset + length) or to the end.
+  py::bytes Read(const std::string& path, uint64_t offset, int64_t length) {
+    auto f = WithoutGil([&] { return client_->OpenFile(path); });
+    if (!f) RaiseOpenError(f.error(), path);
+    uint64_t size = (*f)->status().size;
+    uint64_t n = offset >= size ? 0 : size - offset;
+    if (length >= 0) n = std::min<uint64_t>(n, static_cast<uint64_t>(length));
+    py::bytes out(nullptr, static_cast<size_t>(n));  // filled below before anyone sees it
+    std::span<char> span(PyBytes_AS_STRING(out.ptr()), static_cast<size_t>(n));
+    auto got = WithoutGil([&] {
+      auto r = PreadFully(**f, offset, span);
+      f->reset();  // closed without the GIL too
+      return r;
+    });
+    CheckCount(Unwrap(std::move(got), path), n, path);
+    return out;
+  }
+
+  // Opens `path` and reads from `offset` into a writable buffer, all without the GIL;
+  // returns the count (less than the buffer only at the end of the file).
+  size_t ReadInto(const std::string& path, py::handle buffer, uint64_t offset) {
+    BufferView out(buffer, /*writable=*/true);
+    auto got = WithoutGil([&]() -> Result<size_t> {
+      auto f = client_->OpenFile(path);
+      if (!f) return std::unexpected(f.error());
+      return PreadFully(**f, offset, out.span());
+    });
+    if (!got && got.error().code() == Code::kInvalidArgument) RaiseOpenError(got.error(), path);
+    return Unwrap(std::move(got), path);
+  }
 
   // Reads a whole file and drops the bytes: brings it into the owning workers' caches.
   // Returns the byte count. For prefetching; `scratch_bytes` bounds the memory used.
@@ -232,9 +335,29 @@ class ClientHandle {
     return Unwrap(std::move(r), path);
   }
 
+  std::unique_ptr<WriterHandle> Create(const std::string& path, bool overwrite) {
+    CreateOptions options;
+    options.overwrite = overwrite;
+    auto r = WithoutGil([&] { return client_->Create(path, options); });
+    if (!r) RaiseStatus(r.error(), path);
+    return std::make_unique<WriterHandle>(client_, std::move(*r), path);
+  }
+
+  void Delete(const std::string& path) {
+    Check(WithoutGil([&] { return client_->Delete(path); }), path);
+  }
+  void Mkdir(const std::string& path) {
+    Check(WithoutGil([&] { return client_->Mkdir(path); }), path);
+  }
+  void Rmdir(const std::string& path) {
+    Check(WithoutGil([&] { return client_->Rmdir(path); }), path);
+  }
+  void Rename(const std::string& from, const std::string& to) {
+    Check(WithoutGil([&] { return client_->Rename(from, to); }), from);
+  }
+
   void Refresh(const std::string& path, bool recursive, bool data) {
-    Status s = WithoutGil([&] { return client_->Refresh(path, recursive, data); });
-    if (!s.ok()) RaiseStatus(s, path);
+    Check(WithoutGil([&] { return client_->Refresh(path, recursive, data); }), path);
   }
 
   std::vector<WorkerStatus> ClusterStatus() {
@@ -258,6 +381,10 @@ class ClientHandle {
       done += *n;
     }
     return done;
+  }
+
+  static void Check(const Status& s, const std::string& path) {
+    if (!s.ok()) RaiseStatus(s, path);
   }
 
   std::shared_ptr<Client> client_;
@@ -325,12 +452,26 @@ PYBIND11_MODULE(_shoal, m) {
       .def("close", &FileHandle::Close)
       .def_property_readonly("closed", &FileHandle::closed);
 
+  py::class_<WriterHandle>(m, "Writer")
+      .def("write", &WriterHandle::Write, py::arg("data"),
+           "Appends the bytes of a buffer without the GIL; returns their count.")
+      .def_property_readonly("size", &WriterHandle::size)
+      .def("close", &WriterHandle::Close, "Commits the file; returns its new FileStatus.")
+      .def("abort", &WriterHandle::Abort)
+      .def_property_readonly("closed", &WriterHandle::closed);
+
   py::class_<ClientHandle>(m, "Client")
       .def(py::init<const std::string&>(), py::arg("config_path"))
       .def("stat", &ClientHandle::Stat, py::arg("path"))
       .def("ls", &ClientHandle::List, py::arg("path"))
       .def("open", &ClientHandle::Open, py::arg("path"))
       .def("read", &ClientHandle::Read, py::arg("path"), py::arg("offset") = 0, py::arg("length") = -1)
+      .def("readinto", &ClientHandle::ReadInto, py::arg("path"), py::arg("buffer"), py::arg("offset") = 0)
+      .def("create", &ClientHandle::Create, py::arg("path"), py::arg("overwrite") = true)
+      .def("delete", &ClientHandle::Delete, py::arg("path"))
+      .def("mkdir", &ClientHandle::Mkdir, py::arg("path"))
+      .def("rmdir", &ClientHandle::Rmdir, py::arg("path"))
+      .def("rename", &ClientHandle::Rename, py::arg("from_path"), py::arg("to_path"))
       .def("warm", &ClientHandle::Warm, py::arg("path"), py::arg("scratch_bytes") = 4 << 20)
       .def("refresh", &ClientHandle::Refresh, py::arg("path"), py::arg("recursive") = false, py::arg("data") = false)
       .def("status", &ClientHandle::ClusterStatus)

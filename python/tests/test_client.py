@@ -127,6 +127,27 @@ def test_readinto_bytearray_memoryview_numpy(cluster, client):
     raw.close()
 
 
+def test_client_readinto_whole_files_and_offsets(cluster, client):
+    np = pytest.importorskip("numpy")
+    data = cluster.files["big/shard-0.bin"]
+    buf = bytearray(len(data) + 100)
+    assert client.readinto(cluster.path("big/shard-0.bin"), buf) == len(data)  # short only at the end
+    assert buf[: len(data)] == data
+    arr = np.zeros(1000, dtype=np.uint8)
+    assert client.readinto(cluster.path("big/shard-0.bin"), arr, 2 * 1024 * 1024 - 500) == 1000
+    assert arr.tobytes() == data[2 * 1024 * 1024 - 500:2 * 1024 * 1024 + 500]
+    small = cluster.files["train/1/img0001.bin"]
+    view = memoryview(bytearray(64 * 1024))
+    n = client.readinto(cluster.path("train/1/img0001.bin"), view)
+    assert view[:n].tobytes() == small
+    with pytest.raises(FileNotFoundError):
+        client.readinto("/data/none", buf)
+    with pytest.raises(IsADirectoryError):
+        client.readinto("/data/train", buf)
+    with pytest.raises((TypeError, BufferError)):
+        client.readinto(cluster.path("notes/readme.txt"), b"immutable")
+
+
 def test_readinto_releases_the_gil(cluster, client):
     # Several threads reading at once must all get their own bytes right.
     names = [n for n in cluster.files if n.startswith("train/")][:32]
@@ -195,9 +216,78 @@ def test_open_directory_is_isadirectoryerror(client):
         client.open("/data/train")
 
 
-def test_open_mode_other_than_rb_is_refused(client, cluster):
-    with pytest.raises(ValueError, match="mode"):
-        client.open(cluster.path("notes/readme.txt"), "wb")
+def test_open_mode_other_than_rb_wb_xb_is_refused(client, cluster):
+    for mode in ("ab", "r+b", "rt"):
+        with pytest.raises(ValueError, match="mode"):
+            client.open(cluster.path("notes/readme.txt"), mode)
+
+
+def test_write_read_back_and_replace(cluster, client):
+    np = pytest.importorskip("numpy")
+    path = "/data/written/one.bin"
+    data = os.urandom(3 * 1024 * 1024 + 5)  # spans shards of the 1 MiB shard size
+    with client.open(path, "wb") as f:
+        assert isinstance(f, io.BufferedIOBase) and f.writable()
+        f.write(data[:10])  # buffered
+        f.write(memoryview(data)[10:2 * 1024 * 1024])  # a large write goes straight through
+        f.write(np.frombuffer(data[2 * 1024 * 1024:], dtype=np.uint8))  # any contiguous buffer
+        assert f.tell() == len(data)
+    assert f.status.size == len(data) and f.status.version
+    assert client.read(path) == data
+    assert client.stat(path).version == f.status.version
+    w = client.create(path)  # overwrite
+    w.write(b"short")
+    st = w.close()
+    assert st.size == 5 and client.read(path) == b"short"
+    with pytest.raises(FileExistsError):
+        client.open(path, "xb")
+    client.delete(path)
+    with pytest.raises(FileNotFoundError):
+        client.stat(path)
+    with pytest.raises(FileNotFoundError):
+        client.delete(path)
+
+
+def test_write_aborted_by_exception_abort_or_drop_is_invisible(client):
+    with pytest.raises(RuntimeError):
+        with client.open("/data/written/aborted.bin", "wb") as f:
+            f.write(b"x" * 100)
+            raise RuntimeError("stop")
+    w = client.create("/data/written/aborted2.bin")
+    w.write(b"y" * 100)
+    w.abort()
+    assert w.closed
+    with pytest.warns(ResourceWarning):
+        w = client.create("/data/written/dropped.bin")
+        w.write(b"z")
+        del w
+        import gc
+
+        gc.collect()
+    for name in ("aborted.bin", "aborted2.bin", "dropped.bin"):
+        assert not client.exists(f"/data/written/{name}")
+    with pytest.raises(ValueError):
+        f.write(b"after close")
+
+
+def test_mkdir_rmdir_rename(client):
+    client.mkdir("/data/dirs/a/b")
+    assert client.stat("/data/dirs/a/b").is_dir
+    with pytest.raises(FileExistsError):
+        client.mkdir("/data/dirs/a/b")
+    with client.open("/data/dirs/a/b/f.bin", "wb") as f:
+        f.write(b"content")
+    with pytest.raises(OSError) as e:
+        client.rmdir("/data/dirs/a/b")
+    assert e.value.errno == 39  # ENOTEMPTY
+    with pytest.raises(IsADirectoryError):
+        client.delete("/data/dirs/a/b")
+    client.rename("/data/dirs/a/b/f.bin", "/data/dirs/a/g.bin")
+    assert client.read("/data/dirs/a/g.bin") == b"content"
+    assert not client.exists("/data/dirs/a/b/f.bin")
+    client.rmdir("/data/dirs/a/b")
+    client.delete("/data/dirs/a/g.bin")
+    assert not client.exists("/data/dirs/a/b")
 
 
 @pytest.mark.parametrize(

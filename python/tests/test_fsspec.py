@@ -135,20 +135,55 @@ def test_mapper_reads(cluster, fs):
         m["absent"]
 
 
-def test_writes_raise_a_clear_oserror(fs):
-    for call in (
-        lambda: fs.open("/data/new.bin", "wb"),
-        lambda: fs.pipe("/data/new.bin", b"x"),
-        lambda: fs.mkdir("/data/newdir"),
-        lambda: fs.rm("/data/notes/readme.txt"),
-        lambda: fs.mv("/data/notes/readme.txt", "/data/notes/b.txt"),
-        lambda: fs.touch("/data/new.bin"),
-    ):
+def test_writes_pipe_put_cp_touch_mv_rm(cluster, fs, tmp_path):
+    base = "/data/fsspec-writes"
+    fs.pipe(f"{base}/a.bin", b"alpha" * 1000)
+    assert fs.cat_file(f"{base}/a.bin") == b"alpha" * 1000
+    with fs.open(f"{base}/b.txt", "w") as f:  # text mode over the binary writer
+        f.write("line one\nline two\n")
+    with fsspec.open(f"shoal://{base}/b.txt", "rt", config=cluster.config) as f:
+        assert f.read().splitlines() == ["line one", "line two"]
+    local = tmp_path / "local.bin"
+    local.write_bytes(bytes(range(256)) * 4096)
+    fs.put(str(local), f"{base}/put.bin")
+    assert fs.cat_file(f"{base}/put.bin") == local.read_bytes()
+    fs.cp_file(f"{base}/put.bin", f"{base}/copy.bin")
+    assert fs.cat_file(f"{base}/copy.bin") == local.read_bytes()
+    fs.touch(f"{base}/empty")
+    assert fs.info(f"{base}/empty")["size"] == 0
+    fs.mv(f"{base}/a.bin", f"{base}/moved.bin")
+    assert not fs.exists(f"{base}/a.bin")
+    assert fs.cat_file(f"{base}/moved.bin") == b"alpha" * 1000
+    assert fs.ls(base, detail=False) == [f"{base}/{n}" for n in ("b.txt", "copy.bin", "empty", "moved.bin", "put.bin")]
+    fs.makedirs(f"{base}/sub", exist_ok=True)
+    fs.makedirs(f"{base}/sub", exist_ok=True)
+    with pytest.raises(FileExistsError):
+        fs.makedirs(f"{base}/sub", exist_ok=False)
+    fs.pipe(f"{base}/sub/x", b"x")
+    assert fs.find(base, withdirs=True)[-2:] == [f"{base}/sub", f"{base}/sub/x"]
+    fs.rm_file(f"{base}/empty")
+    assert not fs.exists(f"{base}/empty")
+    fs.rm(base, recursive=True)
+    assert not fs.exists(base)
+    with pytest.raises(FileNotFoundError):
+        fs.rm_file(f"{base}/moved.bin")
+
+
+def test_write_errors(fs):
+    with pytest.raises(ValueError, match="mode"):
+        fs.open("/data/x", "ab")
+    with pytest.raises(FileExistsError):
+        fs.open("/data/notes/readme.txt", "xb")
+    fs.mkdir("/data/fsspec-dir")
+    try:
+        fs.pipe("/data/fsspec-dir/f", b"1")
         with pytest.raises(OSError) as e:
-            call()
-        assert e.value.errno == errno.EROFS
-        assert "read-only" in str(e.value)
-    assert fs.exists("/data/notes/readme.txt")
+            fs.rmdir("/data/fsspec-dir")
+        assert e.value.errno == errno.ENOTEMPTY
+    finally:
+        fs.rm("/data/fsspec-dir", recursive=True)
+    with pytest.raises(FileNotFoundError):
+        fs.mkdir("/data/no-parent/child", create_parents=False)
 
 
 def test_pickle_filesystem(cluster, fs):
