@@ -15,9 +15,9 @@ TimeoutError, ConnectionError, IsADirectoryError, NotADirectoryError,
 FileExistsError, or OSError with Shoal's message (its code name in `.shoal_code`).
 """
 
-from .client import Client, FileStatus, MountInfo, ShoalFile, ShoalRawFile, WorkerStatus
+from .client import Client, FileStatus, MountInfo, ShoalFile, ShoalRawFile, ShoalWriter, WorkerStatus
 
-__all__ = ["Client", "FileStatus", "MountInfo", "ShoalFile", "ShoalRawFile", "WorkerStatus"]
+__all__ = ["Client", "FileStatus", "MountInfo", "ShoalFile", "ShoalRawFile", "ShoalWriter", "WorkerStatus"]
 __version__ = "0.1.0"
 
 
