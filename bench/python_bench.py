@@ -1,0 +1,393 @@
+#!/usr/bin/python3
+"""bench/python_bench.py: the Python SDK beside the native client and beside direct S3, in one run.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--quick] [--rounds R] [--out FILE]
+
+It makes datasets of random bytes (bench/loadgen gen, an xxh3 per file), starts
+s3rver behind the WAN emulator (bench/wan_proxy: 20 ms first byte, 25 MB/s per
+connection, 200 MB/s in total) and a 2-worker `shoal up` over it, and runs, in
+rounds interleaved A B A B, with every byte of every read checked against the
+manifest's xxh3:
+
+  warm:  small files (whole, 8 readers) and large shards (sequential, 4 readers),
+         native client (loadgen's shoal reader) vs Python (Client.open + readinto
+         into one reused buffer, the GIL released) in the same process layout;
+  cold:  a first epoch over files nobody has read, 8 readers in a random order, with
+         the store 20 ms and 100 ms away (first-byte delay):
+         direct S3 through the emulator (loadgen's HTTP reader, and boto3), Shoal
+         from Python without prefetch, and Shoal from Python with the epoch's order
+         given to the prefetch (client.prefetch); egress = bytes the emulator
+         carried from the store / the dataset's bytes.
+
+Medians over the rounds, and ratios, go to stdout as a markdown section, and to
+--out when given (bench/run passes docs/benchmarks.md's Python section file).
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUCKET = "pybench"
+READERS_SMALL, READERS_LARGE, READERS_COLD = 8, 4, 8
+CHUNK = 4 << 20  # as loadgen's shoal reader: one buffer of 4 MiB per reader
+# First-byte delays of the store for the cold epoch: the emulator's default, and a store
+# further away, where reading ahead has more latency to hide.
+COLD_DELAYS = ["20ms", "100ms"]
+WARM_EPOCHS = 4  # per warm measurement, so that each lasts seconds rather than a fraction of one
+
+
+def log(msg):
+    print(f"[python_bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def load_manifest(path):
+    files = []
+    with open(path) as f:
+        header = f.readline()
+        if not header.startswith("# shoal-bench manifest"):
+            raise RuntimeError(f"{path} is not a loadgen manifest")
+        for line in f:
+            if line.strip():
+                name, size, h = line.rstrip("\n").split("\t")
+                files.append((name, int(size), int(h, 16)))
+    return files
+
+
+class Check:
+    """Counts bytes read and verified, and the first mismatch."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.bytes = 0
+        self.errors = []
+
+    def add(self, name, n, digest, expected_size, expected_hash):
+        with self.lock:
+            if n != expected_size or digest != expected_hash:
+                self.errors.append(f"{name}: {n} bytes, xxh3 {digest:016x}; expected {expected_size}, "
+                                   f"{expected_hash:016x}")
+            self.bytes += n
+
+
+def run_threads(n, order, read_one):
+    """n threads take items of `order` in turn; returns the wall time."""
+    nxt = iter(range(len(order)))
+    lock = threading.Lock()
+    errors = []
+
+    def worker():
+        try:
+            while True:
+                with lock:
+                    i = next(nxt, None)
+                if i is None:
+                    return
+                read_one(i)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(n)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    secs = time.perf_counter() - t0
+    if errors:
+        raise RuntimeError(f"a reader failed: {errors[0]!r}")
+    return secs
+
+
+def python_shoal_read(client, prefix, files, order, readers, prefetch=None):
+    """Whole files, `readers` threads, verified; -> (secs, bytes). A file that fits the reader's
+    4 MiB buffer is one Client.readinto (open and read in one call without the GIL); a larger one
+    is streamed through Client.open(...).readinto() in 4 MiB pieces, as loadgen's reader does."""
+    import xxhash
+
+    check = Check()
+    local = threading.local()
+
+    def read_one(i):
+        if prefetch is not None:
+            prefetch.advance(i)
+        name, size, h = files[order[i]]
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = memoryview(bytearray(CHUNK))
+        if size <= CHUNK:
+            n = client.readinto(f"{prefix}/{name}", buf[:size])
+            check.add(name, n, xxhash.xxh3_64_intdigest(buf[:n]), size, h)
+            return
+        x = xxhash.xxh3_64()
+        done = 0
+        with client.open(f"{prefix}/{name}", buffering=0) as raw:
+            while True:
+                n = raw.readinto(buf[:min(CHUNK, max(size - done, 1))])
+                if n == 0:
+                    break
+                x.update(buf[:n])
+                done += n
+        check.add(name, done, x.intdigest(), size, h)
+
+    secs = run_threads(readers, order, read_one)
+    if check.errors:
+        raise RuntimeError(f"{len(check.errors)} files read wrong, first: {check.errors[0]}")
+    return secs, check.bytes
+
+
+def boto3_read(endpoint, files, order, readers):
+    """Whole files with boto3 GetObject, one client shared by `readers` threads; verified."""
+    import boto3
+    import botocore.config
+    import xxhash
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                      region_name="us-east-1",
+                      config=botocore.config.Config(max_pool_connections=readers, s3={"addressing_style": "path"}))
+    check = Check()
+
+    def read_one(i):
+        name, size, h = files[order[i]]
+        body = s3.get_object(Bucket=BUCKET, Key=name)["Body"].read()
+        check.add(name, len(body), xxhash.xxh3_64_intdigest(body), size, h)
+
+    secs = run_threads(readers, order, read_one)
+    if check.errors:
+        raise RuntimeError(f"{len(check.errors)} files read wrong, first: {check.errors[0]}")
+    return secs, check.bytes
+
+
+def loadgen_run(build, manifest, spec, workload, readers, seed, epochs=1):
+    """One loadgen run; (secs, bytes) summed over its epochs after the first when there are
+    several (warm rows: the native client is then warm, connections and short circuit, as the
+    long-lived Python client is), else of its one epoch."""
+    out = subprocess.run([f"{build}/bench/loadgen", "run", "--manifest", manifest, "--reader", spec, "--workload",
+                          workload, "--readers", str(readers), "--seed", str(seed), "--verify", "all", "--label",
+                          "native", "--epochs", str(epochs)], capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"loadgen failed: {out.stderr.strip()[-500:]}")
+    results = [dict(f.split("=", 1) for f in line.split()[1:] if "=" in f) for line in out.stdout.splitlines()
+               if line.startswith("result ")]
+    if len(results) != epochs:
+        raise RuntimeError(f"loadgen printed {len(results)} results for {epochs} epochs: {out.stdout[-300:]}")
+    counted = results[1:] if epochs > 1 else results
+    return sum(float(r["secs"]) for r in counted), sum(int(r["bytes"]) for r in counted)
+
+
+def proxy_counters(stats_addr):
+    """(bytes from the store, requests to it) so far, as the WAN emulator counted them."""
+    with urllib.request.urlopen(f"http://{stats_addr}/", timeout=10) as r:
+        kv = dict(f.split("=", 1) for f in r.read().decode().split() if "=" in f)
+    return int(kv["bytes_down"]), int(kv["requests"])
+
+
+def upload(endpoint, data_dir, prefixes):
+    import boto3
+    import botocore.config
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER",
+                      region_name="us-east-1", config=botocore.config.Config(max_pool_connections=16))
+    s3.create_bucket(Bucket=BUCKET)
+    names = []
+    for p in prefixes:
+        for d, _, fs in os.walk(os.path.join(data_dir, p)):
+            names += [os.path.relpath(os.path.join(d, f), data_dir) for f in fs]
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(lambda n: s3.upload_file(os.path.join(data_dir, n), BUCKET, n), names))
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small datasets, a few minutes")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", help="also write the markdown section to this file")
+    ap.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.join(args.build, "python"))
+    import shoal
+    from shoal.testing import Servers
+
+    small_n, large_n, cold_n = (400, 2, 300) if args.quick else (2000, 4, 1000)
+    large_size = "64MiB"
+    work = tempfile.mkdtemp(prefix="shoal-pybench-")
+    data = os.path.join(work, "data")
+    lg = f"{args.build}/bench/loadgen"
+    try:
+        with Servers(work) as servers:
+            manifests = {}
+
+            def gen(prefix, count, lo, hi, seed):
+                manifests[prefix] = os.path.join(work, prefix + ".manifest")
+                subprocess.run([lg, "gen", "--root", data, "--prefix", prefix, "--count", str(count), "--min-size", lo,
+                                "--max-size", hi, "--seed", str(seed), "--manifest", manifests[prefix]], check=True,
+                               stdout=subprocess.DEVNULL)
+
+            log("making datasets")
+            gen("small", small_n, "110KiB", "150KiB", 31)
+            gen("large", large_n, large_size, large_size, 32)
+            for r in range(1, args.rounds + 1):
+                gen(f"cold{r}", cold_n, "110KiB", "150KiB", 40 + r)
+            os.mkdir(os.path.join(work, "s3"))
+            s3_endpoint = servers.start_s3rver(ROOT, os.path.join(work, "s3"))
+            log("uploading to s3rver")
+            upload(s3_endpoint, data, list(manifests))
+            port = s3_endpoint.rsplit(":", 1)[1]
+            def start_site(delay):
+                """A WAN emulator with this first-byte delay in front of s3rver, and a cluster behind it."""
+                proxy, line = servers.start(f"wan_proxy-{delay}", [f"{args.build}/bench/wan_proxy", "--upstream",
+                                                                   f"127.0.0.1:{port}", "--delay", delay],
+                                            "listening: ")
+                endpoint = "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
+                stats = proxy.wait_for_line("stats: ").split("stats: ", 1)[1].strip()
+                config = servers.start_shoal_up(
+                    f"{args.build}/shoal", f"s3://{BUCKET}/", os.path.join(work, f"state-{delay}"),
+                    ["--workers", "2", "--cache-size", "8GiB", "--cache-dir", os.path.join(work, f"cache-{delay}"),
+                     "--consistency", "ttl=1h", "-o", f"endpoint={endpoint}", "-o", "region=us-east-1", "-o",
+                     "path_style=true"], name=f"shoal-up-{delay}")
+                return endpoint, stats, config, shoal.Client(config)
+
+            sites = {d: start_site(d) for d in COLD_DELAYS}
+            _, _, config, client = sites[COLD_DELAYS[0]]
+            files = {p: load_manifest(m) for p, m in manifests.items()}
+            res = {}
+
+            def add(key, secs, nbytes, nfiles):
+                res.setdefault(key, []).append((nbytes / secs / 1e6, nfiles / secs))
+
+            log("warming small and large")
+            loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL, 1)
+            loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
+            for r in range(1, args.rounds + 1):
+                log(f"warm round {r}/{args.rounds}")
+                # WARM_EPOCHS passes in a fresh random order each, as loadgen's epochs are.
+                rnd = random.Random(r)
+                order_small = [i for _ in range(WARM_EPOCHS) for i in rnd.sample(range(small_n), small_n)]
+                order_large = [i for _ in range(WARM_EPOCHS) for i in rnd.sample(range(large_n), large_n)]
+                sides = ["native", "python"] if r % 2 else ["python", "native"]
+                for side in sides:
+                    if side == "native":
+                        s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
+                                           r, epochs=WARM_EPOCHS + 1)
+                        add("warm_small_native", s, b, small_n * WARM_EPOCHS)
+                        s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
+                                           epochs=WARM_EPOCHS + 1)
+                        add("warm_large_native", s, b, large_n * WARM_EPOCHS)
+                    else:
+                        s, b = python_shoal_read(client, "/data", files["small"], order_small, READERS_SMALL)
+                        add("warm_small_python", s, b, small_n * WARM_EPOCHS)
+                        s, b = python_shoal_read(client, "/data", files["large"], order_large, READERS_LARGE)
+                        add("warm_large_python", s, b, large_n * WARM_EPOCHS)
+
+            egress = {}
+            for delay, (proxy_endpoint, stats_addr, _, site_client) in sites.items():
+                for r in range(1, args.rounds + 1):
+                    prefix = f"cold{r}"
+                    fl = files[prefix]
+                    total = sum(f[1] for f in fl)
+                    order = random.Random(100 + r).sample(range(cold_n), cold_n)
+                    sides = ["direct", "boto3", "shoal", "shoal_prefetch"]
+                    random.Random(r).shuffle(sides)
+                    for side in sides:
+                        log(f"cold {delay} round {r}/{args.rounds}: {side}")
+                        if side.startswith("shoal"):
+                            site_client.refresh(f"/data/{prefix}", recursive=True, data=True)  # nobody has read it
+                        before = proxy_counters(stats_addr)
+                        if side == "direct":
+                            s, b = loadgen_run(args.build, manifests[prefix], f"http:{proxy_endpoint}/{BUCKET}",
+                                               "whole", READERS_COLD, 100 + r)
+                        elif side == "boto3":
+                            s, b = boto3_read(proxy_endpoint, fl, order, READERS_COLD)
+                        elif side == "shoal":
+                            s, b = python_shoal_read(site_client, "/data", fl, order, READERS_COLD)
+                        else:
+                            paths = [f"/data/{fl[i][0]}" for i in order]
+                            with site_client.prefetch(paths, window_files=128, window_bytes=64 << 20,
+                                                      threads=16) as pf:
+                                s, b = python_shoal_read(site_client, "/data", fl, order, READERS_COLD, prefetch=pf)
+                        add(f"cold{delay}_{side}", s, b, cold_n)
+                        after = proxy_counters(stats_addr)
+                        egress.setdefault(f"{delay}_{side}", []).append(
+                            ((after[0] - before[0]) / total, (after[1] - before[1]) / cold_n))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    section = report(res, egress, args)
+    print(section)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(section)
+
+
+def report(res, egress, args):
+    def m(key, i):
+        return median([x[i] for x in res.get(key, [])])
+
+    def ratio(a, b, i):
+        return m(a, i) / m(b, i) if m(b, i) else float("nan")
+
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    lines = [
+        "## Python SDK",
+        "",
+        f"`bench/python_bench.py{' --quick' if args.quick else ''}`, {datetime.date.today()}, {os.cpu_count()} cores, "
+        f"{mem:.0f} GiB, Linux {platform.release()}, Python {platform.python_version()}. Medians of {args.rounds} "
+        "rounds run interleaved; every byte checked against the manifest's xxh3. A 2-worker `shoal up` on this host "
+        "over s3rver behind the WAN emulator (20 ms first byte, or 100 ms in the last rows; 25 MB/s per connection, "
+        "200 MB/s in total). s3rver runs on the same 2 cores and serves at most about 300 small GETs/s here "
+        "(one core busy): no reader of the store, direct or through a cache, goes faster than that.",
+        "",
+        "| workload | contender | MB/s | files/s | vs reference | egress | store requests per file |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def row(workload, key, label, ref_key=None, ref_label="", eg=None):
+        if key not in res:
+            return
+        vs = f"{ratio(key, ref_key, 1):.2f}× {ref_label}" if ref_key else "reference"
+        e = f"{median([x[0] for x in egress[eg]]):.2f}" if eg in egress else ""
+        q = f"{median([x[1] for x in egress[eg]]):.2f}" if eg in egress else ""
+        lines.append(f"| {workload} | {label} | {m(key, 0):.1f} | {m(key, 1):.1f} | {vs} | {e} | {q} |")
+
+    row("warm small files (110-150 KiB, 8 readers)", "warm_small_native", "native client (loadgen)")
+    row("warm small files (110-150 KiB, 8 readers)", "warm_small_python", "Python readinto", "warm_small_native",
+        "native (goal ≥ 0.7)")
+    row("warm large shards (64 MiB, 4 readers)", "warm_large_native", "native client (loadgen)")
+    row("warm large shards (64 MiB, 4 readers)", "warm_large_python", "Python readinto", "warm_large_native",
+        "native (goal ≥ 0.8)")
+    for d in COLD_DELAYS:
+        w = f"cold first epoch, store {d} away (small files, 8 readers)"
+        row(w, f"cold{d}_direct", "direct S3 (loadgen HTTP)", eg=f"{d}_direct")
+        row(w, f"cold{d}_boto3", "direct S3 (boto3 from Python)", f"cold{d}_direct", "direct", f"{d}_boto3")
+        row(w, f"cold{d}_shoal", "Shoal from Python, no prefetch", f"cold{d}_direct", "direct", f"{d}_shoal")
+        row(w, f"cold{d}_shoal_prefetch", "Shoal from Python, sampler-driven prefetch", f"cold{d}_direct",
+            "direct (goal ≥ 1.5, egress ≤ 1.01)", f"{d}_shoal_prefetch")
+    lines += [
+        "",
+        "The prefetch is given the epoch's order (as ShoalSampler does) and keeps at most 128 files / 64 MiB ahead of "
+        "the readers with 16 threads; the workers fetch each file once (egress above). The native warm rows are "
+        "loadgen's Shoal reader (4 MiB buffer per reader; each run's epochs after its first, so that its client is warm "
+        "as the long-lived Python one is), the Python rows the same reads from Python threads: "
+        "`Client.readinto(path, buffer)` for a small file, `Client.open(...).readinto()` in 4 MiB pieces for a shard.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,488 @@
+// shoal._shoal: the Python binding of the C++ client library (include/shoal/client.h).
+//
+// The pure-Python package (python/shoal/) wraps these classes; user code never
+// sees them directly. Contracts the package relies on:
+//  - Every read releases the GIL and copies straight into the caller's buffer
+//    (any writable C-contiguous buffer: bytearray, memoryview, numpy array);
+//    every write takes the bytes of any C-contiguous buffer, also without the GIL.
+//  - Every failed shoal::Status is raised through RaiseStatus(), the one place
+//    where Shoal codes become Python exceptions.
+//  - Fork: the C++ client's threads do not exist in a child process, so a
+//    client or file made before fork() must never be destroyed (or used) in the
+//    child. Their destructors notice the pid changed and leak the C++ objects
+//    on purpose; the Python package opens fresh ones in the child.
+#include <errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "shoal/client.h"
+
+namespace py = pybind11;
+
+namespace shoal::python {
+namespace {
+
+// The exception class and errno for a Status code.
+std::pair<PyObject*, int> ExceptionFor(Code code) {
+  switch (code) {
+    case Code::kNotFound: return {PyExc_FileNotFoundError, ENOENT};
+    case Code::kPermissionDenied: return {PyExc_PermissionError, EACCES};
+    case Code::kReadOnly: return {PyExc_PermissionError, EROFS};
+    case Code::kTimeout: return {PyExc_TimeoutError, ETIMEDOUT};
+    case Code::kUnavailable: return {PyExc_ConnectionError, ECONNREFUSED};
+    case Code::kIsDirectory: return {PyExc_IsADirectoryError, EISDIR};
+    case Code::kNotDirectory: return {PyExc_NotADirectoryError, ENOTDIR};
+    case Code::kAlreadyExists: return {PyExc_FileExistsError, EEXIST};
+    case Code::kInvalidArgument: return {PyExc_OSError, EINVAL};
+    case Code::kNotEmpty: return {PyExc_OSError, ENOTEMPTY};
+    case Code::kNoSpace: return {PyExc_OSError, ENOSPC};
+    case Code::kOutOfRange: return {PyExc_OSError, EINVAL};
+    case Code::kVersionMismatch: return {PyExc_OSError, ESTALE};
+    case Code::kNotSupported: return {PyExc_OSError, EOPNOTSUPP};
+    default: return {PyExc_OSError, EIO};
+  }
+}
+
+// Raises the Python exception for a failed Status: OSError(errno, message[, path]).
+// The path is added as `filename` only when the message does not already name it.
+[[noreturn]] void RaiseStatus(const Status& s, std::string_view path = {}) {
+  auto [type, err] = ExceptionFor(s.code());
+  py::object exc;
+  if (!path.empty() && s.message().find(path) == std::string::npos) {
+    exc = py::reinterpret_borrow<py::object>(type)(err, s.message(), std::string(path));
+  } else {
+    exc = py::reinterpret_borrow<py::object>(type)(err, s.message());
+  }
+  exc.attr("shoal_code") = std::string(CodeName(s.code()));
+  PyErr_SetObject(type, exc.ptr());
+  throw py::error_already_set();
+}
+
+// Runs `f` without the GIL and returns what it returns.
+template <typename F>
+auto WithoutGil(F&& f) {
+  py::gil_scoped_release nogil;
+  return f();
+}
+
+template <typename T>
+T Unwrap(Result<T>&& r, std::string_view path = {}) {
+  if (!r) RaiseStatus(r.error(), path);
+  return std::move(*r);
+}
+
+// A C-contiguous view of a Python buffer (writable for reads into it), held for the
+// length of the call (which also stops a bytearray from being resized under it).
+class BufferView {
+ public:
+  BufferView(py::handle obj, bool writable) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) != 0) {
+      throw py::error_already_set();
+    }
+  }
+  ~BufferView() { PyBuffer_Release(&view_); }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+  std::span<char> span() { return {static_cast<char*>(view_.buf), static_cast<size_t>(view_.len)}; }
+
+ private:
+  Py_buffer view_;
+};
+
+// Fills `out` from `offset` by repeated Preads (a Pread may return less); returns the count,
+// short only at the end of the file. Called without the GIL.
+Result<size_t> PreadFully(File& f, uint64_t offset, std::span<char> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    auto n = f.Pread(offset + done, out.subspan(done));
+    if (!n) return std::unexpected(n.error());
+    if (*n == 0) break;
+    done += *n;
+  }
+  return done;
+}
+
+// OpenFile says kInvalidArgument for a directory; Python wants IsADirectoryError.
+[[noreturn]] void RaiseOpenError(const Status& s, const std::string& path) {
+  if (s.code() == Code::kInvalidArgument && s.message().find("is a directory") != std::string::npos) {
+    RaiseStatus(Status(Code::kIsDirectory, s.message()), path);
+  }
+  RaiseStatus(s, path);
+}
+
+// A whole-range read that came back short: the file shrank under an open version.
+void CheckCount(size_t got, uint64_t want, const std::string& path) {
+  if (got != want) {
+    RaiseStatus(Status(Code::kIo, path + ": read " + std::to_string(got) + " of " + std::to_string(want) +
+                                      " bytes; the file may have changed, open it again"));
+  }
+}
+
+class ClientHandle;
+
+// An open file. Reads at the position where the C++ File's sequential cursor stands
+// use File::Read (client read-ahead); any other offset (after a seek), and a read
+// to the end of the file, use Pread.
+class FileHandle {
+ public:
+  FileHandle(std::shared_ptr<Client> client, std::unique_ptr<File> file)
+      : client_(std::move(client)), file_(std::move(file)), pid_(getpid()) {}
+
+  ~FileHandle() {
+    if (getpid() != pid_) {
+      // Forked child: the read-ahead tasks this File may wait on ran in threads of the
+      // parent. Leak it (and keep its client) on purpose rather than hang or crash.
+      (void)file_.release();
+      new std::shared_ptr<Client>(std::move(client_));
+    }
+  }
+
+  const FileStatus& status() const {
+    Check();
+    return file_->status();
+  }
+
+  // Reads into `buffer` at `offset`; returns the byte count (0 at the end).
+  size_t ReadInto(py::handle buffer, uint64_t offset) {
+    Check();
+    BufferView out(buffer, /*writable=*/true);
+    auto n = WithoutGil([&]() -> Result<size_t> {
+      std::lock_guard lock(mu_);
+      // Read-ahead serves a reader that comes back for the next piece; a buffer that
+      // takes the rest of the file (a whole small file) is one Pread with nothing ahead.
+      uint64_t size = file_->status().size;
+      bool to_end = offset >= size || out.span().size() >= size - offset;
+      if (offset != cursor_ || to_end) return PreadFully(*file_, offset, out.span());
+      auto got = file_->Read(out.span());
+      if (got) cursor_ += *got;
+      return got;
+    });
+    return Unwrap(std::move(n), file_->status().path);
+  }
+
+  py::bytes Read(uint64_t offset, int64_t length) {
+    Check();
+    uint64_t size = file_->status().size;
+    uint64_t n = offset >= size ? 0 : size - offset;
+    if (length >= 0) n = std::min<uint64_t>(n, static_cast<uint64_t>(length));
+    py::bytes out(nullptr, static_cast<size_t>(n));  // filled below before anyone sees it
+    std::span<char> span(PyBytes_AS_STRING(out.ptr()), static_cast<size_t>(n));
+    auto got = WithoutGil([&] { return PreadFully(*file_, offset, span); });
+    CheckCount(Unwrap(std::move(got), file_->status().path), n, file_->status().path);
+    return out;
+  }
+
+  void Close() {
+    if (getpid() == pid_) file_.reset();
+  }
+  bool closed() const { return file_ == nullptr; }
+
+ private:
+  void Check() const {
+    if (!file_) throw py::value_error("I/O operation on a closed shoal file");
+  }
+
+  std::shared_ptr<Client> client_;  // outlives file_ (REQUIRES of client.h)
+  std::unique_ptr<File> file_;
+  pid_t pid_;
+  std::mutex mu_;
+  uint64_t cursor_ = 0;  // where File::Read continues
+};
+
+// A file being written. The C++ Writer takes one thread at a time: calls are serialised here.
+// Destroyed without Close (in this process) it aborts: nothing becomes visible.
+class WriterHandle {
+ public:
+  WriterHandle(std::shared_ptr<Client> client, std::unique_ptr<Writer> writer, std::string path)
+      : client_(std::move(client)), writer_(std::move(writer)), path_(std::move(path)), pid_(getpid()) {}
+
+  ~WriterHandle() {
+    if (getpid() != pid_) {
+      // Forked child: the writer's upload belongs to the parent. Leak it on purpose.
+      (void)writer_.release();
+      new std::shared_ptr<Client>(std::move(client_));
+    }
+  }
+
+  // Appends the bytes of any C-contiguous buffer; returns their count.
+  size_t Write(py::handle data) {
+    Check();
+    BufferView in(data, /*writable=*/false);
+    Status s = WithoutGil([&] {
+      std::lock_guard lock(mu_);
+      return writer_->Write(in.span());
+    });
+    if (!s.ok()) RaiseStatus(s, path_);
+    return in.span().size();
+  }
+
+  uint64_t size() {
+    Check();
+    std::lock_guard lock(mu_);
+    return writer_->size();
+  }
+
+  // The durability point: the new file's status once it is in the under-store.
+  FileStatus Close() {
+    Check();
+    auto r = WithoutGil([&] {
+      std::lock_guard lock(mu_);
+      return writer_->Close();
+    });
+    writer_.reset();
+    return Unwrap(std::move(r), path_);
+  }
+
+  void Abort() {
+    if (!writer_ || getpid() != pid_) return;
+    WithoutGil([&] {
+      std::lock_guard lock(mu_);
+      writer_->Abort();
+    });
+    writer_.reset();
+  }
+
+  bool closed() const { return writer_ == nullptr; }
+
+ private:
+  void Check() const {
+    if (!writer_) throw py::value_error("I/O operation on a closed shoal writer: " + path_);
+  }
+
+  std::shared_ptr<Client> client_;  // outlives writer_ (REQUIRES of client.h)
+  std::unique_ptr<Writer> writer_;
+  std::string path_;
+  pid_t pid_;
+  std::mutex mu_;
+};
+
+class ClientHandle {
+ public:
+  explicit ClientHandle(const std::string& config_path) : pid_(getpid()) {
+    auto c = Client::Open(config_path);
+    if (!c) RaiseStatus(c.error());
+    client_ = std::shared_ptr<Client>(std::move(*c));
+  }
+
+  ~ClientHandle() {
+    if (getpid() != pid_) {
+      // Forked child: the client's threads and connections belong to the parent.
+      // Destroying it would join threads that do not exist here; leak it on purpose.
+      new std::shared_ptr<Client>(std::move(client_));
+    }
+  }
+
+  FileStatus Stat(const std::string& path) {
+    auto r = WithoutGil([&] { return client_->Stat(path); });
+    return Unwrap(std::move(r), path);
+  }
+
+  std::vector<FileStatus> List(const std::string& path) {
+    auto r = WithoutGil([&] { return client_->List(path); });
+    return Unwrap(std::move(r), path);
+  }
+
+  std::unique_ptr<FileHandle> Open(const std::string& path) {
+    auto r = WithoutGil([&] { return client_->OpenFile(path); });
+    if (!r) RaiseOpenError(r.error(), path);
+    return std::make_unique<FileHandle>(client_, std::move(*r));
+  }
+
+  // Open and read in one call without the GIL (one release, not two: what many small
+  // files from many threads cost). The bytes [offset, offset + length) or to the end.
+  py::bytes Read(const std::string& path, uint64_t offset, int64_t length) {
+    auto f = WithoutGil([&] { return client_->OpenFile(path); });
+    if (!f) RaiseOpenError(f.error(), path);
+    uint64_t size = (*f)->status().size;
+    uint64_t n = offset >= size ? 0 : size - offset;
+    if (length >= 0) n = std::min<uint64_t>(n, static_cast<uint64_t>(length));
+    py::bytes out(nullptr, static_cast<size_t>(n));  // filled below before anyone sees it
+    std::span<char> span(PyBytes_AS_STRING(out.ptr()), static_cast<size_t>(n));
+    auto got = WithoutGil([&] {
+      auto r = PreadFully(**f, offset, span);
+      f->reset();  // closed without the GIL too
+      return r;
+    });
+    CheckCount(Unwrap(std::move(got), path), n, path);
+    return out;
+  }
+
+  // Opens `path` and reads from `offset` into a writable buffer, all without the GIL;
+  // returns the count (less than the buffer only at the end of the file).
+  size_t ReadInto(const std::string& path, py::handle buffer, uint64_t offset) {
+    BufferView out(buffer, /*writable=*/true);
+    auto got = WithoutGil([&]() -> Result<size_t> {
+      auto f = client_->OpenFile(path);
+      if (!f) return std::unexpected(f.error());
+      return PreadFully(**f, offset, out.span());
+    });
+    if (!got && got.error().code() == Code::kInvalidArgument) RaiseOpenError(got.error(), path);
+    return Unwrap(std::move(got), path);
+  }
+
+  // Reads a whole file and drops the bytes: brings it into the owning workers' caches.
+  // Returns the byte count. For prefetching; `scratch_bytes` bounds the memory used.
+  uint64_t Warm(const std::string& path, uint64_t scratch_bytes) {
+    auto r = WithoutGil([&] { return WarmNoGil(path, std::clamp<uint64_t>(scratch_bytes, 64 * 1024, 64ull << 20)); });
+    return Unwrap(std::move(r), path);
+  }
+
+  std::unique_ptr<WriterHandle> Create(const std::string& path, bool overwrite) {
+    CreateOptions options;
+    options.overwrite = overwrite;
+    auto r = WithoutGil([&] { return client_->Create(path, options); });
+    if (!r) RaiseStatus(r.error(), path);
+    return std::make_unique<WriterHandle>(client_, std::move(*r), path);
+  }
+
+  void Delete(const std::string& path) {
+    Check(WithoutGil([&] { return client_->Delete(path); }), path);
+  }
+  void Mkdir(const std::string& path) {
+    Check(WithoutGil([&] { return client_->Mkdir(path); }), path);
+  }
+  void Rmdir(const std::string& path) {
+    Check(WithoutGil([&] { return client_->Rmdir(path); }), path);
+  }
+  void Rename(const std::string& from, const std::string& to) {
+    Check(WithoutGil([&] { return client_->Rename(from, to); }), from);
+  }
+
+  void Refresh(const std::string& path, bool recursive, bool data) {
+    Check(WithoutGil([&] { return client_->Refresh(path, recursive, data); }), path);
+  }
+
+  std::vector<WorkerStatus> ClusterStatus() {
+    py::gil_scoped_release nogil;
+    return client_->ClusterStatus();
+  }
+  std::vector<MountInfo> Mounts() const { return client_->Mounts(); }
+  ClientStats Stats() const { return client_->stats(); }
+
+ private:
+  Result<uint64_t> WarmNoGil(const std::string& path, uint64_t scratch_bytes) {
+    auto f = client_->OpenFile(path);
+    if (!f) return std::unexpected(f.error());
+    uint64_t size = (*f)->status().size;
+    std::vector<char> scratch(static_cast<size_t>(std::min(size, scratch_bytes)));
+    uint64_t done = 0;
+    while (done < size) {
+      auto n = PreadFully(**f, done, scratch);
+      if (!n) return std::unexpected(n.error());
+      if (*n == 0) break;
+      done += *n;
+    }
+    return done;
+  }
+
+  static void Check(const Status& s, const std::string& path) {
+    if (!s.ok()) RaiseStatus(s, path);
+  }
+
+  std::shared_ptr<Client> client_;
+  pid_t pid_;
+};
+
+std::string Repr(const FileStatus& s) {
+  return "FileStatus(path=" + py::repr(py::str(s.path)).cast<std::string>() +
+         (s.is_dir
+              ? ", is_dir=True"
+              : ", size=" + std::to_string(s.size) + ", version=" + py::repr(py::str(s.version)).cast<std::string>()) +
+         ")";
+}
+
+}  // namespace
+}  // namespace shoal::python
+
+PYBIND11_MODULE(_shoal, m) {
+  using namespace shoal;
+  using namespace shoal::python;
+  m.doc() = "Shoal's C++ client library; use the `shoal` package, not this module.";
+
+  py::class_<FileStatus>(m, "FileStatus")
+      .def_readonly("path", &FileStatus::path)
+      .def_readonly("is_dir", &FileStatus::is_dir)
+      .def_readonly("size", &FileStatus::size)
+      .def_readonly("mtime_ns", &FileStatus::mtime_ns)
+      .def_readonly("version", &FileStatus::version)
+      .def("__repr__", &Repr);
+
+  py::class_<WorkerStatus>(m, "WorkerStatus")
+      .def_readonly("address", &WorkerStatus::address)
+      .def_readonly("up", &WorkerStatus::up)
+      .def_readonly("error", &WorkerStatus::error)
+      .def_readonly("cache_used_bytes", &WorkerStatus::cache_used_bytes)
+      .def_readonly("cache_capacity_bytes", &WorkerStatus::cache_capacity_bytes)
+      .def_readonly("cache_effective_capacity_bytes", &WorkerStatus::cache_effective_capacity_bytes)
+      .def_readonly("hit_bytes", &WorkerStatus::hit_bytes)
+      .def_readonly("miss_bytes", &WorkerStatus::miss_bytes)
+      .def_readonly("ufs_read_bytes", &WorkerStatus::ufs_read_bytes)
+      .def_property_readonly("hit_ratio", &WorkerStatus::hit_ratio)
+      .def("__repr__", [](const WorkerStatus& w) {
+        return "WorkerStatus(address='" + w.address + "', up=" + (w.up ? "True" : "False") + ")";
+      });
+
+  py::class_<MountInfo>(m, "MountInfo")
+      .def_readonly("path", &MountInfo::path)
+      .def_readonly("ufs", &MountInfo::ufs)
+      .def_readonly("consistency", &MountInfo::consistency)
+      .def_readonly("read_only", &MountInfo::read_only)
+      .def("__repr__", [](const MountInfo& i) { return "MountInfo(path='" + i.path + "', ufs='" + i.ufs + "')"; });
+
+  py::class_<ClientStats>(m, "ClientStats")
+      .def_readonly("worker_read_bytes", &ClientStats::worker_read_bytes)
+      .def_readonly("fallback_read_bytes", &ClientStats::fallback_read_bytes)
+      .def_readonly("worker_failures", &ClientStats::worker_failures)
+      .def_readonly("local_read_bytes", &ClientStats::local_read_bytes)
+      .def_readonly("local_corrupt_reads", &ClientStats::local_corrupt_reads);
+
+  py::class_<FileHandle>(m, "File")
+      .def_property_readonly("status", &FileHandle::status, py::return_value_policy::copy)
+      .def("readinto", &FileHandle::ReadInto, py::arg("buffer"), py::arg("offset"),
+           "Reads into a writable buffer at `offset` without the GIL; returns the count (0 at the end).")
+      .def("read", &FileHandle::Read, py::arg("offset") = 0, py::arg("length") = -1)
+      .def("close", &FileHandle::Close)
+      .def_property_readonly("closed", &FileHandle::closed);
+
+  py::class_<WriterHandle>(m, "Writer")
+      .def("write", &WriterHandle::Write, py::arg("data"),
+           "Appends the bytes of a buffer without the GIL; returns their count.")
+      .def_property_readonly("size", &WriterHandle::size)
+      .def("close", &WriterHandle::Close, "Commits the file; returns its new FileStatus.")
+      .def("abort", &WriterHandle::Abort)
+      .def_property_readonly("closed", &WriterHandle::closed);
+
+  py::class_<ClientHandle>(m, "Client")
+      .def(py::init<const std::string&>(), py::arg("config_path"))
+      .def("stat", &ClientHandle::Stat, py::arg("path"))
+      .def("ls", &ClientHandle::List, py::arg("path"))
+      .def("open", &ClientHandle::Open, py::arg("path"))
+      .def("read", &ClientHandle::Read, py::arg("path"), py::arg("offset") = 0, py::arg("length") = -1)
+      .def("readinto", &ClientHandle::ReadInto, py::arg("path"), py::arg("buffer"), py::arg("offset") = 0)
+      .def("create", &ClientHandle::Create, py::arg("path"), py::arg("overwrite") = true)
+      .def("delete", &ClientHandle::Delete, py::arg("path"))
+      .def("mkdir", &ClientHandle::Mkdir, py::arg("path"))
+      .def("rmdir", &ClientHandle::Rmdir, py::arg("path"))
+      .def("rename", &ClientHandle::Rename, py::arg("from_path"), py::arg("to_path"))
+      .def("warm", &ClientHandle::Warm, py::arg("path"), py::arg("scratch_bytes") = 4 << 20)
+      .def("refresh", &ClientHandle::Refresh, py::arg("path"), py::arg("recursive") = false, py::arg("data") = false)
+      .def("status", &ClientHandle::ClusterStatus)
+      .def("mounts", &ClientHandle::Mounts)
+      .def("stats", &ClientHandle::Stats);
+
+  // For tests of the one mapping: raises what a Status with this code name becomes.
+  m.def("_raise_status", [](const std::string& code_name, const std::string& message, const std::string& path) {
+    for (int c = 0; c <= static_cast<int>(Code::kNotDirectory); ++c) {
+      if (CodeName(static_cast<Code>(c)) == code_name) RaiseStatus(Status(static_cast<Code>(c), message), path);
+    }
+    throw py::value_error("unknown status code name: " + code_name);
+  });
+}
