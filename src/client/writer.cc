@@ -174,7 +174,8 @@ Status ClientImpl::Rename(std::string_view from, std::string_view to) {
     return Status(Code::kNotSupported, what + ": they are in different mounts (" + a->mount->path + ", " +
                                            b->mount->path + "); copy the file and delete the original instead");
   }
-  if (a->key.empty() || b->key.empty()) return Status(Code::kInvalidArgument, what + ": a mount's root cannot be renamed");
+  if (a->key.empty() || b->key.empty())
+    return Status(Code::kInvalidArgument, what + ": a mount's root cannot be renamed");
   auto store = StoreFor(*a);
   if (!store) return store.error();
   bool subtree = true;  // unless the target is known to be a file

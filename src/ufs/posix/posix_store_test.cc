@@ -23,7 +23,8 @@ std::shared_ptr<UnderStore> MakeFreshPosix() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Posix, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true, /*renames_dirs=*/true}),
+                         ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true,
+                                                        /*renames_dirs=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(PosixStore, MissingRootIsClearError) {
