@@ -146,11 +146,13 @@ Status ClientImpl::Delete(std::string_view path) {
 }
 
 Status ClientImpl::Mkdir(std::string_view path) {
-  return WritePath(path, "create directory", "mkdir", [](UnderStore& s, const std::string& key) { return s.Mkdir(key); });
+  return WritePath(path, "create directory", "mkdir",
+                   [](UnderStore& s, const std::string& key) { return s.Mkdir(key); });
 }
 
 Status ClientImpl::Rmdir(std::string_view path) {
-  return WritePath(path, "remove directory", "rmdir", [](UnderStore& s, const std::string& key) { return s.Rmdir(key); });
+  return WritePath(path, "remove directory", "rmdir",
+                   [](UnderStore& s, const std::string& key) { return s.Rmdir(key); });
 }
 
 Status ClientImpl::Rename(std::string_view from, std::string_view to) {
