@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "cluster/hash_ring.h"
 #include "tests/harness/shoal_cluster.h"
 
 namespace shoal::testing {
@@ -268,8 +269,15 @@ TEST_F(ClusterTest, KilledWorkerMidReadFallsBackToUfs) {
   std::string got(data.size(), '\0');
   size_t half = data.size() / 2;
   ASSERT_TRUE((*f)->Pread(0, std::span<char>(got.data(), half)));
-  cluster_->Kill(0);
-  cluster_->Kill(1);
+  // Kill the owner of the last shard (so some of the second half must come
+  // from the store) and one more worker.
+  std::vector<std::string> ids;
+  for (const auto& w : cluster_->workers()) ids.push_back(w.id);
+  const HashRing ring(ids);
+  const uint64_t last_shard = (data.size() - 1) / ShoalCluster::Options{}.shard_size;
+  const size_t owner = ring.Owner(HashRing::DataKey("/data/k.bin", (*f)->status().version, last_shard));
+  cluster_->Kill(owner);
+  cluster_->Kill((owner + 1) % 3);
   auto n = (*f)->Pread(half, std::span<char>(got.data() + half, data.size() - half));
   ASSERT_TRUE(n) << n.error().ToString();
   EXPECT_TRUE(got == data);

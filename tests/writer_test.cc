@@ -303,6 +303,30 @@ TEST_P(WriterTest, DeleteMkdirRmdirRename) {
   }
 }
 
+TEST_P(WriterTest, NestedMkdirShowsInEveryAncestorsListing) {
+  // Cached first: the top directory's listing, and negative lookups below it.
+  ASSERT_TRUE(WriteVia(*writer_, "/data/nest/f", "1"));
+  ASSERT_EQ(Names(*reader_, "/data/nest"), (std::vector<std::string>{"f"}));
+  ASSERT_FALSE(reader_->Stat("/data/nest/d"));
+  Status made = writer_->Mkdir("/data/nest/d/sub/deeper");
+  if (!made.ok()) {
+    // A store that makes one level at a time says which parent is missing.
+    ASSERT_EQ(made.code(), Code::kNotFound) << made.ToString();
+    ASSERT_TRUE(writer_->Mkdir("/data/nest/d").ok());
+    ASSERT_TRUE(writer_->Mkdir("/data/nest/d/sub").ok());
+    ASSERT_TRUE(writer_->Mkdir("/data/nest/d/sub/deeper").ok());
+  }
+  EXPECT_EQ(Names(*reader_, "/data/nest"), (std::vector<std::string>{"d/", "f"}));
+  EXPECT_EQ(Names(*reader_, "/data/nest/d"), (std::vector<std::string>{"sub/"}));
+  EXPECT_EQ(Names(*reader_, "/data/nest/d/sub"), (std::vector<std::string>{"deeper/"}));
+  for (auto p : {"/data/nest/d", "/data/nest/d/sub", "/data/nest/d/sub/deeper"}) {
+    auto st = reader_->Stat(p);
+    ASSERT_TRUE(st) << p << ": " << st.error().ToString();
+    EXPECT_TRUE(st->is_dir) << p;
+  }
+  EXPECT_TRUE(reader_->List("/data/nest/d/sub/deeper")) << "an empty directory lists as empty";
+}
+
 TEST_P(WriterTest, CreateWithoutOverwriteKeepsTheFile) {
   ASSERT_TRUE(WriteVia(*writer_, "/data/keep", "first"));
   auto w = writer_->Create("/data/keep", CreateOptions{.overwrite = false});

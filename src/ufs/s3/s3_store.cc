@@ -258,12 +258,30 @@ class S3Store final : public UnderStore {
                                               (st->is_dir ? "directory" : "file") + " is already there");
     }
     if (st.error().code() != Code::kNotFound) return st.error();
-    S3Request r;
-    r.method = "PUT";
-    r.key = Full(rel) + "/";  // the marker: an empty object whose key ends in '/'
-    auto resp = client_->Send(r);
-    if (!resp) return resp.error();
-    if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+    // Missing parents get markers too, as file:// creates them: each
+    // directory then exists on its own (it outlives its children, as on a
+    // file system), and listings of every ancestor show it.
+    std::vector<std::string> missing{rel};
+    for (size_t slash = rel.rfind('/'); slash != std::string::npos && slash > 0; slash = rel.rfind('/', slash - 1)) {
+      auto parent = Stat(rel.substr(0, slash));
+      if (parent) {
+        if (!parent->is_dir) {
+          return Status(Code::kNotDirectory, "cannot create directory " + client_->UriOf(Full(rel)) + ": " +
+                                                 client_->UriOf(Full(rel.substr(0, slash))) + " is a file");
+        }
+        break;
+      }
+      if (parent.error().code() != Code::kNotFound) return parent.error();
+      missing.push_back(rel.substr(0, slash));
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {  // parents first
+      S3Request r;
+      r.method = "PUT";
+      r.key = Full(*it) + "/";  // the marker: an empty object whose key ends in '/'
+      auto resp = client_->Send(r);
+      if (!resp) return resp.error();
+      if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+    }
     return {};
   }
 
