@@ -1,9 +1,11 @@
-// AWS Signature Version 4 for S3 requests (Authorization header form), plus the
-// small hash helpers the S3 backend needs. Also used for GCS HMAC keys through
-// its S3-interoperable XML API.
+// AWS Signature Version 4: the canonical request, string to sign and signing
+// key, written once and used both to sign (the S3 under-store, and GCS HMAC
+// keys through its S3-interoperable XML API) and to verify (the S3 endpoint,
+// src/s3/s3_auth.h), plus the small hash helpers both need.
 //
-// The signer is a pure function of its inputs (no clock, no I/O), so it is
-// tested against fixed vectors produced by botocore (see gen_sigv4_vectors.py).
+// Everything here is a pure function of its inputs (no clock, no I/O), so the
+// signer is tested against fixed vectors produced by botocore (see
+// gen_sigv4_vectors.py).
 //
 // Thread safety: all functions are reentrant.
 #pragma once
@@ -50,6 +52,36 @@ struct SigningInput {
 // Accept and Content-Length are not in the list and so are not signed).
 void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::system_clock::time_point now,
             Headers& headers);
+
+// The pieces of a signature, shared by SignV4 and the endpoint's verifier.
+
+// AWS's URI encoding: RFC 3986 unreserved characters kept, everything else
+// %XX (upper-case hex); '/' kept when keep_slash.
+std::string UriEncode(std::string_view s, bool keep_slash);
+
+// Canonical headers: lower-case names, sorted, values trimmed with inner runs
+// of spaces collapsed, repeated names joined with ','.
+struct CanonicalHeaders {
+  std::string block;         // "host:x\nx-amz-date:y\n"
+  std::string signed_names;  // "host;x-amz-date"
+};
+CanonicalHeaders CanonicalizeHeaders(const Headers& headers);
+
+// METHOD \n URI \n QUERY \n HEADERS \n SIGNED \n PAYLOAD_HASH
+std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri,
+                             std::string_view canonical_query, const CanonicalHeaders& headers,
+                             std::string_view payload_hash);
+// "20240517/us-east-1/s3/aws4_request"
+std::string CredentialScope(std::string_view date, std::string_view region, std::string_view service);
+// "AWS4-HMAC-SHA256\n" amz_date \n scope \n hex(sha256(canonical_request))
+std::string StringToSign(std::string_view amz_date, std::string_view scope, std::string_view canonical_request);
+// The derived key (binary) for a day, region and service; cached per thread.
+const std::string& SigningKey(const std::string& secret, const std::string& date, const std::string& region,
+                              const std::string& service);
+// Lower-case hex HMAC-SHA256 of `data` under `key`: a signature.
+std::string HmacHex(std::string_view key, std::string_view data);
+// Compares two signatures in time that depends on their length only.
+bool ConstantTimeEqual(std::string_view a, std::string_view b);
 
 // Query string in SigV4 canonical form: keys sorted, keys and values
 // percent-encoded (RFC 3986 unreserved set kept). Also what goes on the URL.
