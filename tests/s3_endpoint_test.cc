@@ -1,0 +1,227 @@
+// The S3 endpoint with real S3 clients from Debian against `shoal up --s3 0`
+// over a local directory: awscli, boto3 (tests/s3_endpoint_boto3.py), s3cmd
+// and rclone. Every byte read is compared with the file in the store.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "common/subprocess.h"
+#include "tests/cli_helpers.h"
+#include "tests/harness/harness_util.h"
+#include "tests/harness/shoal_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kManyKeys = 2500;
+
+struct Cmd {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr
+};
+
+// Runs argv to completion (at most `timeout`) with `env` added.
+Cmd RunCmd(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
+           std::chrono::seconds timeout = std::chrono::seconds(180)) {
+  Subprocess::Options o;
+  o.argv = std::move(argv);
+  o.env = env;
+  o.stderr_to_stdout = true;
+  Cmd c;
+  auto p = Subprocess::Start(o);
+  if (!p) {
+    c.out = p.error().ToString();
+    return c;
+  }
+  int st = p->Wait(timeout);
+  if (st == -1) p->Stop(std::chrono::seconds(5));
+  c.exit_code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  c.out = p->output();
+  return c;
+}
+
+// Files under `dir`, relative path -> bytes.
+std::map<std::string, std::string> Tree(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = Slurp(e.path().string());
+  }
+  return out;
+}
+
+class S3EndpointTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(MakeTempDir("s3ep"));
+    ASSERT_FALSE(dir_->empty());
+    const std::string ufs = *dir_ + "/ufs";
+    for (int i = 0; i < kManyKeys; ++i) {
+      char name[64];
+      std::snprintf(name, sizeof name, "%s/many/%05d.txt", ufs.c_str(), i);
+      ASSERT_TRUE(WriteFile(name, std::to_string(i)).ok());
+    }
+    ASSERT_TRUE(WriteFile(ufs + "/big.bin", RandomBytes(20 << 20, 1)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/small.txt", "hello, shoal\n").ok());
+    ASSERT_TRUE(WriteFile(ufs + "/odd dir/a b+c&d.txt", RandomBytes(3000, 2)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/tree/a/1.bin", RandomBytes(300000, 3)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/tree/a/b/2.bin", RandomBytes(5 << 20, 4)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/tree/c.txt", "c\n").ok());
+    up_ = new Up(LaunchUp({"--ufs", ufs, "--workers", "2", "--state-dir", *dir_ + "/state", "--cache-size", "256MiB",
+                           "--page-size", "256KiB", "--shard-size", "4MiB", "--s3", "0"},
+                          *dir_ + "/up.err"));
+    ASSERT_TRUE(up_->ready) << up_->err();
+    std::smatch m;
+    const std::string out = up_->proc.output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("s3: endpoint=(\\S+) access_key=(\\S+) secret_key=(\\S+)")))
+        << out;
+    endpoint_ = new std::string(m[1]);
+    access_key_ = new std::string(m[2]);
+    secret_key_ = new std::string(m[3]);
+  }
+  static void TearDownTestSuite() {
+    if (up_) {
+      up_->proc.Signal(SIGTERM);
+      up_->proc.Wait(std::chrono::seconds(60));
+    }
+    delete up_;
+    if (dir_) fs::remove_all(*dir_);
+    for (auto* s : {dir_, endpoint_, access_key_, secret_key_}) delete s;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(up_ && up_->ready) << "shoal up --s3 did not start";
+    scratch_ = MakeTempDir("s3ep-out");
+    ASSERT_FALSE(scratch_.empty());
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  static std::string Ufs() { return *dir_ + "/ufs"; }
+
+  // The environment of awscli and boto3: the endpoint's keys, no config
+  // files, no instance metadata, no pager.
+  static std::map<std::string, std::string> AwsEnv(const std::string& secret = "") {
+    return {{"AWS_ACCESS_KEY_ID", *access_key_},
+            {"AWS_SECRET_ACCESS_KEY", secret.empty() ? *secret_key_ : secret},
+            {"AWS_DEFAULT_REGION", "us-east-1"},
+            {"AWS_CONFIG_FILE", "/dev/null"},
+            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+            {"AWS_EC2_METADATA_DISABLED", "true"},
+            {"AWS_PAGER", ""}};
+  }
+  static Cmd Aws(std::vector<std::string> args, const std::string& secret = "") {
+    std::vector<std::string> argv = {"/usr/bin/aws", "--endpoint-url", *endpoint_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCmd(argv, AwsEnv(secret));
+  }
+
+  static std::string* dir_;
+  static Up* up_;
+  static std::string* endpoint_;
+  static std::string* access_key_;
+  static std::string* secret_key_;
+  std::string scratch_;
+};
+
+std::string* S3EndpointTest::dir_ = nullptr;
+Up* S3EndpointTest::up_ = nullptr;
+std::string* S3EndpointTest::endpoint_ = nullptr;
+std::string* S3EndpointTest::access_key_ = nullptr;
+std::string* S3EndpointTest::secret_key_ = nullptr;
+
+TEST_F(S3EndpointTest, AwsCliListsCopiesSyncsAndReadsRanges) {
+  auto ls = Aws({"s3", "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find(" data\n"), std::string::npos) << ls.out;
+
+  ls = Aws({"s3", "ls", "s3://data/tree/"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("PRE a/"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find(" 2 c.txt"), std::string::npos) << ls.out;
+
+  ls = Aws({"s3", "ls", "--recursive", "s3://data/tree/"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_EQ(CountLines(ls.out, "tree/"), 3) << ls.out;
+  EXPECT_NE(ls.out.find(std::to_string(5 << 20) + " tree/a/b/2.bin"), std::string::npos) << ls.out;
+
+  // 20 MiB: awscli fetches it in parallel ranged GETs.
+  auto cp = Aws({"s3", "cp", "--only-show-errors", "s3://data/big.bin", scratch_ + "/big.bin"});
+  ASSERT_EQ(cp.exit_code, 0) << cp.out;
+  EXPECT_TRUE(Slurp(scratch_ + "/big.bin") == Slurp(Ufs() + "/big.bin")) << "aws s3 cp read different bytes";
+
+  auto sync = Aws({"s3", "sync", "--only-show-errors", "s3://data/tree/", scratch_ + "/tree"});
+  ASSERT_EQ(sync.exit_code, 0) << sync.out;
+  EXPECT_EQ(Tree(scratch_ + "/tree"), Tree(Ufs() + "/tree"));
+
+  auto get = Aws({"s3api", "get-object", "--bucket", "data", "--key", "big.bin", "--range", "bytes=1000000-1000099",
+                  scratch_ + "/range.bin"});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_NE(get.out.find("bytes 1000000-1000099/" + std::to_string(20 << 20)), std::string::npos) << get.out;
+  EXPECT_TRUE(Slurp(scratch_ + "/range.bin") == Slurp(Ufs() + "/big.bin").substr(1000000, 100));
+}
+
+TEST_F(S3EndpointTest, WrongSecretIsSignatureDoesNotMatch) {
+  auto ls = Aws({"s3", "ls", "s3://data/"}, "not-the-secret");
+  EXPECT_NE(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("SignatureDoesNotMatch"), std::string::npos) << ls.out;
+  auto get = Aws({"s3api", "get-object", "--bucket", "data", "--key", "small.txt", scratch_ + "/x"}, "wrong");
+  EXPECT_NE(get.exit_code, 0) << get.out;
+  EXPECT_NE(get.out.find("SignatureDoesNotMatch"), std::string::npos) << get.out;
+  EXPECT_FALSE(fs::exists(scratch_ + "/x") && fs::file_size(scratch_ + "/x") > 0);
+}
+
+TEST_F(S3EndpointTest, Boto3PaginationRangesConditionsAndPresignedUrls) {
+  const std::string script = SourceDir() + "/tests/s3_endpoint_boto3.py";
+  auto env = AwsEnv();
+  env["S3_ENDPOINT"] = *endpoint_;
+  env["UFS"] = Ufs();
+  env["MANY"] = std::to_string(kManyKeys);
+  auto r = RunCmd({"/usr/bin/python3", script}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("boto3: ok"), std::string::npos) << r.out;
+}
+
+TEST_F(S3EndpointTest, S3cmdListsAndGets) {
+  std::string hostport = endpoint_->substr(std::string("http://").size());
+  std::string cfg = scratch_ + "/s3cfg";
+  ASSERT_TRUE(WriteFile(cfg, "[default]\naccess_key = " + *access_key_ + "\nsecret_key = " + *secret_key_ +
+                                 "\nhost_base = " + hostport + "\nhost_bucket = " + hostport +
+                                 "\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n")
+                  .ok());
+  auto ls = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "ls", "s3://data/tree/"}, {});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("DIR  s3://data/tree/a/"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("s3://data/tree/c.txt"), std::string::npos) << ls.out;
+  auto get = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "get", "--force", "s3://data/tree/a/b/2.bin", scratch_ + "/2.bin"}, {});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_TRUE(Slurp(scratch_ + "/2.bin") == Slurp(Ufs() + "/tree/a/b/2.bin"));
+}
+
+TEST_F(S3EndpointTest, RcloneCopyAndCheck) {
+  std::map<std::string, std::string> env = {{"RCLONE_CONFIG_SHOAL_TYPE", "s3"},
+                                            {"RCLONE_CONFIG_SHOAL_PROVIDER", "Other"},
+                                            {"RCLONE_CONFIG_SHOAL_ACCESS_KEY_ID", *access_key_},
+                                            {"RCLONE_CONFIG_SHOAL_SECRET_ACCESS_KEY", *secret_key_},
+                                            {"RCLONE_CONFIG_SHOAL_ENDPOINT", *endpoint_}};
+  auto rclone = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "/usr/bin/rclone", "--config", "/dev/null"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCmd(argv, env);
+  };
+  auto copy = rclone({"copy", "shoal:data/tree", scratch_ + "/tree"});
+  ASSERT_EQ(copy.exit_code, 0) << copy.out;
+  EXPECT_EQ(Tree(scratch_ + "/tree"), Tree(Ufs() + "/tree"));
+  auto check = rclone({"check", "shoal:data/tree", Ufs() + "/tree"});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_NE(check.out.find("0 differences found"), std::string::npos) << check.out;
+}
+
+}  // namespace
+}  // namespace shoal::testing
