@@ -124,6 +124,14 @@ while True:
     check(code == 200 and time.monotonic() < deadline, "an expired presigned URL was never refused")
     time.sleep(0.2)
 check(b"<Code>AccessDenied</Code>" in body and b"expired" in body, "expired presigned URL: " + body.decode())
+# Virtual-hosted style: the bucket in the Host name (curl resolves it to loopback).
+port = endpoint.rsplit(":", 1)[1]
+vs3 = boto3.client("s3", endpoint_url="http://localhost:" + port, region_name="us-east-1",
+                   config=botocore.config.Config(signature_version="s3v4", s3={"addressing_style": "virtual"}))
+vurl = vs3.generate_presigned_url("get_object", Params={"Bucket": "data", "Key": odd}, ExpiresIn=600)
+check(vurl.startswith("http://data.localhost:" + port + "/"), "virtual-hosted URL: " + vurl)
+code, body = curl(vurl, "--resolve", "data.localhost:%s:127.0.0.1" % port)
+check(code == 200 and body == data, "virtual-hosted presigned GET answered %d" % code)
 # Without a signature at all: refused (the bucket is not public).
 code, body = curl(endpoint + "/data/big.bin")
 check(code == 403 and b"<Code>AccessDenied</Code>" in body, "anonymous GET refused")

@@ -10,10 +10,12 @@
 #include <map>
 #include <regex>
 
+#include "common/sigv4.h"
 #include "common/subprocess.h"
 #include "tests/cli_helpers.h"
 #include "tests/harness/harness_util.h"
 #include "tests/harness/shoal_cluster.h"
+#include "tests/s3_endpoint_raw.h"
 
 namespace shoal::testing {
 namespace {
@@ -221,6 +223,79 @@ TEST_F(S3EndpointTest, RcloneCopyAndCheck) {
   auto check = rclone({"check", "shoal:data/tree", Ufs() + "/tree"});
   EXPECT_EQ(check.exit_code, 0) << check.out;
   EXPECT_NE(check.out.find("0 differences found"), std::string::npos) << check.out;
+}
+
+// A signed request as raw bytes (the target as given, not normalised).
+std::string SignedRequest(const std::string& method, const std::string& target, const std::string& host,
+                          const std::string& ak, const std::string& sk) {
+  s3::SigningInput in;
+  in.method = method;
+  in.host = host;
+  auto q = target.find('?');
+  in.canonical_uri = target.substr(0, q);
+  for (std::string rest = q == std::string::npos ? "" : target.substr(q + 1); !rest.empty();) {
+    auto amp = rest.find('&');
+    std::string item = rest.substr(0, amp);
+    auto eq = item.find('=');
+    in.query.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    rest = amp == std::string::npos ? "" : rest.substr(amp + 1);
+  }
+  in.payload_hash = std::string(s3::kUnsignedPayload);
+  in.region = "us-east-1";
+  s3::Headers h;
+  s3::SignV4(in, s3::Credentials{ak, sk, "", "test"}, std::chrono::system_clock::now(), h);
+  std::string req = method + " " + target + " HTTP/1.1\r\n";
+  for (const auto& [k, v] : h) req += k + ": " + v + "\r\n";
+  return req + "\r\n";
+}
+
+TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
+  const std::string host = endpoint_->substr(std::string("http://").size());
+  struct Case {
+    std::string request;
+    int status;
+    std::string code;
+  };
+  std::string many_params = "/data/small.txt?";
+  for (int i = 0; i < 100; ++i) many_params += "p" + std::to_string(i) + "=1&";
+  std::vector<Case> cases = {
+      {SignedRequest("GET", "/data/tree/../../etc/passwd", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
+      {SignedRequest("GET", "/data/tree//c.txt", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
+      {SignedRequest("GET", "/data/no-such-key", host, *access_key_, *secret_key_), 404, "NoSuchKey"},
+      {SignedRequest("GET", "/data/tree/", host, *access_key_, *secret_key_), 404, "NoSuchKey"},
+      {SignedRequest("PUT", "/data/new.txt", host, *access_key_, *secret_key_), 501, "NotImplemented"},
+      {SignedRequest("GET", "/data?acl", host, *access_key_, *secret_key_), 501, "NotImplemented"},
+      {SignedRequest("GET", "/data?list-type=2&max-keys=x", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
+      {SignedRequest("GET", "/data?list-type=2&continuation-token=zz", host, *access_key_, *secret_key_), 400,
+       "InvalidArgument"},
+      {SignedRequest("GET", "/data/small.txt", host, "AKNOBODY", "x"), 403, "InvalidAccessKeyId"},
+      {"GET /data/%zz HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, "InvalidURI"},
+      {"GET " + many_params + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, "InvalidArgument"},
+      {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS4-HMAC-SHA256 garbage\r\n\r\n",
+       400, "AuthorizationHeaderMalformed"},
+      {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS AK:sig\r\n\r\n", 400,
+       "InvalidRequest"},
+      {"GET /data/small.txt?X-Amz-Credential=a HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400,
+       "AuthorizationQueryParametersError"},
+      // Anonymous, virtual-hosted: the bucket comes from the Host header, and is not public.
+      {"GET /small.txt HTTP/1.1\r\nHost: data.localhost:1\r\n\r\n", 403, "AccessDenied"},
+      {"PUT /data/x HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: 999999999\r\n\r\n", 413, "EntityTooLarge"},
+      {"GET /data/x HTTP/1.1\r\nHost: " + host + "\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n", 431,
+       "RequestHeaderSectionTooLarge"},
+  };
+  for (const auto& c : cases) {
+    auto r = Exchange(host, c.request);
+    ASSERT_TRUE(r) << c.request.substr(0, 200);
+    EXPECT_EQ(r->status, c.status) << c.request.substr(0, 200) << "\n" << r->body;
+    EXPECT_NE(r->body.find("<Code>" + c.code + "</Code>"), std::string::npos) << c.request.substr(0, 200) << "\n"
+                                                                             << r->body;
+  }
+  // A reader that goes away mid-body; then the endpoint still answers.
+  ASSERT_TRUE(SendAndHangUp(host, SignedRequest("GET", "/data/big.bin", host, *access_key_, *secret_key_)));
+  auto r = Exchange(host, SignedRequest("GET", "/data/small.txt", host, *access_key_, *secret_key_));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello, shoal\n");
 }
 
 }  // namespace
