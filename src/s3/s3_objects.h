@@ -16,7 +16,7 @@
 namespace shoal::s3 {
 
 // Bytes read from the client library per step of a streamed body.
-inline constexpr uint64_t kStreamChunk = 2ull << 20;
+inline constexpr uint64_t kStreamChunk = 4ull << 20;
 
 struct ObjectRequest {
   const net::HttpRequest* http = nullptr;
