@@ -52,6 +52,9 @@ for page_size in (1000, 700):
     check(pages == -(-many // page_size), "expected %d pages of %d, got %d" % (-(-many // page_size), page_size, pages))
 r = s3.list_objects_v2(Bucket="data", Prefix="many/", StartAfter=want[-3])
 check([o["Key"] for o in r["Contents"]] == want[-2:], "start-after")
+for bad in ("../", "many/../many/", "./many/", "//"):
+    r = s3.list_objects_v2(Bucket="data", Prefix=bad)
+    check(r["KeyCount"] == 0 and not r.get("Contents"), "prefix %r lists nothing, not %s" % (bad, r.get("Contents")))
 # v1 with markers.
 got, marker = [], ""
 while True:

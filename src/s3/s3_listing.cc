@@ -33,6 +33,14 @@ S3Result<ListResult> ListObjects(Client& client, const ListRequest& req) {
   // The directory that holds every key starting with the prefix.
   auto slash = req.prefix.rfind('/');
   std::string start_dir = slash == std::string::npos ? "" : req.prefix.substr(0, slash + 1);
+  // No key has an empty, "." or ".." segment (s3_endpoint.cc refuses them), so
+  // such a prefix matches nothing, and is never turned into a path.
+  for (size_t i = 0; i < start_dir.size();) {
+    size_t j = start_dir.find('/', i);
+    std::string_view seg(start_dir.data() + i, j - i);
+    if (seg.empty() || seg == "." || seg == "..") return ListResult{};
+    i = j + 1;
+  }
   const bool shallow = req.delimiter == "/";
 
   std::vector<Entry> entries;

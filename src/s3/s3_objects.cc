@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -78,11 +79,39 @@ S3Result<std::optional<Range>> ParseRange(const std::string* header, uint64_t si
   return Range{*a, b ? std::min(*b + 1, size) : size};
 }
 
+// Fills `out` from `offset`; a file that ends early changed since it was opened.
+Status ReadFully(File& file, uint64_t offset, std::span<char> out) {
+  size_t got = 0;
+  while (got < out.size()) {
+    auto n = file.Pread(offset + got, out.subspan(got));
+    if (!n) return n.error();
+    if (*n == 0) {
+      return Status(Code::kVersionMismatch, file.status().path + " ended at byte " + std::to_string(offset + got) +
+                                                ", before the size it was opened with");
+    }
+    got += *n;
+  }
+  return {};
+}
+
+// Bytes read for a body, not zero-filled first (they are overwritten).
+struct Buffer {
+  explicit Buffer(size_t n) : data(std::make_unique_for_overwrite<char[]>(n)), size(n) {}
+  std::span<char> span() { return {data.get(), size}; }
+  // A body part that keeps the buffer until it is sent.
+  static net::BodyPart Part(std::shared_ptr<Buffer> b) {
+    std::string_view bytes(b->data.get(), b->size);
+    return net::BodyPart::Bytes(bytes, std::move(b));
+  }
+  std::unique_ptr<char[]> data;
+  size_t size;
+};
+
 // One chunk being read on the pool.
 struct Fetch {
   std::mutex mu;
   bool done = false;
-  Result<std::string> data;
+  Result<std::shared_ptr<Buffer>> data;
   net::BodyPart::Ready ready;
 };
 
@@ -99,23 +128,13 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
     auto f = std::make_shared<Fetch>();
     size_t len = static_cast<size_t>(std::min(kStreamChunk, end - off));
     pool_.Submit([self = shared_from_this(), f, off, len] {
-      std::string buf(len, '\0');
-      size_t got = 0;
-      Result<std::string> r;
-      while (got < len) {
-        auto n = self->file_->Pread(off + got, std::span<char>(buf.data() + got, len - got));
-        if (!n) {
-          r = Err(n.error());
-          break;
-        }
-        if (*n == 0) {
-          r = Err(Code::kVersionMismatch, self->file_->status().path + " ended at byte " + std::to_string(off + got) +
-                                              ", before the size it was opened with");
-          break;
-        }
-        got += *n;
+      auto buf = std::make_shared<Buffer>(len);
+      Result<std::shared_ptr<Buffer>> r;
+      if (Status st = ReadFully(*self->file_, off, buf->span()); st.ok()) {
+        r = std::move(buf);
+      } else {
+        r = Err(st);
       }
-      if (got == len) r = std::move(buf);
       net::BodyPart::Ready ready;
       {
         std::lock_guard lock(f->mu);
@@ -144,7 +163,7 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
         [self = shared_from_this(), f, off, len, end]() -> Result<std::vector<net::BodyPart>> {
           if (!f->data) return Err(f->data.error());
           std::vector<net::BodyPart> parts;
-          parts.push_back(net::BodyPart::Bytes(std::move(*f->data)));
+          parts.push_back(Buffer::Part(std::move(*f->data)));
           if (off + len < end) parts.push_back(self->Part(off + len, end, self->Start(off + len, end)));
           return parts;
         });
@@ -277,8 +296,16 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
           end - begin, [](net::BodyPart::Ready) {},
           []() -> Result<std::vector<net::BodyPart>> { return Err(Code::kInternal, "a HEAD has no body"); }));
     } else {
-      auto stream = std::make_shared<ObjectStream>(std::move(file), pool);
-      res.parts.push_back(stream->Body(begin, end));
+      // The first chunk here, on the endpoint's thread (a small object is then
+      // one read and no hand-off); the rest streams, read one chunk ahead.
+      auto first = std::make_shared<Buffer>(static_cast<size_t>(std::min(kStreamChunk, end - begin)));
+      if (Status rs = ReadFully(*file, begin, first->span()); !rs.ok()) return std::unexpected(FromStatus(rs));
+      uint64_t rest = begin + first->size;
+      res.parts.push_back(Buffer::Part(std::move(first)));
+      if (rest < end) {
+        auto stream = std::make_shared<ObjectStream>(std::move(file), pool);
+        res.parts.push_back(stream->Body(rest, end));
+      }
     }
   }
   return res;
