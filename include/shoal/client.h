@@ -21,8 +21,9 @@
 // deadline. So a dead or hung node never stops or hangs a reader.
 //
 // Thread safety: Client and File are safe for concurrent use from any number
-// of threads without external synchronisation. REQUIRES: every File is
-// destroyed before the Client that opened it.
+// of threads without external synchronisation; a Writer is used by one thread
+// at a time. REQUIRES: every File and Writer is destroyed before the Client
+// that opened it.
 #pragma once
 
 #include <cstdint>
@@ -101,24 +102,32 @@ class Client {
   Result<std::vector<FileStatus>> List(std::string_view path);
   Result<std::unique_ptr<File>> OpenFile(std::string_view path);
 
-  // Writes. Every one goes through to the mount's under-store (write-through)
-  // and then drops the cached metadata of the path and of its parent's
-  // listing on the workers, so the next Stat, List or OpenFile from any
-  // client sees the change. A mount with read_only: true answers kReadOnly.
+  // Writes. Every one goes from this client through to the mount's
+  // under-store (write-through) and then drops the cached metadata of the
+  // path and of the directories above it (their listings, negative lookups
+  // included, on every consistency mode) on the workers, so the next Stat,
+  // List or OpenFile from any client sees the change. A mount with
+  // read_only: true answers kReadOnly naming the mount. Each under-store call
+  // a write makes is bounded by client.timeout.
   //
   // A new file written sequentially; nothing is visible under the path until
   // Writer::Close() returns OK. Missing parent directories are implied (object
-  // stores) or created (file://).
+  // stores) or created (file://). kIsDirectory when the path is a directory.
   Result<std::unique_ptr<Writer>> Create(std::string_view path, const CreateOptions& options = {});
   // Removes a file (kNotFound when absent, kIsDirectory for a directory).
   Status Delete(std::string_view path);
-  // Creates a directory (kAlreadyExists when the path exists). On object
-  // stores a directory is an empty "dir/" marker object.
+  // Creates a directory and any missing parents (kAlreadyExists when the
+  // path exists). On object stores a directory is an empty "dir/" marker
+  // object; one without a marker exists only while it holds something.
   Status Mkdir(std::string_view path);
-  // Removes an empty directory (kNotEmpty when it has entries).
+  // Removes an empty directory (kNotEmpty when it has entries, kNotDirectory
+  // for a file).
   Status Rmdir(std::string_view path);
-  // Renames a file within one mount, replacing the target; kNotSupported
-  // where the under-store has no rename (object stores).
+  // Renames a file within one mount, replacing the target file (kIsDirectory
+  // when the target is a directory). file:// and hdfs:// rename directories
+  // too. S3/GCS rename one object by a server-side copy and a delete (up to
+  // 5 GiB; kNotSupported for directories); Azure answers kNotSupported, as
+  // does a rename across mounts.
   Status Rename(std::string_view from, std::string_view to);
 
   // Drops cached metadata under `path` on every worker (and cached pages too with `data`).
@@ -155,7 +164,8 @@ class File {
 class Writer {
  public:
   virtual ~Writer() = default;
-  // Appends `data`. Bytes may be buffered until Close.
+  // Appends `data`. Bytes may be buffered until Close (a bounded amount: the
+  // store's upload part). After an error the writer is aborted.
   virtual Status Write(std::span<const char> data) = 0;
   // Bytes written so far.
   virtual uint64_t size() const = 0;

@@ -18,6 +18,7 @@ void AddWorker(CLI::App& app, int* exit_code);
 void AddUp(CLI::App& app, int* exit_code);
 void AddClientCommands(CLI::App& app, int* exit_code);  // ls, stat, mount, refresh, status
 void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp
+void AddWriteCommands(CLI::App& app, int* exit_code);   // put, rm, mkdir, rmdir, mv
 void AddS3(CLI::App& app, int* exit_code);              // s3 (the S3 endpoint)
 
 // Prints "shoal: error: <message>" and returns the exit code for it.

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   shoal::cli::AddWorker(app, &exit_code);
   shoal::cli::AddClientCommands(app, &exit_code);
   shoal::cli::AddReadCommands(app, &exit_code);
+  shoal::cli::AddWriteCommands(app, &exit_code);
   shoal::cli::AddS3(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;

@@ -1,4 +1,5 @@
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -282,6 +283,53 @@ Status ClientImpl::Refresh(std::string_view path, bool recursive, bool data) {
   return {};
 }
 
+void ClientImpl::AfterMutation(const ResolvedPath& rp, bool subtree) {
+  // The path and each directory above it, up to the mount's root: a write
+  // changes the listing of its parent and can create (or, on object stores,
+  // remove) the directories above.
+  std::vector<std::string> paths;
+  const std::string& root = rp.mount->path;
+  for (std::string p = rp.ns_path;;) {
+    paths.push_back(p);
+    if (p.size() <= root.size() || p == "/") break;
+    size_t slash = p.rfind('/');
+    p = slash == 0 ? "/" : p.substr(0, slash);
+  }
+  const Deadline deadline = NewDeadline();
+  std::vector<std::future<std::string>> results;  // per path: "" or why its owner was not told
+  for (auto& path : paths) {
+    results.push_back(fanout_pool_.Submit([this, path, deadline]() -> std::string {
+      const std::string target = "/v1/refresh?path=" + PercentEncode(path, true);
+      std::string failed;
+      (void)router_.Route<void>(
+          HashRing::MetaKey(path), deadline, "refresh " + path,
+          [&](const WorkerEntry& w) -> WorkerAttempt<void> {
+            auto r = caller_.Call(w, "POST", target, deadline, path);
+            if (!r.status.ok()) failed = WorkerName(w) + ": " + r.status.message();
+            if (r.worker_failed) return WorkerFailed<void>(r.status);
+            return {};
+          },
+          [] { return Result<void>(); });  // no live owner: readers go to the store, which has the change
+      return failed;
+    }));
+  }
+  std::string failed;
+  for (auto& f : results) {
+    std::string why = f.get();
+    if (!why.empty()) failed += (failed.empty() ? "" : "; ") + why;
+  }
+  if (subtree) {
+    if (Status st = Refresh(rp.ns_path, /*recursive=*/true, /*data=*/false); !st.ok()) {
+      failed += (failed.empty() ? "" : "; ") + st.message();
+    }
+  }
+  if (!failed.empty()) {
+    spdlog::warn("{} changed in the under-store, but cached metadata of it could not be dropped everywhere ({}); "
+                 "other clients may see the old state until their mount's ttl, or `shoal refresh {}`",
+                 rp.ns_path, failed, rp.ns_path);
+  }
+}
+
 std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
   const Deadline deadline = NewDeadline();
   auto [ring, members] = router_.Members();
@@ -471,6 +519,13 @@ Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const 
 Result<FileStatus> Client::Stat(std::string_view path) { return impl_->Stat(path); }
 Result<std::vector<FileStatus>> Client::List(std::string_view path) { return impl_->List(path); }
 Status Client::Refresh(std::string_view path, bool recursive, bool data) { return impl_->Refresh(path, recursive, data); }
+Result<std::unique_ptr<Writer>> Client::Create(std::string_view path, const CreateOptions& options) {
+  return impl_->Create(path, options);
+}
+Status Client::Delete(std::string_view path) { return impl_->Delete(path); }
+Status Client::Mkdir(std::string_view path) { return impl_->Mkdir(path); }
+Status Client::Rmdir(std::string_view path) { return impl_->Rmdir(path); }
+Status Client::Rename(std::string_view from, std::string_view to) { return impl_->Rename(from, to); }
 std::vector<WorkerStatus> Client::ClusterStatus() { return impl_->ClusterStatus(); }
 ClientStats Client::stats() const { return impl_->stats(); }
 

@@ -53,6 +53,30 @@ class ClientImpl {
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);
   std::vector<WorkerStatus> ClusterStatus();
+
+  // Writes (src/client/writer.cc). They go from this client straight to the
+  // mount's under-store, each store call bounded by client.timeout, and then
+  // drop the metadata they made stale (AfterMutation).
+  Result<std::unique_ptr<Writer>> Create(std::string_view path, const CreateOptions& options);
+  Status Delete(std::string_view path);
+  Status Mkdir(std::string_view path);
+  Status Rmdir(std::string_view path);
+  Status Rename(std::string_view from, std::string_view to);
+
+  // A path a write may change: resolved, on a mount that is not read_only
+  // (kReadOnly naming the mount), not a mount root. `op` names the write.
+  Result<ResolvedPath> ResolveForWrite(std::string_view path, std::string_view op);
+  // The under-store of a mount, opened on first use (shared with the direct reads).
+  Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& rp) { return FallbackStore(rp); }
+  Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
+
+  // After a write to `rp` succeeded: drops the cached metadata of the path and
+  // of every directory above it up to its mount's root (their listings, and
+  // negative entries of parents that a write may have created) on each
+  // path's metadata owner; with `subtree`, also everything under the path on
+  // every worker (a renamed directory). Best effort: a worker that cannot be
+  // told is logged, and revalidates by its mount's rule.
+  void AfterMutation(const ResolvedPath& rp, bool subtree = false);
   ClientStats stats() const;
 
   // Reads [offset, offset + out.size()) of one file version, which the caller
@@ -63,8 +87,6 @@ class ClientImpl {
   TaskPool& readahead_pool() { return readahead_pool_; }
 
  private:
-  Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
-
   Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                    Deadline deadline);

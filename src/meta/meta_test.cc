@@ -168,5 +168,23 @@ TEST(MetadataCache, ListsInvalidationAndBound) {
   EXPECT_FALSE(c.LookupStat("/d/0", m));
 }
 
+// A store answer fetched before an invalidation (a write through Shoal that
+// raced with the fetch) must not be cached after it.
+TEST(MetadataCache, AnswersFromBeforeAnInvalidationAreNotCached) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto m = Mount("/d", "file:///x", Consistency::kImmutable);
+  uint64_t before = c.generation();
+  c.Invalidate("/d/new", false);  // the write lands while the store is being asked
+  c.InsertStat("/d/new", Err(Code::kNotFound, "no such file"), before);
+  c.InsertList("/d", {}, before);
+  EXPECT_FALSE(c.LookupStat("/d/new", m));
+  EXPECT_FALSE(c.LookupList("/d", m));
+  uint64_t now = c.generation();
+  c.InsertStat("/d/new", Info(3), now);
+  ASSERT_TRUE(c.LookupStat("/d/new", m));
+  EXPECT_EQ(c.LookupStat("/d/new", m)->value().size, 3u);
+}
+
 }  // namespace
 }  // namespace shoal

@@ -73,19 +73,27 @@ MetadataCache::Entry& MetadataCache::Upsert(const std::string& key) {
   return entries_.at(key);
 }
 
-void MetadataCache::InsertStat(const std::string& path, const Result<FileInfo>& info) {
+uint64_t MetadataCache::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
+}
+
+void MetadataCache::InsertStat(const std::string& path, const Result<FileInfo>& info, std::optional<uint64_t> since) {
   if (!info && info.error().code() != Code::kNotFound) return;  // only real answers are cached
   std::lock_guard lock(mu_);
+  if (since && *since != generation_) return;
   Upsert("s" + path).stat = info;
 }
 
-void MetadataCache::InsertList(const std::string& path, std::vector<FileInfo> entries) {
+void MetadataCache::InsertList(const std::string& path, std::vector<FileInfo> entries, std::optional<uint64_t> since) {
   std::lock_guard lock(mu_);
+  if (since && *since != generation_) return;
   Upsert("l" + path).list = std::move(entries);
 }
 
 size_t MetadataCache::Invalidate(const std::string& path, bool recursive) {
   std::lock_guard lock(mu_);
+  ++generation_;
   size_t n = 0;
   std::string prefix = path == "/" ? "/" : path + "/";
   for (auto it = entries_.begin(); it != entries_.end();) {

@@ -35,12 +35,19 @@ class MetadataCache {
 
   explicit MetadataCache(size_t max_entries, Now now = [] { return Clock::now(); });
 
+  // Counts Invalidate calls. A caller that asks the store takes it first and
+  // passes it to Insert*: an answer the store gave before a concurrent
+  // invalidation (a write through Shoal) is then not cached, so it cannot
+  // outlive the invalidation that should have dropped it.
+  uint64_t generation() const;
+
   // A cached stat: the FileInfo, or a cached kNotFound. nullopt: ask the store.
   std::optional<Result<FileInfo>> LookupStat(const std::string& path, const MountConfig& mount);
-  void InsertStat(const std::string& path, const Result<FileInfo>& info);
+  // `since`: generation() before the store was asked (nullopt: insert anyway).
+  void InsertStat(const std::string& path, const Result<FileInfo>& info, std::optional<uint64_t> since = std::nullopt);
 
   std::optional<std::vector<FileInfo>> LookupList(const std::string& path, const MountConfig& mount);
-  void InsertList(const std::string& path, std::vector<FileInfo> entries);
+  void InsertList(const std::string& path, std::vector<FileInfo> entries, std::optional<uint64_t> since = std::nullopt);
 
   // A cached positive stat (or listing) that is no longer fresh but is within
   // the mount's stale_if_error window: what a worker serves when the store
@@ -71,6 +78,7 @@ class MetadataCache {
   Now now_;
   std::unordered_map<std::string, Entry> entries_;  // key: 's' or 'l' + path
   std::list<std::string> order_;  // oldest first
+  uint64_t generation_ = 0;       // Invalidate calls so far
 };
 
 }  // namespace shoal

@@ -54,8 +54,8 @@ class Request {
   bool ok_ = true;
 };
 
-enum Op { kStat, kList, kRead, kWrite, kDelete, kRename, kOpCount };
-const char* kOpNames[] = {"stat", "list", "read", "write", "delete", "rename"};
+enum Op { kStat, kList, kRead, kWrite, kDelete, kRename, kMkdir, kRmdir, kOpCount };
+const char* kOpNames[] = {"stat", "list", "read", "write", "delete", "rename", "mkdir", "rmdir"};
 
 class AccountingStore;
 
@@ -117,6 +117,14 @@ class AccountingStore final : public UnderStore {
   Status Delete(std::string_view key) override {
     Request r(*this, kDelete);
     return r.Done(inner_->Delete(key));
+  }
+  Status Mkdir(std::string_view key) override {
+    Request r(*this, kMkdir);
+    return r.Done(inner_->Mkdir(key));
+  }
+  Status Rmdir(std::string_view key) override {
+    Request r(*this, kRmdir);
+    return r.Done(inner_->Rmdir(key));
   }
   Status Rename(std::string_view from, std::string_view to) override {
     Request r(*this, kRename);

@@ -23,12 +23,14 @@ class ReadOnlyStore final : public UnderStore {
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override { return Err(Refused("write", key)); }
   Status Write(std::string_view key, std::span<const char>) override { return Refused("write", key); }
   Status Delete(std::string_view key) override { return Refused("delete", key); }
+  Status Mkdir(std::string_view key) override { return Refused("create directory", key); }
+  Status Rmdir(std::string_view key) override { return Refused("remove directory", key); }
   Status Rename(std::string_view from, std::string_view) override { return Refused("rename", from); }
 
  private:
   Status Refused(const char* op, std::string_view key) const {
     std::string path = mount_path_ == "/" ? "/" + std::string(key) : mount_path_ + "/" + std::string(key);
-    return Status(Code::kPermissionDenied, std::string("cannot ") + op + " " + path + ": mount " + mount_path_ +
+    return Status(Code::kReadOnly, std::string("cannot ") + op + " " + path + ": mount " + mount_path_ +
                                                " is read-only (read_only: true in its mount config)");
   }
 

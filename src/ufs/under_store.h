@@ -5,8 +5,8 @@
 // "train/x.jpg" is the object "prefix/train/x.jpg". The empty key is the root.
 //
 // The interface is shaped for object stores: ranged reads, whole-object or
-// streamed writes, listing by prefix with pagination and a delimiter. Rename is
-// optional (kNotSupported where the store has none).
+// streamed writes, listing by prefix with pagination and a delimiter, and the
+// namespace mutations (delete, mkdir, rmdir, rename) with one set of codes.
 //
 // Thread safety: every method may be called concurrently from many threads.
 #pragma once
@@ -102,8 +102,35 @@ class UnderStore {
   // Whole-object write; the default streams through OpenWriter.
   virtual Status Write(std::string_view key, std::span<const char> data);
 
+  // Namespace mutations. Every backend gives the same codes (the conformance
+  // suite checks them): kNotFound when the key is absent, kIsDirectory for a
+  // file operation on a directory, kNotDirectory for a directory operation on
+  // a file, kAlreadyExists, kNotEmpty.
+
+  // Removes the file under `key`: kNotFound when there is none, kIsDirectory
+  // when `key` is a directory (object stores: a prefix with keys under it).
   virtual Status Delete(std::string_view key) = 0;
 
+  // Creates directory `key`, and any missing parents (object stores imply
+  // them): kAlreadyExists when a file or directory is already there. Object
+  // stores write an empty "key/" marker object, which listings hide and which
+  // makes the (otherwise empty) directory visible to Stat and to its parent's
+  // listing.
+  virtual Status Mkdir(std::string_view key) {
+    return Status(Code::kNotSupported, "mkdir is not supported by " + uri());
+  }
+
+  // Removes the empty directory `key` (on object stores its marker, if any):
+  // kNotEmpty when anything is under it, kNotFound when it does not exist,
+  // kNotDirectory when it is a file.
+  virtual Status Rmdir(std::string_view key) {
+    return Status(Code::kNotSupported, "rmdir is not supported by " + uri());
+  }
+
+  // Renames `from` to `to`, replacing a file there, creating `to`'s missing
+  // parents: kNotFound when `from` is absent, kIsDirectory when `to` is a
+  // directory and `from` a file. kNotSupported where the store cannot (object
+  // stores rename single objects only, by server-side copy and delete).
   virtual Status Rename(std::string_view from, std::string_view to) {
     return Status(Code::kNotSupported, "rename is not supported by " + uri());
   }

@@ -149,7 +149,8 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
   }
   {
     std::lock_guard lock(stat_mu_);
-    pending_stats_.erase(p.ns_path);
+    auto it = pending_stats_.find(p.ns_path);
+    if (it != pending_stats_.end() && it->second == pending) pending_stats_.erase(it);  // a Refresh may have detached it
   }
   {
     std::lock_guard lock(pending->mu);
@@ -163,6 +164,7 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
 Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
+  const uint64_t generation = meta_.generation();
   // A file with nothing cached is stat'ed by reading its first page: one
   // request answers the stat and fills page 0, which lives on this worker (the
   // ring places shard 0 with the path's metadata), so a cold small file costs
@@ -206,7 +208,7 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
     // Cached as said to the client: a later (cached) answer must read the same.
     r = Err(Code::kNotFound, "no such file or directory: " + p.ns_path);
   }
-  meta_.InsertStat(p.ns_path, r);
+  meta_.InsertStat(p.ns_path, r, generation);
   if (r && !r->is_dir) {
     std::string version = r->Version();
     bool changed = false;
@@ -255,6 +257,7 @@ Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
   }
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
+  const uint64_t generation = meta_.generation();
   auto listed = ListDirectory(**store, p.key);
   if (!listed && IsOutage(listed.error())) {
     NoteOutage(p);
@@ -271,11 +274,20 @@ Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
     if (!st) return Err(st.error());
     if (!st->is_dir) out.push_back(*st);
   }
-  meta_.InsertList(p.ns_path, out);
+  meta_.InsertList(p.ns_path, out, generation);
   return out;
 }
 
 size_t WorkerService::Refresh(const std::string& ns_path, bool recursive, bool data) {
+  {
+    // A stat in flight may carry the answer from before the change that
+    // caused this refresh: later callers start a new one instead of joining it.
+    std::lock_guard lock(stat_mu_);
+    std::string prefix = ns_path == "/" ? "/" : ns_path + "/";
+    std::erase_if(pending_stats_, [&](const auto& e) {
+      return e.first == ns_path || (recursive && e.first.starts_with(prefix));
+    });
+  }
   size_t n = meta_.Invalidate(ns_path, recursive);
   if (data) n += pages_->DropPath(ns_path, recursive);
   return n;

@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <optional>
 
 #include "common/config.h"
 #include "ufs/azure/azure_client.h"
 #include "ufs/azure/azure_xml.h"
+#include "ufs/http/call_deadline.h"
 
 namespace shoal {
 namespace {
@@ -85,7 +87,11 @@ class AzureWriter final : public ObjectWriter {
     std::string id = Base64Encode(raw);
     block_ids_.push_back(id);
     while (static_cast<int>(in_flight_.size()) >= client_->settings().upload_concurrency) WaitOldest();
-    in_flight_.push_back(std::async(std::launch::async, [client = client_, blob = blob_, id, data = std::move(data)] {
+    in_flight_.push_back(std::async(std::launch::async, [client = client_, blob = blob_, id, data = std::move(data),
+                                                         deadline = CallDeadline::Current()] {
+      // The caller's call deadline (CallDeadline) is per thread: carried over to this one.
+      std::optional<CallDeadline> bound;
+      if (deadline) bound.emplace(*deadline);
       HttpRequest req;
       req.method = "PUT";
       req.url = client->BlobUrl(blob) + "?comp=block&blockid=" + PercentEncode(id, false);
@@ -178,6 +184,7 @@ class AzureStore final : public UnderStore {
     const std::string& root = client_->settings().prefix;
     for (auto& item : listing->items) {
       if (!item.name.starts_with(root)) continue;
+      if (!item.is_prefix && item.name.ends_with('/')) continue;  // a directory marker (Mkdir), not a file
       FileInfo fi;
       fi.key = item.name.substr(root.size());
       fi.is_dir = item.is_prefix;
@@ -238,7 +245,62 @@ class AzureStore final : public UnderStore {
   }
 
   Status Delete(std::string_view key) override {
-    std::string blob = Blob(Trimmed(key));
+    std::string k = Trimmed(key);
+    if (k.empty()) return Status(Code::kIsDirectory, "cannot delete the root of " + uri());
+    auto st = Stat(k);
+    if (!st) return st.error();
+    if (st->is_dir) {
+      return Status(Code::kIsDirectory, "cannot delete " + client_->Display(Blob(k)) +
+                                            ": it is a directory (blobs under it); rmdir removes an empty one");
+    }
+    return DeleteBlob(Blob(k));
+  }
+
+  Status Mkdir(std::string_view key) override {
+    std::string k = Trimmed(key);
+    if (k.empty()) return Status(Code::kAlreadyExists, "the root of " + uri() + " already exists");
+    auto st = Stat(k);
+    if (st) {
+      return Status(Code::kAlreadyExists, "cannot create directory " + client_->Display(Blob(k)) + ": a " +
+                                              (st->is_dir ? "directory" : "file") + " is already there");
+    }
+    if (st.error().code() != Code::kNotFound) return st.error();
+    HttpRequest req;  // the marker: an empty blob whose name ends in '/'
+    req.method = "PUT";
+    req.url = client_->BlobUrl(Blob(k) + "/");
+    req.headers = {{"x-ms-blob-type", "BlockBlob"}};
+    auto r = client_->Send(std::move(req));
+    if (!r) return r.error();
+    if (!Is2xx(r->status)) return client_->ErrorFor(*r, "create directory", Blob(k));
+    return {};
+  }
+
+  Status Rmdir(std::string_view key) override {
+    std::string k = Trimmed(key);
+    if (k.empty()) return Status(Code::kInvalidArgument, "cannot remove the root of " + uri());
+    const std::string marker = Blob(k) + "/";
+    auto page = ListRaw(k + "/", "", "", 2);  // the marker sorts first; anything else means not empty
+    if (!page) return page.error();
+    bool has_marker = false;
+    for (const auto& item : page->items) {
+      if (item.name != marker) {
+        return Status(Code::kNotEmpty, "cannot remove directory " + client_->Display(Blob(k)) + ": it is not empty");
+      }
+      has_marker = true;
+    }
+    if (!has_marker) {
+      auto st = Stat(k);
+      if (!st) return st.error();
+      if (!st->is_dir) return Status(Code::kNotDirectory, "cannot remove directory " + client_->Display(Blob(k)) + ": it is a file");
+      return {};  // a prefix that emptied meanwhile
+    }
+    return DeleteBlob(marker);
+  }
+
+ private:
+  static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
+
+  Status DeleteBlob(const std::string& blob) {
     HttpRequest req;
     req.method = "DELETE";
     req.url = client_->BlobUrl(blob);
@@ -247,9 +309,6 @@ class AzureStore final : public UnderStore {
     if (!Is2xx(r->status)) return client_->ErrorFor(*r, "delete", blob);
     return {};
   }
-
- private:
-  static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
   std::string Blob(const std::string& key) const { return client_->settings().prefix + key; }
 
   // One List Blobs page for names starting with root prefix + `prefix`.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <random>
 
 #include "common/config.h"
@@ -27,6 +28,8 @@ Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
     case ENOSPC:
     case EDQUOT: return Status(Code::kNoSpace, msg);
     case EEXIST: return Status(Code::kAlreadyExists, msg);
+    case EISDIR: return Status(Code::kIsDirectory, msg);
+    case ENOTEMPTY: return Status(Code::kNotEmpty, msg);
     default: return Status(Code::kIo, msg);
   }
 }
@@ -40,6 +43,25 @@ FileInfo InfoFromStat(std::string key, const struct stat& st) {
   return fi;
 }
 
+std::string Parent(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+// fsync of a directory, so a rename or mkdir in it survives a crash.
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  return rc == 0 ? Status() : ErrnoStatus(e, "cannot fsync directory", dir);
+}
+
+// Writes to a hidden temporary beside the target; Close fsyncs it, renames it
+// into place and fsyncs the directory, so the file is durable when Close
+// returns and readers never see it partial.
 class PosixWriter final : public ObjectWriter {
  public:
   PosixWriter(int fd, std::string tmp, std::string dest) : fd_(fd), tmp_(std::move(tmp)), dest_(std::move(dest)) {}
@@ -60,16 +82,25 @@ class PosixWriter final : public ObjectWriter {
 
   Status Close() override {
     if (fd_ < 0) return Status(Code::kInvalidArgument, "writer for '" + dest_ + "' already closed");
-    if (::fsync(fd_) != 0) return ErrnoStatus(errno, "cannot fsync", dest_);
+    if (Status st = KeepVersionMoving(); !st.ok()) {
+      Abort();
+      return st;
+    }
+    if (::fsync(fd_) != 0) {
+      Status st = ErrnoStatus(errno, "cannot fsync", dest_);
+      Abort();
+      return st;
+    }
     ::close(fd_);
     fd_ = -1;
     if (::rename(tmp_.c_str(), dest_.c_str()) != 0) {
       int e = errno;
       ::unlink(tmp_.c_str());
+      tmp_.clear();
       return ErrnoStatus(e, "cannot rename into place", dest_);
     }
     tmp_.clear();
-    return {};
+    return SyncDir(dest_.substr(0, dest_.rfind('/')));
   }
 
   void Abort() override {
@@ -80,6 +111,27 @@ class PosixWriter final : public ObjectWriter {
   }
 
  private:
+  // A file's version is mtime+size, and the kernel stamps files with a
+  // coarse clock (one tick is milliseconds): a file replaced or deleted and
+  // written again with the same size within a tick would keep its version,
+  // and cached pages of the old bytes would be served for it. A file written
+  // through Shoal gets the precise current time instead, and always a time
+  // after the file it replaces.
+  Status KeepVersionMoving() {
+    struct timespec now;
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    int64_t ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+    struct stat old_st;
+    if (::stat(dest_.c_str(), &old_st) == 0) ns = std::max(ns, MtimeNs(old_st) + 1);
+    struct timespec times[2];
+    times[0].tv_sec = 0;
+    times[0].tv_nsec = UTIME_OMIT;
+    times[1].tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    times[1].tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    if (::futimens(fd_, times) != 0) return ErrnoStatus(errno, "cannot set the modification time of", dest_);
+    return {};
+  }
+
   int fd_;
   std::string tmp_;
   std::string dest_;
@@ -175,6 +227,10 @@ class PosixStore final : public UnderStore {
     if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri_);
     auto dest = Path(key);
     auto slash = dest.rfind('/');
+    struct stat st;
+    if (::stat(dest.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Err(Code::kIsDirectory, "cannot write '" + dest + "': it is a directory");
+    }
     SHOAL_RETURN_IF_ERROR(MakeDirs(dest.substr(0, slash)));
     static std::atomic<uint64_t> counter{0};
     std::string tmp = dest.substr(0, slash + 1) + ".shoal-tmp-" + std::to_string(::getpid()) + "-" +
@@ -185,19 +241,60 @@ class PosixStore final : public UnderStore {
   }
 
   Status Delete(std::string_view key) override {
+    if (key.empty()) return Status(Code::kIsDirectory, "cannot delete the root of " + uri_);
     auto path = Path(key);
-    if (::unlink(path.c_str()) == 0) return {};
-    if (errno == EISDIR || errno == EPERM) {
-      if (::rmdir(path.c_str()) == 0) return {};
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot delete", path);
+    if (S_ISDIR(st.st_mode)) return Status(Code::kIsDirectory, "cannot delete '" + path + "': it is a directory (rmdir removes an empty one)");
+    if (::unlink(path.c_str()) != 0) return ErrnoStatus(errno, "cannot delete", path);
+    return SyncDir(Parent(path));
+  }
+
+  Status Mkdir(std::string_view key) override {
+    if (key.empty()) return Status(Code::kAlreadyExists, "the root of " + uri_ + " already exists");
+    auto path = Path(key);
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) {
+      return Status(Code::kAlreadyExists, "cannot create directory '" + path + "': a " +
+                                              (S_ISDIR(st.st_mode) ? "directory" : "file") + " is already there");
     }
-    return ErrnoStatus(errno, "cannot delete", path);
+    SHOAL_RETURN_IF_ERROR(MakeDirs(Parent(path)));
+    if (::mkdir(path.c_str(), 0755) != 0) return ErrnoStatus(errno, "cannot create directory", path);
+    return SyncDir(Parent(path));
+  }
+
+  Status Rmdir(std::string_view key) override {
+    if (key.empty()) return Status(Code::kInvalidArgument, "cannot remove the root of " + uri_);
+    auto path = Path(key);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot remove directory", path);
+    if (!S_ISDIR(st.st_mode)) return Status(Code::kNotDirectory, "cannot remove directory '" + path + "': it is a file");
+    if (::rmdir(path.c_str()) != 0) {
+      if (errno == ENOTEMPTY || errno == EEXIST) {
+        return Status(Code::kNotEmpty, "cannot remove directory '" + path + "': it is not empty");
+      }
+      return ErrnoStatus(errno, "cannot remove directory", path);
+    }
+    return SyncDir(Parent(path));
   }
 
   Status Rename(std::string_view from, std::string_view to) override {
+    if (from.empty() || to.empty()) return Status(Code::kInvalidArgument, "cannot rename the root of " + uri_);
     auto a = Path(from), b = Path(to);
-    SHOAL_RETURN_IF_ERROR(MakeDirs(b.substr(0, b.rfind('/'))));
-    if (::rename(a.c_str(), b.c_str()) != 0) return ErrnoStatus(errno, "cannot rename", a);
-    return {};
+    struct stat st;
+    if (::lstat(a.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot rename", a);
+    SHOAL_RETURN_IF_ERROR(MakeDirs(Parent(b)));
+    if (::rename(a.c_str(), b.c_str()) != 0) {
+      int e = errno;
+      std::string what = "cannot rename '" + a + "' to '" + b + "'";
+      if (e == EISDIR) return Status(Code::kIsDirectory, what + ": the target is a directory");
+      if (e == ENOTDIR) return Status(Code::kNotDirectory, what + ": the target is a file and the source a directory");
+      if (e == ENOTEMPTY || e == EEXIST) return Status(Code::kNotEmpty, what + ": the target is a directory that is not empty");
+      if (e == EINVAL) return Status(Code::kInvalidArgument, what + ": a directory cannot move into itself");
+      return ErrnoStatus(e, "cannot rename", a);
+    }
+    SHOAL_RETURN_IF_ERROR(SyncDir(Parent(b)));
+    return Parent(a) == Parent(b) ? Status() : SyncDir(Parent(a));
   }
 
  private:
@@ -211,7 +308,10 @@ class PosixStore final : public UnderStore {
   Status MakeDirs(const std::string& dir) {
     if (dir.empty()) return {};
     struct stat st;
-    if (::stat(dir.c_str(), &st) == 0) return {};
+    if (::stat(dir.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) return {};
+      return Status(Code::kNotDirectory, "'" + dir + "' is a file, not a directory");
+    }
     auto slash = dir.rfind('/');
     if (slash != std::string::npos && slash > 0) SHOAL_RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus(errno, "cannot create directory", dir);

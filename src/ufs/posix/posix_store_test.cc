@@ -23,7 +23,7 @@ std::shared_ptr<UnderStore> MakeFreshPosix() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Posix, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true}),
+                         ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true, /*renames_dirs=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(PosixStore, MissingRootIsClearError) {
@@ -58,16 +58,19 @@ TEST(ReadOnlyMount, EveryWritePathIsRefusedAndReadsWork) {
 
   auto w = (*ro)->OpenWriter("b");
   ASSERT_FALSE(w);
-  EXPECT_EQ(w.error().code(), Code::kPermissionDenied);
+  EXPECT_EQ(w.error().code(), Code::kReadOnly);
   EXPECT_NE(w.error().message().find("/data/b"), std::string::npos) << w.error().message();
   EXPECT_NE(w.error().message().find("read-only"), std::string::npos) << w.error().message();
-  EXPECT_EQ((*ro)->Write("b", std::string_view("x")).code(), Code::kPermissionDenied);
-  EXPECT_EQ((*ro)->Delete("a").code(), Code::kPermissionDenied);
-  EXPECT_EQ((*ro)->Rename("a", "c").code(), Code::kPermissionDenied);
+  EXPECT_EQ((*ro)->Write("b", std::string_view("x")).code(), Code::kReadOnly);
+  EXPECT_EQ((*ro)->Delete("a").code(), Code::kReadOnly);
+  EXPECT_EQ((*ro)->Rename("a", "c").code(), Code::kReadOnly);
+  EXPECT_EQ((*ro)->Mkdir("d").code(), Code::kReadOnly);
+  EXPECT_EQ((*ro)->Rmdir("d").code(), Code::kReadOnly);
   // Nothing was changed underneath.
   EXPECT_TRUE((*rw)->Stat("a"));
   EXPECT_FALSE((*rw)->Stat("b"));
   EXPECT_FALSE((*rw)->Stat("c"));
+  EXPECT_FALSE((*rw)->Stat("d"));
   std::filesystem::remove_all(dir);
 }
 

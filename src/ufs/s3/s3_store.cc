@@ -10,6 +10,7 @@
 #include "ufs/s3/s3_settings.h"
 #include "ufs/s3/s3_writer.h"
 #include "ufs/s3/s3_xml.h"
+#include "ufs/uri.h"
 
 namespace shoal {
 namespace s3 {
@@ -235,21 +236,109 @@ class S3Store final : public UnderStore {
 
   Status Delete(std::string_view key) override {
     std::string rel = Trimmed(key);
-    if (rel.empty()) return Status(Code::kInvalidArgument, "cannot delete the root of " + uri());
+    if (rel.empty()) return Status(Code::kIsDirectory, "cannot delete the root of " + uri());
+    // S3 answers a DELETE of a missing key with success: ask first, so a
+    // missing file and a directory get the codes every store gives.
+    auto st = Stat(rel);
+    if (!st) return st.error();
+    if (st->is_dir) {
+      return Status(Code::kIsDirectory, "cannot delete " + client_->UriOf(Full(rel)) +
+                                            ": it is a directory (a prefix with keys under it); rmdir removes an empty one");
+    }
+    return DeleteObject(Full(rel));
+  }
+
+  Status Mkdir(std::string_view key) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Status(Code::kAlreadyExists, "the root of " + uri() + " already exists");
+    auto st = Stat(rel);
+    if (st) {
+      return Status(Code::kAlreadyExists, "cannot create directory " + client_->UriOf(Full(rel)) + ": a " +
+                                              (st->is_dir ? "directory" : "file") + " is already there");
+    }
+    if (st.error().code() != Code::kNotFound) return st.error();
     S3Request r;
-    r.method = "DELETE";
-    r.key = Full(rel);
+    r.method = "PUT";
+    r.key = Full(rel) + "/";  // the marker: an empty object whose key ends in '/'
     auto resp = client_->Send(r);
     if (!resp) return resp.error();
-    if (resp->status / 100 == 2) return {};
-    if (resp->status == 404 && ParseError(resp->body).code != "NoSuchBucket") return {};
-    return client_->ErrorFor(*resp, r);
+    if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+    return {};
+  }
+
+  Status Rmdir(std::string_view key) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Status(Code::kInvalidArgument, "cannot remove the root of " + uri());
+    const std::string marker = Full(rel) + "/";
+    auto page = ListRaw(marker, "", "", 2);  // the marker sorts first; anything else means not empty
+    if (!page) return page.error();
+    bool has_marker = false;
+    for (const auto& o : page->objects) {
+      if (o.key != marker) {
+        return Status(Code::kNotEmpty, "cannot remove directory " + client_->UriOf(Full(rel)) + ": it is not empty");
+      }
+      has_marker = true;
+    }
+    if (!has_marker) {
+      auto st = Stat(rel);
+      if (!st) return st.error();
+      if (!st->is_dir) {
+        return Status(Code::kNotDirectory, "cannot remove directory " + client_->UriOf(Full(rel)) + ": it is a file");
+      }
+      return {};  // a prefix that emptied meanwhile
+    }
+    return DeleteObject(marker);
+  }
+
+  // A server-side copy and a delete: no byte passes through Shoal. One
+  // object at a time: a directory (a prefix) cannot be renamed this way.
+  Status Rename(std::string_view from, std::string_view to) override {
+    std::string a = Trimmed(from), b = Trimmed(to);
+    if (a.empty() || b.empty()) return Status(Code::kInvalidArgument, "cannot rename the root of " + uri());
+    auto src = Stat(a);
+    if (!src) return src.error();
+    if (src->is_dir) {
+      return Status(Code::kNotSupported, "cannot rename " + client_->UriOf(Full(a)) +
+                                             ": object stores rename single objects, not directories (prefixes)");
+    }
+    constexpr uint64_t kMaxCopy = 5ull << 30;  // CopyObject's limit
+    if (src->size > kMaxCopy) {
+      return Status(Code::kNotSupported, "cannot rename " + client_->UriOf(Full(a)) +
+                                             ": objects over 5 GiB cannot be copied in one request; copy it and delete the original");
+    }
+    auto dst = Stat(b);
+    if (dst && dst->is_dir) {
+      return Status(Code::kIsDirectory, "cannot rename to " + client_->UriOf(Full(b)) + ": it is a directory");
+    }
+    if (!dst && dst.error().code() != Code::kNotFound) return dst.error();
+    if (a == b) return {};
+    S3Request r;
+    r.method = "PUT";
+    r.key = Full(b);
+    r.headers.emplace_back("x-amz-copy-source", "/" + client_->settings().bucket + "/" + PercentEncode(Full(a), true));
+    if (!src->etag.empty()) r.headers.emplace_back("x-amz-copy-source-if-match", "\"" + src->etag + "\"");
+    // CopyObject may answer 200 and report its failure in the body.
+    auto resp = client_->Send(r, [](const HttpResponse& h) {
+      auto e = ParseError(h.body);
+      if (e.code.empty()) return Status::Ok();
+      return Status(Code::kUnavailable, "CopyObject: " + e.code + ": " + e.message);
+    });
+    if (!resp) return resp.error();
+    if (resp->status == 412) {
+      return Status(Code::kVersionMismatch, client_->UriOf(Full(a)) + " changed while being renamed; try again");
+    }
+    if (resp->status / 100 != 2) return client_->ErrorFor(*resp, r);
+    Status del = DeleteObject(Full(a));
+    if (!del.ok()) {
+      return del.WithContext("renamed by copying to " + client_->UriOf(Full(b)) + ", but the original remains");
+    }
+    return {};
   }
 
   Status DeleteMany(const std::vector<std::string>& keys) {
     // GCS's XML API has no multi-object delete: one request per key there.
     if (uri().starts_with("gs://")) {
-      for (const auto& k : keys) SHOAL_RETURN_IF_ERROR(Delete(k));
+      for (const auto& k : keys) SHOAL_RETURN_IF_ERROR(DeleteObject(Full(Trimmed(k))));
       return {};
     }
     for (size_t i = 0; i < keys.size(); i += 1000) {
@@ -278,6 +367,16 @@ class S3Store final : public UnderStore {
 
  private:
   static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
+
+  Status DeleteObject(const std::string& full_key) {
+    S3Request r;
+    r.method = "DELETE";
+    r.key = full_key;
+    auto resp = client_->Send(r);
+    if (!resp) return resp.error();
+    if (resp->status / 100 == 2) return {};
+    return client_->ErrorFor(*resp, r);
+  }
   std::string Full(std::string_view rel) const { return client_->settings().prefix + std::string(rel); }
 
   Result<ListResult> ListRaw(const std::string& full_prefix, const std::string& delimiter,

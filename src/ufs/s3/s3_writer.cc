@@ -1,7 +1,9 @@
 #include "ufs/s3/s3_writer.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "ufs/http/call_deadline.h"
 #include "ufs/s3/s3_xml.h"
 
 namespace shoal::s3 {
@@ -70,7 +72,11 @@ Status S3Writer::SubmitPart(std::string data) {
   auto body = std::make_shared<std::string>(std::move(data));
   auto client = client_;
   std::string key = key_, upload_id = upload_id_;
-  inflight_.push_back(std::async(std::launch::async, [client, key, upload_id, number, body]() -> Result<std::string> {
+  inflight_.push_back(std::async(std::launch::async, [client, key, upload_id, number, body,
+                                                       deadline = CallDeadline::Current()]() -> Result<std::string> {
+    // The caller's call deadline (CallDeadline) is per thread: carried over to this one.
+    std::optional<CallDeadline> bound;
+    if (deadline) bound.emplace(*deadline);
     S3Request r;
     r.method = "PUT";
     r.key = key;

@@ -160,13 +160,55 @@ class WebHdfsStore final : public UnderStore {
   }
 
   Status Delete(std::string_view key) override {
+    auto s = client_->GetFileStatus(PathOf(key));
+    if (!s) return s.error();
+    if (s->is_dir) {
+      return Status(Code::kIsDirectory, "cannot delete " + uri_ + std::string(key) + ": it is a directory; rmdir removes an empty one");
+    }
     auto r = client_->Delete(PathOf(key), /*recursive=*/false);
     if (!r) return r.error();
     if (!*r) return Status(Code::kNotFound, "cannot delete " + uri_ + std::string(key) + ": no such file");
     return {};
   }
 
+  Status Mkdir(std::string_view key) override {
+    auto s = client_->GetFileStatus(PathOf(key));
+    if (s) {
+      return Status(Code::kAlreadyExists, "cannot create directory " + uri_ + std::string(key) + ": a " +
+                                              (s->is_dir ? "directory" : "file") + " is already there");
+    }
+    if (s.error().code() != Code::kNotFound) return s.error();
+    return client_->Mkdirs(PathOf(key));
+  }
+
+  Status Rmdir(std::string_view key) override {
+    if (PathOf(key) == root_) return Status(Code::kInvalidArgument, "cannot remove the root of " + uri_);
+    auto s = client_->GetFileStatus(PathOf(key));
+    if (!s) return s.error();
+    if (!s->is_dir) return Status(Code::kNotDirectory, "cannot remove directory " + uri_ + std::string(key) + ": it is a file");
+    auto batch = client_->ListBatch(PathOf(key), "");
+    if (!batch) return batch.error();
+    if (!batch->entries.empty()) {
+      return Status(Code::kNotEmpty, "cannot remove directory " + uri_ + std::string(key) + ": it is not empty");
+    }
+    auto r = client_->Delete(PathOf(key), /*recursive=*/false);
+    if (!r) return r.error();
+    if (!*r) return Status(Code::kNotFound, "cannot remove directory " + uri_ + std::string(key) + ": it is gone");
+    return {};
+  }
+
   Status Rename(std::string_view from, std::string_view to) override {
+    auto src = client_->GetFileStatus(PathOf(from));
+    if (!src) return src.error();
+    auto dst = client_->GetFileStatus(PathOf(to));
+    if (dst && dst->is_dir && !src->is_dir) {
+      return Status(Code::kIsDirectory, "cannot rename " + uri_ + std::string(from) + " to " + std::string(to) +
+                                            ": the target is a directory");
+    }
+    if (dst && !dst->is_dir && src->is_dir) {
+      return Status(Code::kNotDirectory, "cannot rename " + uri_ + std::string(from) + " to " + std::string(to) +
+                                             ": the target is a file and the source a directory");
+    }
     std::string dest = PathOf(to);
     auto parent = dest.substr(0, dest.rfind('/'));
     if (!parent.empty()) {

@@ -1,0 +1,195 @@
+// shoal::Writer and the namespace writes of shoal::Client (Create, Delete,
+// Mkdir, Rmdir, Rename): write-through from the client to the mount's
+// under-store, then the cached metadata the write made stale is dropped on
+// the workers (ClientImpl::AfterMutation).
+//
+// Deadlines: each store call (the checks of Create, every Write, Close, each
+// namespace write) is bounded by client.timeout of its own (CallDeadline, so
+// a store's request timeout and retries end with it). A Write that has to
+// wait for the upload of an earlier part waits within its own deadline.
+//
+// Memory: a Write is handed to the store in pieces of at most kAppendPiece;
+// each store buffers at most its own upload unit (S3: multipart_threshold,
+// then multipart_concurrency parts; Azure: upload_threshold, then
+// upload_concurrency blocks; WebHDFS: write_buffer; file://: nothing).
+#include <algorithm>
+
+#include "client/client_impl.h"
+#include "ufs/http/call_deadline.h"
+
+namespace shoal {
+namespace {
+
+constexpr size_t kAppendPiece = 4 << 20;
+
+class WriterImpl final : public Writer {
+ public:
+  WriterImpl(detail::ClientImpl& client, ResolvedPath rp, std::unique_ptr<ObjectWriter> out)
+      : client_(client), rp_(std::move(rp)), out_(std::move(out)) {}
+
+  ~WriterImpl() override { Abort(); }
+
+  Status Write(std::span<const char> data) override {
+    if (state_ != State::kOpen) return NotOpen("write to");
+    CallDeadline bound(client_.NewDeadline());
+    while (!data.empty()) {
+      auto piece = data.first(std::min(kAppendPiece, data.size()));
+      if (Status st = out_->Append(piece); !st.ok()) {
+        Abort();
+        return st.WithContext("write " + rp_.ns_path + " (nothing was stored)");
+      }
+      size_ += piece.size();
+      data = data.subspan(piece.size());
+    }
+    return {};
+  }
+
+  uint64_t size() const override { return size_; }
+
+  Result<FileStatus> Close() override {
+    if (state_ != State::kOpen) return Err(NotOpen("close"));
+    CallDeadline bound(client_.NewDeadline());
+    if (Status st = out_->Close(); !st.ok()) {
+      Abort();
+      return Err(st.WithContext("write " + rp_.ns_path + " (nothing was stored)"));
+    }
+    state_ = State::kClosed;
+    client_.AfterMutation(rp_);
+    // The new version (ETag or mtime) is the store's to say.
+    auto store = client_.StoreFor(rp_);
+    if (!store) return Err(store.error());
+    auto info = (*store)->Stat(rp_.key);
+    if (!info) {
+      return Err(info.error().WithContext(rp_.ns_path + " was written (" + std::to_string(size_) +
+                                          " bytes), but its new status could not be read"));
+    }
+    return ToFileStatus(*info, rp_.ns_path);
+  }
+
+  void Abort() override {
+    if (state_ != State::kOpen) return;
+    state_ = State::kAborted;
+    CallDeadline bound(client_.NewDeadline());  // an S3 writer tells the store to drop its parts
+    out_->Abort();
+  }
+
+ private:
+  enum class State { kOpen, kClosed, kAborted };
+
+  Status NotOpen(const char* what) const {
+    return Status(Code::kInvalidArgument, std::string("cannot ") + what + " " + rp_.ns_path + ": its writer was " +
+                                              (state_ == State::kClosed ? "closed" : "aborted (or failed)") +
+                                              "; create it again");
+  }
+
+  detail::ClientImpl& client_;
+  ResolvedPath rp_;
+  std::unique_ptr<ObjectWriter> out_;
+  uint64_t size_ = 0;
+  State state_ = State::kOpen;
+};
+
+}  // namespace
+
+namespace detail {
+
+Result<ResolvedPath> ClientImpl::ResolveForWrite(std::string_view path, std::string_view op) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  if (rp->mount->read_only) {
+    return Err(Code::kReadOnly, "cannot " + std::string(op) + " " + rp->ns_path + ": mount " + rp->mount->path +
+                                    " is read-only (read_only: true in its mount config)");
+  }
+  return rp;
+}
+
+Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const CreateOptions& options) {
+  auto rp = ResolveForWrite(path, "create");
+  if (!rp) return Err(rp.error());
+  if (rp->key.empty()) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is the root of a mount");
+  auto store = StoreFor(*rp);
+  if (!store) return Err(store.error());
+  CallDeadline bound(NewDeadline());
+  auto existing = (*store)->Stat(rp->key);
+  if (existing && existing->is_dir) {
+    return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is a directory");
+  }
+  if (existing && !options.overwrite) {
+    return Err(Code::kAlreadyExists, "cannot create " + rp->ns_path + ": it exists (and overwrite is off)");
+  }
+  if (!existing && existing.error().code() != Code::kNotFound) {
+    return Err(existing.error().WithContext("create " + rp->ns_path));
+  }
+  auto out = (*store)->OpenWriter(rp->key);
+  if (!out) return Err(out.error().WithContext("create " + rp->ns_path));
+  return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), std::move(*out)));
+}
+
+Status ClientImpl::Delete(std::string_view path) {
+  auto rp = ResolveForWrite(path, "delete");
+  if (!rp) return rp.error();
+  auto store = StoreFor(*rp);
+  if (!store) return store.error();
+  {
+    CallDeadline bound(NewDeadline());
+    if (Status st = (*store)->Delete(rp->key); !st.ok()) return st.WithContext("delete " + rp->ns_path);
+  }
+  AfterMutation(*rp);
+  return {};
+}
+
+Status ClientImpl::Mkdir(std::string_view path) {
+  auto rp = ResolveForWrite(path, "create directory");
+  if (!rp) return rp.error();
+  auto store = StoreFor(*rp);
+  if (!store) return store.error();
+  {
+    CallDeadline bound(NewDeadline());
+    if (Status st = (*store)->Mkdir(rp->key); !st.ok()) return st.WithContext("mkdir " + rp->ns_path);
+  }
+  AfterMutation(*rp);
+  return {};
+}
+
+Status ClientImpl::Rmdir(std::string_view path) {
+  auto rp = ResolveForWrite(path, "remove directory");
+  if (!rp) return rp.error();
+  auto store = StoreFor(*rp);
+  if (!store) return store.error();
+  {
+    CallDeadline bound(NewDeadline());
+    if (Status st = (*store)->Rmdir(rp->key); !st.ok()) return st.WithContext("rmdir " + rp->ns_path);
+  }
+  AfterMutation(*rp);
+  return {};
+}
+
+Status ClientImpl::Rename(std::string_view from, std::string_view to) {
+  auto a = ResolveForWrite(from, "rename");
+  if (!a) return a.error();
+  auto b = ResolveForWrite(to, "rename to");
+  if (!b) return b.error();
+  const std::string what = "rename " + a->ns_path + " to " + b->ns_path;
+  if (a->mount_index != b->mount_index) {
+    return Status(Code::kNotSupported, what + ": they are in different mounts (" + a->mount->path + ", " +
+                                           b->mount->path + "); copy the file and delete the original instead");
+  }
+  if (a->key.empty() || b->key.empty()) return Status(Code::kInvalidArgument, what + ": a mount's root cannot be renamed");
+  auto store = StoreFor(*a);
+  if (!store) return store.error();
+  bool subtree = true;  // unless the target is known to be a file
+  {
+    CallDeadline bound(NewDeadline());
+    if (Status st = (*store)->Rename(a->key, b->key); !st.ok()) return st.WithContext(what);
+    auto moved = (*store)->Stat(b->key);
+    subtree = !moved || moved->is_dir;
+  }
+  // A renamed directory moves everything under it: every worker may hold
+  // metadata below either name.
+  AfterMutation(*a, subtree);
+  AfterMutation(*b, subtree);
+  return {};
+}
+
+}  // namespace detail
+}  // namespace shoal
