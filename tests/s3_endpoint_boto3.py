@@ -138,4 +138,58 @@ check(code == 200 and body == data, "virtual-hosted presigned GET answered %d" %
 # Without a signature at all: refused (the bucket is not public).
 code, body = curl(endpoint + "/data/big.bin")
 check(code == 403 and b"<Code>AccessDenied</Code>" in body, "anonymous GET refused")
+# Writes: through the client's writer, visible in the store (the bucket's directory) at once.
+import hashlib
+import random
+import tempfile
+
+import boto3.s3.transfer
+
+s3.put_object(Bucket="data", Key="written/small.txt", Body=b"written through shoal\n")
+check(open(os.path.join(ufs, "written/small.txt"), "rb").read() == b"written through shoal\n", "put_object landed in the store")
+check(s3.get_object(Bucket="data", Key="written/small.txt")["Body"].read() == b"written through shoal\n",
+      "put_object readable at once")
+s3.copy_object(Bucket="data", Key="written/copy.bin", CopySource={"Bucket": "data", "Key": "big.bin"})
+check(s3.get_object(Bucket="data", Key="written/copy.bin")["Body"].read() == big, "copy_object bytes")
+s3.delete_object(Bucket="data", Key="written/copy.bin")
+check(error_code(s3.head_object, Bucket="data", Key="written/copy.bin")[1] == 404, "deleted object is gone")
+check(not os.path.exists(os.path.join(ufs, "written/copy.bin")), "deleted from the store")
+s3.delete_object(Bucket="data", Key="written/never-there")  # S3: deleting nothing succeeds
+
+# 100 MiB in 8 MiB parts, then downloaded and compared.
+rng = random.Random(7)
+with tempfile.TemporaryDirectory() as tmp:
+    src = os.path.join(tmp, "big-upload.bin")
+    with open(src, "wb") as f:
+        for _ in range(100):
+            f.write(rng.randbytes(1 << 20))
+    cfg = boto3.s3.transfer.TransferConfig(multipart_threshold=8 << 20, multipart_chunksize=8 << 20, max_concurrency=4)
+    s3.upload_file(src, "data", "written/big-upload.bin", Config=cfg)
+    dst = os.path.join(tmp, "big-download.bin")
+    s3.download_file("data", "written/big-upload.bin", dst, Config=cfg)
+    want_hash = hashlib.sha256(open(src, "rb").read()).hexdigest()
+    check(hashlib.sha256(open(dst, "rb").read()).hexdigest() == want_hash, "100 MiB multipart round trip")
+    check(hashlib.sha256(open(os.path.join(ufs, "written/big-upload.bin"), "rb").read()).hexdigest() == want_hash,
+          "100 MiB multipart upload in the store")
+
+# An aborted upload leaves nothing; a wrong part is InvalidPart.
+up = s3.create_multipart_upload(Bucket="data", Key="written/aborted.bin")["UploadId"]
+etag = s3.upload_part(Bucket="data", Key="written/aborted.bin", UploadId=up, PartNumber=1, Body=b"x" * 100)["ETag"]
+parts = s3.list_parts(Bucket="data", Key="written/aborted.bin", UploadId=up)["Parts"]
+check([(p["PartNumber"], p["ETag"], p["Size"]) for p in parts] == [(1, etag, 100)], "list_parts: %s" % parts)
+check([u["UploadId"] for u in s3.list_multipart_uploads(Bucket="data").get("Uploads", [])] == [up],
+      "list_multipart_uploads")
+check(error_code(s3.complete_multipart_upload, Bucket="data", Key="written/aborted.bin", UploadId=up,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"0000"'}]})[0] == "InvalidPart", "InvalidPart")
+s3.abort_multipart_upload(Bucket="data", Key="written/aborted.bin", UploadId=up)
+check(error_code(s3.list_parts, Bucket="data", Key="written/aborted.bin", UploadId=up)[0] == "NoSuchUpload",
+      "aborted upload is gone")
+check(error_code(s3.head_object, Bucket="data", Key="written/aborted.bin")[1] == 404, "aborted upload stored nothing")
+
+# DeleteObjects, including a key that was never there.
+r = s3.delete_objects(Bucket="data", Delete={"Objects": [{"Key": "written/small.txt"}, {"Key": "written/big-upload.bin"},
+                                                         {"Key": "written/none"}]})
+check(sorted(d["Key"] for d in r.get("Deleted", [])) == ["written/big-upload.bin", "written/none", "written/small.txt"]
+      and not r.get("Errors"), "delete_objects: %s" % r)
+check(s3.list_objects_v2(Bucket="data", Prefix="written/")["KeyCount"] == 0, "nothing left under written/")
 print("boto3: ok")

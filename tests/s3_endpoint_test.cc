@@ -204,6 +204,11 @@ TEST_F(S3EndpointTest, S3cmdListsAndGets) {
   auto get = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "get", "--force", "s3://data/tree/a/b/2.bin", scratch_ + "/2.bin"}, {});
   ASSERT_EQ(get.exit_code, 0) << get.out;
   EXPECT_TRUE(Slurp(scratch_ + "/2.bin") == Slurp(Ufs() + "/tree/a/b/2.bin"));
+  ASSERT_TRUE(WriteFile(scratch_ + "/put.bin", RandomBytes(200000, 10)).ok());
+  auto put = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "put", scratch_ + "/put.bin", "s3://data/s3cmdup/put.bin"}, {});
+  ASSERT_EQ(put.exit_code, 0) << put.out;
+  EXPECT_TRUE(Slurp(Ufs() + "/s3cmdup/put.bin") == Slurp(scratch_ + "/put.bin"));
+  fs::remove_all(Ufs() + "/s3cmdup");
 }
 
 TEST_F(S3EndpointTest, RcloneCopyAndCheck) {
@@ -223,6 +228,13 @@ TEST_F(S3EndpointTest, RcloneCopyAndCheck) {
   auto check = rclone({"check", "shoal:data/tree", Ufs() + "/tree"});
   EXPECT_EQ(check.exit_code, 0) << check.out;
   EXPECT_NE(check.out.find("0 differences found"), std::string::npos) << check.out;
+  // And up: rclone copy of a local tree into the bucket.
+  ASSERT_TRUE(WriteFile(scratch_ + "/rcup/x.bin", RandomBytes(300000, 11)).ok());
+  ASSERT_TRUE(WriteFile(scratch_ + "/rcup/d/y.txt", "y\n").ok());
+  auto up = rclone({"copy", scratch_ + "/rcup", "shoal:data/rcup"});
+  ASSERT_EQ(up.exit_code, 0) << up.out;
+  EXPECT_EQ(Tree(Ufs() + "/rcup"), Tree(scratch_ + "/rcup"));
+  fs::remove_all(Ufs() + "/rcup");
 }
 
 // A signed request as raw bytes (the target as given, not normalised).
@@ -263,7 +275,9 @@ TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
       {SignedRequest("GET", "/data/tree//c.txt", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
       {SignedRequest("GET", "/data/no-such-key", host, *access_key_, *secret_key_), 404, "NoSuchKey"},
       {SignedRequest("GET", "/data/tree/", host, *access_key_, *secret_key_), 404, "NoSuchKey"},
-      {SignedRequest("PUT", "/data/new.txt", host, *access_key_, *secret_key_), 501, "NotImplemented"},
+      {SignedRequest("POST", "/data/new.txt", host, *access_key_, *secret_key_), 501, "NotImplemented"},
+      {SignedRequest("PUT", "/data/x?uploadId=../../etc&partNumber=1", host, *access_key_, *secret_key_), 404,
+       "NoSuchUpload"},
       {SignedRequest("GET", "/data?acl", host, *access_key_, *secret_key_), 501, "NotImplemented"},
       {SignedRequest("GET", "/data?list-type=2&max-keys=x", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
       {SignedRequest("GET", "/data?list-type=2&continuation-token=zz", host, *access_key_, *secret_key_), 400,
@@ -296,6 +310,85 @@ TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "hello, shoal\n");
+}
+
+// A PUT with an aws-chunked body (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), each
+// chunk signed over the previous signature; `tamper` changes one byte after signing.
+std::string ChunkedPut(const std::string& target, const std::string& host, const std::string& ak,
+                       const std::string& sk, const std::vector<std::string>& chunks, bool tamper) {
+  const auto now = std::chrono::system_clock::now();
+  size_t total = 0;
+  for (const auto& c : chunks) total += c.size();
+  s3::SigningInput in;
+  in.method = "PUT";
+  in.host = host;
+  in.canonical_uri = target;
+  in.payload_hash = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+  in.region = "us-east-1";
+  s3::Headers h{{"Content-Encoding", "aws-chunked"}, {"x-amz-decoded-content-length", std::to_string(total)}};
+  s3::SignV4(in, s3::Credentials{ak, sk, "", "test"}, now, h);
+  std::string auth, amz_date;
+  for (const auto& [k, v] : h) {
+    if (k == "Authorization") auth = v;
+    if (k == "x-amz-date") amz_date = v;
+  }
+  std::string prev = auth.substr(auth.find("Signature=") + 10);
+  const std::string date = amz_date.substr(0, 8);
+  const std::string scope = s3::CredentialScope(date, "us-east-1", "s3");
+  const std::string& key = s3::SigningKey(sk, date, "us-east-1", "s3");
+  std::string body;
+  std::vector<std::string> all = chunks;
+  all.push_back("");
+  for (const auto& c : all) {
+    prev = s3::HmacHex(key, "AWS4-HMAC-SHA256-PAYLOAD\n" + amz_date + "\n" + scope + "\n" + prev + "\n" +
+                                s3::Sha256Hex(std::string_view()) + "\n" + s3::Sha256Hex(c));
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx", c.size());
+    body += std::string(size) + ";chunk-signature=" + prev + "\r\n" + c + "\r\n";
+  }
+  if (tamper) body[body.find("\r\n") + 2 + 10] ^= 1;
+  std::string req = "PUT " + target + " HTTP/1.1\r\n";
+  for (const auto& [k, v] : h) req += k + ": " + v + "\r\n";
+  return req + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST_F(S3EndpointTest, ChunkedUploadEveryChunkCheckedTamperedStoresNothing) {
+  const std::string host = endpoint_->substr(std::string("http://").size());
+  std::vector<std::string> chunks = {RandomBytes(65536, 5), RandomBytes(65536, 6), "tail"};
+  auto bad = Exchange(host, ChunkedPut("/data/chunked/bad.bin", host, *access_key_, *secret_key_, chunks, true));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 403) << bad->body;
+  EXPECT_NE(bad->body.find("<Code>SignatureDoesNotMatch</Code>"), std::string::npos) << bad->body;
+  EXPECT_FALSE(fs::exists(Ufs() + "/chunked/bad.bin"));
+  auto get = Exchange(host, SignedRequest("GET", "/data/chunked/bad.bin", host, *access_key_, *secret_key_));
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 404) << get->body;
+
+  auto good = Exchange(host, ChunkedPut("/data/chunked/good.bin", host, *access_key_, *secret_key_, chunks, false));
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200) << good->body;
+  EXPECT_TRUE(Slurp(Ufs() + "/chunked/good.bin") == chunks[0] + chunks[1] + chunks[2]);
+  get = Exchange(host, SignedRequest("GET", "/data/chunked/good.bin", host, *access_key_, *secret_key_));
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 200);
+  EXPECT_TRUE(get->body == chunks[0] + chunks[1] + chunks[2]);
+  fs::remove_all(Ufs() + "/chunked");
+}
+
+TEST_F(S3EndpointTest, AwsCliUploadsAndSyncsUp) {
+  std::string local = scratch_ + "/up";
+  ASSERT_TRUE(WriteFile(local + "/one.bin", RandomBytes(12 << 20, 8)).ok());  // multipart (threshold 8 MiB)
+  ASSERT_TRUE(WriteFile(local + "/sub/two.txt", "two\n").ok());
+  ASSERT_TRUE(WriteFile(local + "/sub/three.bin", RandomBytes(70000, 9)).ok());
+  auto cp = Aws({"s3", "cp", "--only-show-errors", local + "/one.bin", "s3://data/awsup/one.bin"});
+  ASSERT_EQ(cp.exit_code, 0) << cp.out;
+  EXPECT_TRUE(Slurp(Ufs() + "/awsup/one.bin") == Slurp(local + "/one.bin"));
+  auto sync = Aws({"s3", "sync", "--only-show-errors", local, "s3://data/awsup/"});
+  ASSERT_EQ(sync.exit_code, 0) << sync.out;
+  EXPECT_EQ(Tree(Ufs() + "/awsup"), Tree(local));
+  auto rm = Aws({"s3", "rm", "--recursive", "--only-show-errors", "s3://data/awsup/"});
+  ASSERT_EQ(rm.exit_code, 0) << rm.out;
+  EXPECT_TRUE(Tree(Ufs() + "/awsup").empty());
 }
 
 }  // namespace

@@ -166,6 +166,7 @@ Result<std::unique_ptr<S3Service>> StartS3(const UpArgs& a, const std::string& s
   if (!keys) return Err(keys.error().WithContext("--s3"));
   S3Config s3;
   s3.credentials_file = keys_path;
+  s3.staging_dir = state + "/s3-uploads";
   auto service = S3Service::Start(client_config, s3, "127.0.0.1:" + std::to_string(port), false);
   if (!service) return Err(service.error().WithContext("--s3"));
   const std::string& address = (*service)->address();

@@ -352,12 +352,13 @@ Status StringMap(const Reader& r, const YAML::Node& n, const std::string& key, b
 
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "s3", {"listen", "region", "credentials", "credentials_file", "buckets",
-                                              "public_buckets", "max_clock_skew"}));
+                                              "public_buckets", "max_clock_skew", "staging_dir"}));
   if (!n.IsDefined() || n.IsNull()) return {};
   SHOAL_RETURN_IF_ERROR(r.String(n["listen"], "s3.listen", &s3->listen));
   SHOAL_RETURN_IF_ERROR(r.String(n["region"], "s3.region", &s3->region));
   SHOAL_RETURN_IF_ERROR(StringMap(r, n["credentials"], "s3.credentials", true, &s3->credentials));
   SHOAL_RETURN_IF_ERROR(r.String(n["credentials_file"], "s3.credentials_file", &s3->credentials_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["staging_dir"], "s3.staging_dir", &s3->staging_dir));
   SHOAL_RETURN_IF_ERROR(StringMap(r, n["buckets"], "s3.buckets", false, &s3->buckets));
   const auto& pb = n["public_buckets"];
   if (pb.IsDefined() && !pb.IsNull()) {
@@ -486,6 +487,7 @@ std::string ToYaml(const Config& c) {
     if (!c.s3.credentials_file.empty()) {
       e << YAML::Key << "credentials_file" << YAML::Value << c.s3.credentials_file;
     }
+    if (!c.s3.staging_dir.empty()) e << YAML::Key << "staging_dir" << YAML::Value << c.s3.staging_dir;
     for (auto [key, map] : {std::pair{"credentials", &c.s3.credentials}, std::pair{"buckets", &c.s3.buckets}}) {
       if (map->empty()) continue;
       e << YAML::Key << key << YAML::Value << YAML::BeginMap;

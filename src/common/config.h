@@ -130,6 +130,7 @@ struct S3Config {
   std::map<std::string, std::string> buckets;
   std::vector<std::string> public_buckets;         // readable without a signature
   std::chrono::milliseconds max_clock_skew{900'000};
+  std::string staging_dir;  // multipart parts until completed; "" = $TMPDIR/shoal-s3-uploads-UID
   bool operator==(const S3Config&) const = default;
 };
 

@@ -165,6 +165,7 @@ s3:
   buckets: {images: /data/images}
   public_buckets: [images]
   max_clock_skew: 5m
+  staging_dir: /var/tmp/uploads
 )",
                        "s3.yaml");
   ASSERT_TRUE(c) << c.error().ToString();
@@ -174,6 +175,7 @@ s3:
   EXPECT_EQ(c->s3.buckets.at("images"), "/data/images");
   EXPECT_EQ(c->s3.public_buckets, std::vector<std::string>{"images"});
   EXPECT_EQ(c->s3.max_clock_skew, std::chrono::minutes(5));
+  EXPECT_EQ(c->s3.staging_dir, "/var/tmp/uploads");
   auto again = ParseConfig(ToYaml(*c), "again.yaml");
   ASSERT_TRUE(again) << again.error().ToString();
   EXPECT_EQ(again->s3, c->s3);

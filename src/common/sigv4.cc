@@ -82,6 +82,11 @@ std::string Sha256Hex(std::span<const char> data) {
   return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
+std::string Md5Hex(std::span<const char> data) {
+  auto d = Digest(EVP_md5(), data);
+  return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
+}
+
 std::string Md5Base64(std::span<const char> data) {
   auto d = Digest(EVP_md5(), data);
   unsigned char out[64];

@@ -91,6 +91,8 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> quer
 std::string Sha256Hex(std::span<const char> data);
 // Base64 MD5 (the Content-MD5 header value), required by DeleteObjects.
 std::string Md5Base64(std::span<const char> data);
+// Lower-case hex MD5 (an S3 part's ETag).
+std::string Md5Hex(std::span<const char> data);
 
 // "20240517T123456Z" for a time point (UTC).
 std::string AmzDate(std::chrono::system_clock::time_point t);

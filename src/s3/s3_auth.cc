@@ -31,12 +31,6 @@ bool IsHex64(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
-const std::string* Param(const QueryParams& q, std::string_view name) {
-  for (const auto& [k, v] : q) {
-    if (k == name) return &v;
-  }
-  return nullptr;
-}
 
 struct CredentialParts {
   std::string access_key, date, region, service;

@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "net/http_server.h"
+#include "s3/s3_common.h"
 #include "s3/s3_errors.h"
 
 namespace shoal::s3 {
 
-using QueryParams = std::vector<std::pair<std::string, std::string>>;  // decoded, in order
 
 struct AuthInfo {
   std::string access_key;  // "" for an anonymous request

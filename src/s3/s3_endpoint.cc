@@ -7,16 +7,21 @@
 #include <cctype>
 #include <cstring>
 #include <optional>
+#include <filesystem>
 #include <fstream>
+#include <unistd.h>
 #include <set>
 #include <sstream>
 
 #include "common/sigv4.h"
 #include "common/task_pool.h"
 #include "s3/s3_auth.h"
+#include "s3/s3_common.h"
 #include "s3/s3_errors.h"
 #include "s3/s3_listing.h"
 #include "s3/s3_objects.h"
+#include "s3/s3_writes.h"
+#include "ufs/http/xml.h"
 #include "ufs/uri.h"
 
 namespace shoal::s3 {
@@ -25,15 +30,7 @@ namespace {
 constexpr size_t kThreads = 16;
 constexpr size_t kMaxQueryParams = 64;
 constexpr size_t kMaxKeyLength = 1024;
-constexpr const char* kXmlHead = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-constexpr const char* kNs = " xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"";
 
-const std::string* Param(const QueryParams& q, std::string_view name) {
-  for (const auto& [k, v] : q) {
-    if (k == name) return &v;
-  }
-  return nullptr;
-}
 
 S3Result<QueryParams> ParseQuery(std::string_view query) {
   QueryParams out;
@@ -106,13 +103,7 @@ std::optional<std::string> Unhex(std::string_view s) {
   return out;
 }
 
-std::string Tag(std::string_view name, std::string_view value) {
-  return "<" + std::string(name) + ">" + XmlEscape(value) + "</" + std::string(name) + ">";
-}
 
-net::HttpResponse Xml(int status, std::string body) {
-  return net::HttpResponse::Text(status, kXmlHead + body, "application/xml");
-}
 
 }  // namespace
 
@@ -125,6 +116,11 @@ class S3Endpoint::Impl {
         buckets_(std::move(buckets)),
         public_(config.public_buckets.begin(), config.public_buckets.end()),
         auth_(std::move(keys), config.max_clock_skew),
+        writes_(client, !config.staging_dir.empty()
+                            ? config.staging_dir
+                            : (std::filesystem::temp_directory_path() /
+                               ("shoal-s3-uploads-" + std::to_string(::getuid())))
+                                  .string()),
         pool_(kThreads),
         started_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
@@ -192,8 +188,9 @@ class S3Endpoint::Impl {
     if (root == buckets_.end()) {
       return S3Err(404, "NoSuchBucket", "no bucket '" + t->bucket + "' (the buckets are the top-level mounts, or s3.buckets)");
     }
-    if (t->key.empty()) return BucketOperation(req, *query, t->bucket, root->second);
-    return ObjectOperation(req, *query, root->second, t->key);
+    WriteRequest w{&req, &*query, &*auth, t->bucket, t->key, ""};
+    if (t->key.empty()) return BucketOperation(req, *query, t->bucket, root->second, w);
+    return ObjectOperation(req, *query, root->second, w);
   }
 
   std::optional<std::string> VirtualHostBucket(const net::HttpRequest& req) const {
@@ -211,17 +208,19 @@ class S3Endpoint::Impl {
   }
 
   S3Result<net::HttpResponse> ListBuckets() {
-    std::string body = "<ListAllMyBucketsResult" + std::string(kNs) + "><Owner>" + Tag("ID", "shoal") +
+    std::string body = "<ListAllMyBucketsResult" + std::string(kS3Xmlns) + "><Owner>" + Tag("ID", "shoal") +
                        Tag("DisplayName", "shoal") + "</Owner><Buckets>";
     for (const auto& [name, path] : buckets_) {
       body += "<Bucket>" + Tag("Name", name) + Tag("CreationDate", IsoDate(started_ns_)) + "</Bucket>";
     }
     body += "</Buckets></ListAllMyBucketsResult>";
-    return Xml(200, std::move(body));
+    return XmlResponse(200, std::move(body));
   }
 
   S3Result<net::HttpResponse> BucketOperation(const net::HttpRequest& req, const QueryParams& q,
-                                              const std::string& bucket, const std::string& root) {
+                                              const std::string& bucket, const std::string& root,
+                                              const WriteRequest& w) {
+    if (req.method == "POST" && Param(q, "delete")) return writes_.DeleteObjects(w, root);
     if (req.method == "HEAD") {
       net::HttpResponse r;
       r.headers.emplace_back("x-amz-bucket-region", config_.region);
@@ -232,9 +231,10 @@ class S3Endpoint::Impl {
     }
     if (Param(q, "location")) {
       std::string region = config_.region == "us-east-1" ? "" : config_.region;
-      return Xml(200, "<LocationConstraint" + std::string(kNs) + ">" + XmlEscape(region) + "</LocationConstraint>");
+      return XmlResponse(200, "<LocationConstraint" + std::string(kS3Xmlns) + ">" + XmlEscape(region) + "</LocationConstraint>");
     }
-    for (const char* sub : {"acl", "policy", "versioning", "uploads", "tagging", "cors", "lifecycle", "website",
+    if (Param(q, "uploads")) return writes_.ListUploads(bucket, q);
+    for (const char* sub : {"acl", "policy", "versioning", "tagging", "cors", "lifecycle", "website",
                             "logging", "notification", "replication", "encryption", "object-lock", "versions",
                             "accelerate", "requestPayment", "ownershipControls", "publicAccessBlock"}) {
       if (Param(q, sub)) {
@@ -277,7 +277,7 @@ class S3Endpoint::Impl {
     auto result = ListObjects(client_, lr);
     if (!result) return std::unexpected(result.error());
 
-    std::string body = "<ListBucketResult" + std::string(kNs) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
+    std::string body = "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
     if (v2) {
       body += Tag("KeyCount", std::to_string(result->objects.size() + result->common_prefixes.size()));
       if (!token.empty()) body += Tag("ContinuationToken", token);
@@ -300,14 +300,18 @@ class S3Endpoint::Impl {
     }
     for (const auto& p : result->common_prefixes) body += "<CommonPrefixes>" + Tag("Prefix", enc(p)) + "</CommonPrefixes>";
     body += "</ListBucketResult>";
-    return Xml(200, std::move(body));
+    return XmlResponse(200, std::move(body));
   }
 
   S3Result<net::HttpResponse> ObjectOperation(const net::HttpRequest& req, const QueryParams& q,
-                                              const std::string& root, const std::string& key) {
+                                              const std::string& root, WriteRequest w) {
+    const std::string& key = w.key;
     auto path = KeyPath(root, key);
     if (!path) return std::unexpected(path.error());
+    w.path = *path;
+    const bool upload = Param(q, "uploadId") != nullptr;
     if (req.method == "GET" || req.method == "HEAD") {
+      if (upload && req.method == "GET") return writes_.ListParts(w);
       for (const char* sub : {"acl", "tagging", "uploadId", "attributes", "retention", "legal-hold", "torrent"}) {
         if (Param(q, sub)) {
           return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
@@ -317,7 +321,49 @@ class S3Endpoint::Impl {
       ObjectRequest o{&req, &q, *path};
       return GetObject(client_, pool_, o);
     }
-    return S3Err(501, "NotImplemented", req.method + " of objects is not implemented by this endpoint yet");
+    const std::string* copy_source = req.Header("x-amz-copy-source");
+    if (req.method == "PUT") {
+      for (const char* sub : {"acl", "tagging", "retention", "legal-hold"}) {
+        if (Param(q, sub)) {
+          return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
+        }
+      }
+      if (upload) {
+        if (copy_source) return S3Err(501, "NotImplemented", "UploadPartCopy is not implemented");
+        return writes_.UploadPart(w);
+      }
+      if (copy_source) {
+        auto source = CopySourcePath(*copy_source);
+        if (!source) return std::unexpected(source.error());
+        return writes_.Copy(w, *source);
+      }
+      return writes_.Put(w);
+    }
+    if (req.method == "DELETE") return upload ? writes_.AbortUpload(w) : writes_.Delete(w);
+    if (req.method == "POST") {
+      if (Param(q, "uploads")) return writes_.CreateUpload(w);
+      if (upload) return writes_.CompleteUpload(w);
+    }
+    return S3Err(501, "NotImplemented", req.method + " " + std::string(req.target.substr(0, 200)) +
+                                            " is not an operation this endpoint implements");
+  }
+
+  // x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, maybe "?versionId=".
+  S3Result<std::string> CopySourcePath(std::string_view source) const {
+    source = source.substr(0, source.find('?'));
+    auto decoded = PercentDecode(source);
+    if (!decoded) return S3Err(400, "InvalidArgument", "x-amz-copy-source has a malformed %-escape");
+    std::string_view s(*decoded);
+    if (s.starts_with('/')) s.remove_prefix(1);
+    auto slash = s.find('/');
+    if (slash == std::string_view::npos || slash + 1 == s.size()) {
+      return S3Err(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+    }
+    auto root = buckets_.find(std::string(s.substr(0, slash)));
+    if (root == buckets_.end()) {
+      return S3Err(404, "NoSuchBucket", "no bucket '" + std::string(s.substr(0, slash)) + "' (x-amz-copy-source)");
+    }
+    return KeyPath(root->second, s.substr(slash + 1));
   }
 
   Client& client_;
@@ -325,6 +371,7 @@ class S3Endpoint::Impl {
   std::map<std::string, std::string> buckets_;
   std::set<std::string> public_;
   Authenticator auth_;
+  ObjectWrites writes_;
   std::atomic<uint64_t> next_id_{1};
   TaskPool pool_;  // last: its threads stop first
   int64_t started_ns_;

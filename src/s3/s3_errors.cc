@@ -1,22 +1,8 @@
 #include "s3/s3_errors.h"
 
-namespace shoal::s3 {
+#include "ufs/http/xml.h"
 
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+namespace shoal::s3 {
 
 S3Error FromStatus(const Status& st, std::string_view not_found_code) {
   const std::string& m = st.message();

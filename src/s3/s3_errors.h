@@ -40,7 +40,4 @@ net::HttpResponse ErrorResponse(const S3Error& error, std::string_view resource,
 // limit, over the connection limit) in S3's form, for ServerOptions::error_response.
 net::HttpResponse ServerErrorResponse(int http_status, const Status& status);
 
-// XML text escaping (&, <, >, ", ').
-std::string XmlEscape(std::string_view s);
-
 }  // namespace shoal::s3

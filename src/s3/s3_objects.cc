@@ -173,30 +173,24 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
   TaskPool& pool_;
 };
 
-const std::string* Param(const QueryParams& q, std::string_view name) {
-  for (const auto& [k, v] : q) {
-    if (k == name) return &v;
-  }
-  return nullptr;
-}
 
 }  // namespace
 
-std::string HttpDate(int64_t unix_ns) {
+namespace {
+std::string FormatUtc(int64_t unix_ns, const char* format) {
   std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[64];
-  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
+}  // namespace
+
+std::string HttpDate(int64_t unix_ns) { return FormatUtc(unix_ns, "%a, %d %b %Y %H:%M:%S GMT"); }
 
 std::string IsoDate(int64_t unix_ns) {
-  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string buf = FormatUtc(unix_ns, "%Y-%m-%dT%H:%M:%S");
   char ms[8];
   std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>((unix_ns / 1'000'000) % 1000));
   return std::string(buf) + ms;
