@@ -201,7 +201,8 @@ TEST_F(S3EndpointTest, S3cmdListsAndGets) {
   ASSERT_EQ(ls.exit_code, 0) << ls.out;
   EXPECT_NE(ls.out.find("DIR  s3://data/tree/a/"), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("s3://data/tree/c.txt"), std::string::npos) << ls.out;
-  auto get = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "get", "--force", "s3://data/tree/a/b/2.bin", scratch_ + "/2.bin"}, {});
+  auto get =
+      RunCmd({"/usr/bin/s3cmd", "-c", cfg, "get", "--force", "s3://data/tree/a/b/2.bin", scratch_ + "/2.bin"}, {});
   ASSERT_EQ(get.exit_code, 0) << get.out;
   EXPECT_TRUE(Slurp(scratch_ + "/2.bin") == Slurp(Ufs() + "/tree/a/b/2.bin"));
   ASSERT_TRUE(WriteFile(scratch_ + "/put.bin", RandomBytes(200000, 10)).ok());
@@ -285,8 +286,8 @@ TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
       {SignedRequest("GET", "/data/small.txt", host, "AKNOBODY", "x"), 403, "InvalidAccessKeyId"},
       {"GET /data/%zz HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, "InvalidURI"},
       {"GET " + many_params + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, "InvalidArgument"},
-      {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS4-HMAC-SHA256 garbage\r\n\r\n",
-       400, "AuthorizationHeaderMalformed"},
+      {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS4-HMAC-SHA256 garbage\r\n\r\n", 400,
+       "AuthorizationHeaderMalformed"},
       {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS AK:sig\r\n\r\n", 400,
        "InvalidRequest"},
       {"GET /data/small.txt?X-Amz-Credential=a HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400,
@@ -302,7 +303,7 @@ TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
     ASSERT_TRUE(r) << c.request.substr(0, 200);
     EXPECT_EQ(r->status, c.status) << c.request.substr(0, 200) << "\n" << r->body;
     EXPECT_NE(r->body.find("<Code>" + c.code + "</Code>"), std::string::npos) << c.request.substr(0, 200) << "\n"
-                                                                             << r->body;
+                                                                              << r->body;
   }
   // A reader that goes away mid-body; then the endpoint still answers.
   ASSERT_TRUE(SendAndHangUp(host, SignedRequest("GET", "/data/big.bin", host, *access_key_, *secret_key_)));
@@ -314,8 +315,8 @@ TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
 
 // A PUT with an aws-chunked body (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), each
 // chunk signed over the previous signature; `tamper` changes one byte after signing.
-std::string ChunkedPut(const std::string& target, const std::string& host, const std::string& ak,
-                       const std::string& sk, const std::vector<std::string>& chunks, bool tamper) {
+std::string ChunkedPut(const std::string& target, const std::string& host, const std::string& ak, const std::string& sk,
+                       const std::vector<std::string>& chunks, bool tamper) {
   const auto now = std::chrono::system_clock::now();
   size_t total = 0;
   for (const auto& c : chunks) total += c.size();

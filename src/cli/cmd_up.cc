@@ -151,7 +151,8 @@ Status CheckMount(const MountConfig& m) {
 
 // The S3 endpoint of `--s3 PORT`, in this process, over the cluster's client
 // config; prints its `s3:` line and an example.
-Result<std::unique_ptr<S3Service>> StartS3(const UpArgs& a, const std::string& state, const std::string& client_config) {
+Result<std::unique_ptr<S3Service>> StartS3(const UpArgs& a, const std::string& state,
+                                           const std::string& client_config) {
   int port = -1;
   if (a.s3_port.size() <= 5 && !a.s3_port.empty() &&
       std::all_of(a.s3_port.begin(), a.s3_port.end(), [](char c) { return c >= '0' && c <= '9'; })) {

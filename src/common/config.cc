@@ -351,8 +351,9 @@ Status StringMap(const Reader& r, const YAML::Node& n, const std::string& key, b
 }
 
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "s3", {"listen", "region", "credentials", "credentials_file", "buckets",
-                                              "public_buckets", "max_clock_skew", "staging_dir"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "s3",
+                                    {"listen", "region", "credentials", "credentials_file", "buckets", "public_buckets",
+                                     "max_clock_skew", "staging_dir"}));
   if (!n.IsDefined() || n.IsNull()) return {};
   SHOAL_RETURN_IF_ERROR(r.String(n["listen"], "s3.listen", &s3->listen));
   SHOAL_RETURN_IF_ERROR(r.String(n["region"], "s3.region", &s3->region));

@@ -1,7 +1,7 @@
 #include "common/sigv4.h"
 
-#include <openssl/evp.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include <algorithm>
@@ -137,9 +137,8 @@ CanonicalHeaders CanonicalizeHeaders(const Headers& headers) {
   return out;
 }
 
-std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri,
-                             std::string_view canonical_query, const CanonicalHeaders& headers,
-                             std::string_view payload_hash) {
+std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri, std::string_view canonical_query,
+                             const CanonicalHeaders& headers, std::string_view payload_hash) {
   std::string r;
   r.reserve(method.size() + canonical_uri.size() + canonical_query.size() + headers.block.size() +
             headers.signed_names.size() + payload_hash.size() + 8);
@@ -153,8 +152,7 @@ std::string CredentialScope(std::string_view date, std::string_view region, std:
 }
 
 std::string StringToSign(std::string_view amz_date, std::string_view scope, std::string_view canonical_request) {
-  return "AWS4-HMAC-SHA256\n" + std::string(amz_date) + '\n' + std::string(scope) + '\n' +
-         Sha256Hex(canonical_request);
+  return "AWS4-HMAC-SHA256\n" + std::string(amz_date) + '\n' + std::string(scope) + '\n' + Sha256Hex(canonical_request);
 }
 
 std::string HmacHex(std::string_view key, std::string_view data) {
@@ -195,9 +193,8 @@ void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::syste
 
   CanonicalHeaders canon = CanonicalizeHeaders(headers);
   std::string scope = CredentialScope(date, in.region, in.service);
-  std::string string_to_sign =
-      StringToSign(amz_date, scope, CanonicalRequest(in.method, in.canonical_uri, CanonicalQuery(in.query), canon,
-                                                     in.payload_hash));
+  std::string string_to_sign = StringToSign(
+      amz_date, scope, CanonicalRequest(in.method, in.canonical_uri, CanonicalQuery(in.query), canon, in.payload_hash));
   std::string sig = HmacHex(SigningKey(creds.secret_access_key, date, in.region, in.service), string_to_sign);
   headers.emplace_back("Authorization", "AWS4-HMAC-SHA256 Credential=" + creds.access_key_id + '/' + scope +
                                             ", SignedHeaders=" + canon.signed_names + ", Signature=" + sig);

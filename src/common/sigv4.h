@@ -40,8 +40,8 @@ struct SigningInput {
   std::string canonical_uri;  // the request path exactly as sent, already percent-encoded ("/bucket/a%20b")
   // Query parameters, raw (not encoded); the signer sorts and encodes them.
   std::vector<std::pair<std::string, std::string>> query;
-  std::string payload_hash;   // hex SHA-256 of the body, or kUnsignedPayload
-  std::string region;         // "us-east-1"; "auto" for GCS
+  std::string payload_hash;  // hex SHA-256 of the body, or kUnsignedPayload
+  std::string region;        // "us-east-1"; "auto" for GCS
   std::string service = "s3";
 };
 
@@ -68,9 +68,8 @@ struct CanonicalHeaders {
 CanonicalHeaders CanonicalizeHeaders(const Headers& headers);
 
 // METHOD \n URI \n QUERY \n HEADERS \n SIGNED \n PAYLOAD_HASH
-std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri,
-                             std::string_view canonical_query, const CanonicalHeaders& headers,
-                             std::string_view payload_hash);
+std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri, std::string_view canonical_query,
+                             const CanonicalHeaders& headers, std::string_view payload_hash);
 // "20240517/us-east-1/s3/aws4_request"
 std::string CredentialScope(std::string_view date, std::string_view region, std::string_view service);
 // "AWS4-HMAC-SHA256\n" amz_date \n scope \n hex(sha256(canonical_request))

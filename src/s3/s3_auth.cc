@@ -28,9 +28,9 @@ bool IEquals(std::string_view a, std::string_view b) {
 }
 
 bool IsHex64(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
-
 
 struct CredentialParts {
   std::string access_key, date, region, service;
@@ -89,7 +89,8 @@ S3Result<AuthInfo> Authenticator::Verify(const net::HttpRequest& req, const Quer
                                          std::chrono::system_clock::time_point now) const {
   if (const std::string* auth = req.Header("Authorization")) {
     if (Param(query, "X-Amz-Signature")) {
-      return S3Err(400, "InvalidArgument", "a request is signed either in the Authorization header or in the query, not both");
+      return S3Err(400, "InvalidArgument",
+                   "a request is signed either in the Authorization header or in the query, not both");
     }
     return VerifyHeader(req, query, *auth, now);
   }
@@ -101,11 +102,13 @@ S3Result<AuthInfo> Authenticator::Verify(const net::HttpRequest& req, const Quer
 }
 
 S3Result<AuthInfo> Authenticator::VerifyHeader(const net::HttpRequest& req, const QueryParams& query,
-                                               const std::string& header, std::chrono::system_clock::time_point now) const {
+                                               const std::string& header,
+                                               std::chrono::system_clock::time_point now) const {
   std::string_view h = Trim(header);
   if (!h.starts_with(kAlgorithm) || h.size() == kAlgorithm.size() || h[kAlgorithm.size()] != ' ') {
     if (h.starts_with("AWS ")) {
-      return S3Err(400, "InvalidRequest", "Signature Version 2 is not supported: configure the client for Signature Version 4 (s3v4)");
+      return S3Err(400, "InvalidRequest",
+                   "Signature Version 2 is not supported: configure the client for Signature Version 4 (s3v4)");
     }
     return S3Err(400, "AuthorizationHeaderMalformed", "the Authorization header must start with AWS4-HMAC-SHA256");
   }
@@ -130,8 +133,9 @@ S3Result<AuthInfo> Authenticator::VerifyHeader(const net::HttpRequest& req, cons
   auto cred = ParseCredential(credential);
   if (!cred) return std::unexpected(cred.error());
   if (!keys_.contains(cred->access_key)) {
-    return S3Err(403, "InvalidAccessKeyId", "access key '" + cred->access_key +
-                                                "' is not known to this endpoint (see s3.credentials in the config)");
+    return S3Err(
+        403, "InvalidAccessKeyId",
+        "access key '" + cred->access_key + "' is not known to this endpoint (see s3.credentials in the config)");
   }
   const std::string* date_header = req.Header("x-amz-date");
   if (!date_header) return S3Err(403, "AccessDenied", "the request has no x-amz-date header: sign it with a date");
@@ -147,18 +151,21 @@ S3Result<AuthInfo> Authenticator::VerifyHeader(const net::HttpRequest& req, cons
   }
   const std::string* content = req.Header("x-amz-content-sha256");
   if (!content) {
-    return S3Err(400, "InvalidRequest", "missing required header x-amz-content-sha256 (the payload hash or UNSIGNED-PAYLOAD)");
+    return S3Err(400, "InvalidRequest",
+                 "missing required header x-amz-content-sha256 (the payload hash or UNSIGNED-PAYLOAD)");
   }
   bool streaming = *content == kStreaming;
   if (!streaming && *content != kUnsignedPayload && !IsHex64(*content)) {
-    return S3Err(400, "InvalidArgument", "x-amz-content-sha256 '" + *content +
-                                             "' is not a SHA-256, UNSIGNED-PAYLOAD or STREAMING-AWS4-HMAC-SHA256-PAYLOAD");
+    return S3Err(400, "InvalidArgument",
+                 "x-amz-content-sha256 '" + *content +
+                     "' is not a SHA-256, UNSIGNED-PAYLOAD or STREAMING-AWS4-HMAC-SHA256-PAYLOAD");
   }
   auto sig = Check(req, query, false, cred->access_key, *date_header, cred->date, cred->region, cred->service,
                    signed_headers, *content, signature);
   if (!sig) return std::unexpected(sig.error());
   if (IsHex64(*content) && !ConstantTimeEqual(Sha256Hex(req.body), *content)) {
-    return S3Err(400, "XAmzContentSHA256Mismatch", "the body's SHA-256 is not the x-amz-content-sha256 it was signed with");
+    return S3Err(400, "XAmzContentSHA256Mismatch",
+                 "the body's SHA-256 is not the x-amz-content-sha256 it was signed with");
   }
   AuthInfo info;
   info.access_key = cred->access_key;
@@ -191,13 +198,15 @@ S3Result<AuthInfo> Authenticator::VerifyPresigned(const net::HttpRequest& req, c
   auto cred = ParseCredential(*credential);
   if (!cred) return std::unexpected(S3Error{400, "AuthorizationQueryParametersError", cred.error().message});
   if (!keys_.contains(cred->access_key)) {
-    return S3Err(403, "InvalidAccessKeyId", "access key '" + cred->access_key +
-                                                "' is not known to this endpoint (see s3.credentials in the config)");
+    return S3Err(
+        403, "InvalidAccessKeyId",
+        "access key '" + cred->access_key + "' is not known to this endpoint (see s3.credentials in the config)");
   }
   auto when = ParseAmzDate(*date);
   long secs = -1;
-  if (!expires->empty() && expires->size() <= 7 &&
-      std::all_of(expires->begin(), expires->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+  if (!expires->empty() && expires->size() <= 7 && std::all_of(expires->begin(), expires->end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      })) {
     secs = std::stol(*expires);
   }
   if (!when || secs < 1 || secs > kMaxPresignExpiry) {
@@ -205,20 +214,22 @@ S3Result<AuthInfo> Authenticator::VerifyPresigned(const net::HttpRequest& req, c
                  "X-Amz-Date must be YYYYMMDDTHHMMSSZ and X-Amz-Expires between 1 and 604800 seconds");
   }
   if (*when > now + max_skew_) {
-    return S3Err(403, "RequestTimeTooSkewed", "the presigned URL is dated " + *date + ", after the server time " +
-                                                  AmzDate(now) + ": fix the signer's clock");
+    return S3Err(
+        403, "RequestTimeTooSkewed",
+        "the presigned URL is dated " + *date + ", after the server time " + AmzDate(now) + ": fix the signer's clock");
   }
   if (now > *when + std::chrono::seconds(secs)) {
-    return S3Err(403, "AccessDenied", "Request has expired: the presigned URL was valid for " + *expires +
-                                          " s from " + *date + "; presign a new one");
+    return S3Err(403, "AccessDenied",
+                 "Request has expired: the presigned URL was valid for " + *expires + " s from " + *date +
+                     "; presign a new one");
   }
   if (date->substr(0, 8) != cred->date) {
     return S3Err(403, "SignatureDoesNotMatch", "the credential date " + cred->date + " is not the date of X-Amz-Date");
   }
   const std::string* content = req.Header("x-amz-content-sha256");
   std::string payload = content ? *content : std::string(kUnsignedPayload);
-  auto sig = Check(req, query, true, cred->access_key, *date, cred->date, cred->region, cred->service,
-                   *signed_headers, payload, *signature);
+  auto sig = Check(req, query, true, cred->access_key, *date, cred->date, cred->region, cred->service, *signed_headers,
+                   payload, *signature);
   if (!sig) return std::unexpected(sig.error());
   AuthInfo info;
   info.access_key = cred->access_key;
@@ -260,8 +271,8 @@ S3Result<std::string> Authenticator::Check(const net::HttpRequest& req, const Qu
   }
   std::string canonical_query = CanonicalQuery(std::move(q));
 
-  const std::string& key = SigningKey(keys_.at(std::string(access_key)), std::string(date), std::string(region),
-                                      std::string(service));
+  const std::string& key =
+      SigningKey(keys_.at(std::string(access_key)), std::string(date), std::string(region), std::string(service));
   std::string scope = CredentialScope(date, region, service);
   // The path as sent and as AWS's encoding of it: clients differ in which
   // characters they escape, and either is what they signed.
@@ -272,8 +283,8 @@ S3Result<std::string> Authenticator::Check(const net::HttpRequest& req, const Qu
   std::string sig;
   for (const std::string* uri : {&raw, &encoded}) {
     if (uri == &encoded && encoded == raw) break;
-    std::string s = HmacHex(key, StringToSign(amz_date, scope, CanonicalRequest(req.method, *uri, canonical_query,
-                                                                                   canon, payload_hash)));
+    std::string s = HmacHex(
+        key, StringToSign(amz_date, scope, CanonicalRequest(req.method, *uri, canonical_query, canon, payload_hash)));
     if (ConstantTimeEqual(s, given)) {
       matched = true;
       sig = std::move(s);
@@ -308,7 +319,8 @@ S3Result<std::string> Authenticator::DecodeChunked(std::string_view body, const 
       if (!std::isxdigit(static_cast<unsigned char>(c))) {
         return S3Err(400, "IncompleteBody", "a chunk size is not hexadecimal");
       }
-      size = size * 16 + static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10));
+      size = size * 16 + static_cast<uint64_t>(
+                             std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10));
     }
     std::string_view given = head.substr(semi + 17);
     if (size > body.size()) return S3Err(400, "IncompleteBody", "the body ends inside a chunk");
@@ -318,8 +330,9 @@ S3Result<std::string> Authenticator::DecodeChunked(std::string_view body, const 
                           kEmptyHash + '\n' + Sha256Hex(data);
     std::string sig = HmacHex(auth.signing_key, to_sign);
     if (!ConstantTimeEqual(sig, given)) {
-      return S3Err(403, "SignatureDoesNotMatch", "the signature of chunk " + std::to_string(out.size()) +
-                                                     "+ of the aws-chunked body does not match: the body was changed");
+      return S3Err(403, "SignatureDoesNotMatch",
+                   "the signature of chunk " + std::to_string(out.size()) +
+                       "+ of the aws-chunked body does not match: the body was changed");
     }
     prev = std::move(sig);
     if (!body.starts_with("\r\n")) return S3Err(400, "IncompleteBody", "a chunk is not followed by CRLF");

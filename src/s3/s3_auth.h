@@ -29,7 +29,6 @@
 
 namespace shoal::s3 {
 
-
 struct AuthInfo {
   std::string access_key;  // "" for an anonymous request
   bool presigned = false;

@@ -32,7 +32,8 @@ net::HttpRequest Signed(std::string method, std::string target, std::string body
     auto amp = q.find('&');
     auto item = q.substr(0, amp);
     auto eq = item.find('=');
-    in.query.emplace_back(std::string(item.substr(0, eq)), eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1)));
+    in.query.emplace_back(std::string(item.substr(0, eq)),
+                          eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1)));
     q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
   }
   in.payload_hash = sign_payload ? Sha256Hex(body) : std::string(kUnsignedPayload);

@@ -3,13 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <cctype>
 #include <cstring>
-#include <optional>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -30,7 +30,6 @@ namespace {
 constexpr size_t kThreads = 16;
 constexpr size_t kMaxQueryParams = 64;
 constexpr size_t kMaxKeyLength = 1024;
-
 
 S3Result<QueryParams> ParseQuery(std::string_view query) {
   QueryParams out;
@@ -53,7 +52,8 @@ S3Result<QueryParams> ParseQuery(std::string_view query) {
 
 bool IsIpHost(std::string_view host) {
   if (host.starts_with('[')) return true;
-  return !host.empty() && std::all_of(host.begin(), host.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+  return !host.empty() && std::all_of(host.begin(), host.end(),
+                                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
 }
 
 // A key maps to a namespace path below the bucket root: no empty, "." or ".."
@@ -67,8 +67,8 @@ S3Result<std::string> KeyPath(const std::string& root, std::string_view key) {
     auto slash = rest.find('/');
     std::string_view seg = rest.substr(0, slash);
     if (seg.empty() || seg == "." || seg == ".." || seg.find('\0') != std::string_view::npos) {
-      return S3Err(400, "InvalidArgument", "key '" + std::string(key) +
-                                               "' has an empty, '.' or '..' path segment: Shoal maps keys to paths");
+      return S3Err(400, "InvalidArgument",
+                   "key '" + std::string(key) + "' has an empty, '.' or '..' path segment: Shoal maps keys to paths");
     }
     ++segments;
     if (slash == std::string_view::npos) break;
@@ -103,8 +103,6 @@ std::optional<std::string> Unhex(std::string_view s) {
   return out;
 }
 
-
-
 }  // namespace
 
 class S3Endpoint::Impl {
@@ -116,15 +114,14 @@ class S3Endpoint::Impl {
         buckets_(std::move(buckets)),
         public_(config.public_buckets.begin(), config.public_buckets.end()),
         auth_(std::move(keys), config.max_clock_skew),
-        writes_(client, !config.staging_dir.empty()
-                            ? config.staging_dir
-                            : (std::filesystem::temp_directory_path() /
-                               ("shoal-s3-uploads-" + std::to_string(::getuid())))
-                                  .string()),
+        writes_(client, !config.staging_dir.empty() ? config.staging_dir
+                                                    : (std::filesystem::temp_directory_path() /
+                                                       ("shoal-s3-uploads-" + std::to_string(::getuid())))
+                                                          .string()),
         pool_(kThreads),
-        started_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count()) {}
+        started_ns_(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count()) {}
 
   void Handle(const net::HttpRequest& request, net::Responder responder) {
     auto req = std::make_shared<net::HttpRequest>(request);
@@ -176,8 +173,9 @@ class S3Endpoint::Impl {
     if (!auth) return std::unexpected(auth.error());
     const bool read = req.method == "GET" || req.method == "HEAD";
     if (auth->access_key.empty() && !(read && !t->bucket.empty() && public_.contains(t->bucket))) {
-      return S3Err(403, "AccessDenied", "anonymous requests are refused here: sign the request with a key from "
-                                        "s3.credentials (or list the bucket in s3.public_buckets for anonymous reads)");
+      return S3Err(403, "AccessDenied",
+                   "anonymous requests are refused here: sign the request with a key from "
+                   "s3.credentials (or list the bucket in s3.public_buckets for anonymous reads)");
     }
 
     if (t->bucket.empty()) {
@@ -186,7 +184,8 @@ class S3Endpoint::Impl {
     }
     auto root = buckets_.find(t->bucket);
     if (root == buckets_.end()) {
-      return S3Err(404, "NoSuchBucket", "no bucket '" + t->bucket + "' (the buckets are the top-level mounts, or s3.buckets)");
+      return S3Err(404, "NoSuchBucket",
+                   "no bucket '" + t->bucket + "' (the buckets are the top-level mounts, or s3.buckets)");
     }
     WriteRequest w{&req, &*query, &*auth, t->bucket, t->key, ""};
     if (t->key.empty()) return BucketOperation(req, *query, t->bucket, root->second, w);
@@ -231,12 +230,13 @@ class S3Endpoint::Impl {
     }
     if (Param(q, "location")) {
       std::string region = config_.region == "us-east-1" ? "" : config_.region;
-      return XmlResponse(200, "<LocationConstraint" + std::string(kS3Xmlns) + ">" + XmlEscape(region) + "</LocationConstraint>");
+      return XmlResponse(
+          200, "<LocationConstraint" + std::string(kS3Xmlns) + ">" + XmlEscape(region) + "</LocationConstraint>");
     }
     if (Param(q, "uploads")) return writes_.ListUploads(bucket, q);
-    for (const char* sub : {"acl", "policy", "versioning", "tagging", "cors", "lifecycle", "website",
-                            "logging", "notification", "replication", "encryption", "object-lock", "versions",
-                            "accelerate", "requestPayment", "ownershipControls", "publicAccessBlock"}) {
+    for (const char* sub : {"acl", "policy", "versioning", "tagging", "cors", "lifecycle", "website", "logging",
+                            "notification", "replication", "encryption", "object-lock", "versions", "accelerate",
+                            "requestPayment", "ownershipControls", "publicAccessBlock"}) {
       if (Param(q, sub)) {
         return S3Err(501, "NotImplemented", std::string("the bucket subresource ?") + sub + " is not implemented");
       }
@@ -249,7 +249,10 @@ class S3Endpoint::Impl {
   S3Result<net::HttpResponse> List(const QueryParams& q, const std::string& bucket, const std::string& root, bool v2) {
     ListRequest lr;
     lr.root = root;
-    auto get = [&](const char* name) { const std::string* v = Param(q, name); return v ? *v : std::string(); };
+    auto get = [&](const char* name) {
+      const std::string* v = Param(q, name);
+      return v ? *v : std::string();
+    };
     lr.prefix = get("prefix");
     lr.delimiter = get("delimiter");
     if (const std::string* mk = Param(q, "max-keys")) {
@@ -277,7 +280,8 @@ class S3Endpoint::Impl {
     auto result = ListObjects(client_, lr);
     if (!result) return std::unexpected(result.error());
 
-    std::string body = "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
+    std::string body =
+        "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
     if (v2) {
       body += Tag("KeyCount", std::to_string(result->objects.size() + result->common_prefixes.size()));
       if (!token.empty()) body += Tag("ContinuationToken", token);
@@ -298,7 +302,8 @@ class S3Endpoint::Impl {
       if (owner) body += "<Owner>" + Tag("ID", "shoal") + Tag("DisplayName", "shoal") + "</Owner>";
       body += "</Contents>";
     }
-    for (const auto& p : result->common_prefixes) body += "<CommonPrefixes>" + Tag("Prefix", enc(p)) + "</CommonPrefixes>";
+    for (const auto& p : result->common_prefixes)
+      body += "<CommonPrefixes>" + Tag("Prefix", enc(p)) + "</CommonPrefixes>";
     body += "</ListBucketResult>";
     return XmlResponse(200, std::move(body));
   }
@@ -344,8 +349,9 @@ class S3Endpoint::Impl {
       if (Param(q, "uploads")) return writes_.CreateUpload(w);
       if (upload) return writes_.CompleteUpload(w);
     }
-    return S3Err(501, "NotImplemented", req.method + " " + std::string(req.target.substr(0, 200)) +
-                                            " is not an operation this endpoint implements");
+    return S3Err(
+        501, "NotImplemented",
+        req.method + " " + std::string(req.target.substr(0, 200)) + " is not an operation this endpoint implements");
   }
 
   // x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, maybe "?versionId=".
@@ -383,8 +389,7 @@ Status LoadCredentialsFile(const std::string& path, std::map<std::string, std::s
     return Status(Code::kInvalidArgument, "cannot read s3 credentials file '" + path + "': " + std::strerror(errno));
   }
   if (st.st_mode & 077) {
-    return Status(Code::kPermissionDenied, "s3 credentials file '" + path +
-                                               "' is readable by others: chmod 600 it");
+    return Status(Code::kPermissionDenied, "s3 credentials file '" + path + "' is readable by others: chmod 600 it");
   }
   std::ifstream in(path);
   if (!in) return Status(Code::kInvalidArgument, "cannot read s3 credentials file '" + path + "'");
@@ -421,8 +426,8 @@ Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(Client& client, const S3C
       return Err(Code::kInvalidArgument, "s3.buckets: bucket name '" + name + "' must be non-empty and have no '/'");
     }
     if (!path.starts_with('/')) {
-      return Err(Code::kInvalidArgument, "s3.buckets: bucket '" + name + "' maps to '" + path +
-                                             "', not a namespace path such as /data");
+      return Err(Code::kInvalidArgument,
+                 "s3.buckets: bucket '" + name + "' maps to '" + path + "', not a namespace path such as /data");
     }
   }
   for (const auto& b : config.public_buckets) {

@@ -18,8 +18,7 @@ S3Error FromStatus(const Status& st, std::string_view not_found_code) {
     case Code::kNotDirectory:
     case Code::kNotEmpty: return {409, "OperationAborted", m};
     case Code::kNotSupported: return {501, "NotImplemented", m};
-    case Code::kVersionMismatch:
-      return {503, "SlowDown", m + " (the object changed while it was read: retry)"};
+    case Code::kVersionMismatch: return {503, "SlowDown", m + " (the object changed while it was read: retry)"};
     case Code::kUnavailable:
     case Code::kTimeout: return {503, "ServiceUnavailable", m + " (retry later)"};
     case Code::kNoSpace: return {507, "InsufficientStorage", m};

@@ -56,9 +56,9 @@ S3Result<ListResult> ListObjects(Client& client, const ListRequest& req) {
     }
     walked += listed->size();
     if (walked > kMaxWalkEntries) {
-      return S3Err(400, "InvalidArgument", "listing '" + req.prefix + "' walks more than " +
-                                               std::to_string(kMaxWalkEntries) +
-                                               " entries: give a longer prefix or delimiter '/'");
+      return S3Err(400, "InvalidArgument",
+                   "listing '" + req.prefix + "' walks more than " + std::to_string(kMaxWalkEntries) +
+                       " entries: give a longer prefix or delimiter '/'");
     }
     for (auto& st : *listed) {
       std::string key = KeyOf(req.root, st.path);

@@ -19,10 +19,10 @@ namespace shoal::s3 {
 inline constexpr size_t kMaxWalkEntries = 1'000'000;
 
 struct ListRequest {
-  std::string root;       // the bucket's namespace path: "/data"
+  std::string root;  // the bucket's namespace path: "/data"
   std::string prefix;
   std::string delimiter;
-  std::string after;      // list keys (and common prefixes) after this one
+  std::string after;  // list keys (and common prefixes) after this one
   size_t max_keys = 1000;
 };
 

@@ -59,8 +59,8 @@ S3Result<std::optional<Range>> ParseRange(const std::string* header, uint64_t si
   };
   auto first = h.substr(0, dash), last = h.substr(dash + 1);
   auto unsatisfiable = [&] {
-    return S3Err(416, "InvalidRange", "the range " + *header + " is not satisfiable: the object has " +
-                                          std::to_string(size) + " bytes");
+    return S3Err(416, "InvalidRange",
+                 "the range " + *header + " is not satisfiable: the object has " + std::to_string(size) + " bytes");
   };
   if (first.empty()) {  // the last n bytes
     auto n = num(last);
@@ -172,7 +172,6 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
   std::unique_ptr<File> file_;
   TaskPool& pool_;
 };
-
 
 }  // namespace
 

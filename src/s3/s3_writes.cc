@@ -21,9 +21,6 @@ namespace fs = std::filesystem;
 constexpr int kMaxParts = 10000;
 constexpr size_t kMaxDeleteKeys = 1000;
 
-
-
-
 std::string Unquote(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -33,13 +30,13 @@ std::string Unquote(std::string_view s) {
 }
 
 bool IsUploadId(std::string_view id) {
-  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return id.size() == 32 &&
+         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 S3Result<int> PartNumber(const std::string* p) {
-  if (!p || p->empty() || p->size() > 5 || !std::all_of(p->begin(), p->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (!p || p->empty() || p->size() > 5 ||
+      !std::all_of(p->begin(), p->end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return S3Err(400, "InvalidArgument", "partNumber must be a number between 1 and 10000");
   }
   int n = std::stoi(*p);
@@ -84,9 +81,11 @@ S3Result<std::string> Payload(const net::HttpRequest& http, const AuthInfo& auth
     auto decoded = Authenticator::DecodeChunked(http.body, auth);
     if (!decoded) return std::unexpected(decoded.error());
     body = std::move(*decoded);
-    if (const std::string* want = http.Header("x-amz-decoded-content-length"); want && *want != std::to_string(body.size())) {
-      return S3Err(400, "IncompleteBody", "the aws-chunked body holds " + std::to_string(body.size()) +
-                                              " bytes, not the x-amz-decoded-content-length " + *want);
+    if (const std::string* want = http.Header("x-amz-decoded-content-length");
+        want && *want != std::to_string(body.size())) {
+      return S3Err(400, "IncompleteBody",
+                   "the aws-chunked body holds " + std::to_string(body.size()) +
+                       " bytes, not the x-amz-decoded-content-length " + *want);
     }
   } else {
     body = http.body;
@@ -150,8 +149,9 @@ S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std:
   if (!cs.ok()) return std::unexpected(FromStatus(cs));
   auto done = (*w)->Close();
   if (!done) return std::unexpected(FromStatus(done.error()));
-  return XmlResponse(200, "<CopyObjectResult" + std::string(kS3Xmlns) + ">" + Tag("LastModified", IsoDate(done->mtime_ns)) +
-             Tag("ETag", ETagOf(*done)) + "</CopyObjectResult>");
+  return XmlResponse(200, "<CopyObjectResult" + std::string(kS3Xmlns) + ">" +
+                              Tag("LastModified", IsoDate(done->mtime_ns)) + Tag("ETag", ETagOf(*done)) +
+                              "</CopyObjectResult>");
 }
 
 S3Result<net::HttpResponse> ObjectWrites::Delete(const WriteRequest& r) {
@@ -167,7 +167,8 @@ S3Result<net::HttpResponse> ObjectWrites::DeleteObjects(const WriteRequest& r, c
   auto body = Payload(*r.http, *r.auth);
   if (!body) return std::unexpected(body.error());
   auto objects = XmlElements(*body, "Object");
-  if (FindXmlElement(*body, "Delete").end == std::string_view::npos) return S3Err(400, "MalformedXML", "the body is not a <Delete> document");
+  if (FindXmlElement(*body, "Delete").end == std::string_view::npos)
+    return S3Err(400, "MalformedXML", "the body is not a <Delete> document");
   if (objects.size() > kMaxDeleteKeys) return S3Err(400, "MalformedXML", "at most 1000 keys per DeleteObjects");
   const bool quiet = XmlText(*body, "Quiet").value_or("") == "true";
   std::string out = "<DeleteResult" + std::string(kS3Xmlns) + ">";
@@ -194,13 +195,14 @@ S3Result<net::HttpResponse> ObjectWrites::DeleteObjects(const WriteRequest& r, c
 
 S3Result<std::string> ObjectWrites::UploadDir(const WriteRequest& r) {
   const std::string* id = Param(*r.query, "uploadId");
-  if (!id || !IsUploadId(*id)) return S3Err(404, "NoSuchUpload", "no such upload: the uploadId is not one this endpoint gave out");
+  if (!id || !IsUploadId(*id))
+    return S3Err(404, "NoSuchUpload", "no such upload: the uploadId is not one this endpoint gave out");
   std::string dir = staging_ + "/" + *id;
   std::ifstream in(dir + "/target");
   std::string bucket, key;
   if (!in || !std::getline(in, bucket) || !std::getline(in, key) || bucket != r.bucket || key != r.key) {
-    return S3Err(404, "NoSuchUpload", "no upload " + *id + " of " + r.bucket + "/" + r.key +
-                                          " (completed, aborted, or never created)");
+    return S3Err(404, "NoSuchUpload",
+                 "no upload " + *id + " of " + r.bucket + "/" + r.key + " (completed, aborted, or never created)");
   }
   return dir;
 }
@@ -223,8 +225,8 @@ S3Result<net::HttpResponse> ObjectWrites::CreateUpload(const WriteRequest& r) {
   if (Status st = WriteStagingFile(dir + "/target", r.bucket + "\n" + r.key + "\n"); !st.ok()) {
     return std::unexpected(FromStatus(st));
   }
-  return XmlResponse(200, "<InitiateMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) + Tag("Key", r.key) +
-             Tag("UploadId", id) + "</InitiateMultipartUploadResult>");
+  return XmlResponse(200, "<InitiateMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
+                              Tag("Key", r.key) + Tag("UploadId", id) + "</InitiateMultipartUploadResult>");
 }
 
 S3Result<net::HttpResponse> ObjectWrites::UploadPart(const WriteRequest& r) {
@@ -288,9 +290,10 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
   if (!done) return std::unexpected(FromStatus(done.error()));
   std::error_code ec;
   fs::remove_all(*dir, ec);
-  return WithETag(XmlResponse(200, "<CompleteMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
-                      Tag("Key", r.key) + Tag("ETag", ETagOf(*done)) + "</CompleteMultipartUploadResult>"),
-                  *done);
+  return WithETag(
+      XmlResponse(200, "<CompleteMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
+                           Tag("Key", r.key) + Tag("ETag", ETagOf(*done)) + "</CompleteMultipartUploadResult>"),
+      *done);
 }
 
 S3Result<net::HttpResponse> ObjectWrites::AbortUpload(const WriteRequest& r) {
@@ -327,8 +330,8 @@ S3Result<net::HttpResponse> ObjectWrites::ListParts(const WriteRequest& r) {
 }
 
 S3Result<net::HttpResponse> ObjectWrites::ListUploads(const std::string& bucket, const QueryParams& q) {
-  std::string out = "<ListMultipartUploadsResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", bucket) +
-                    Tag("IsTruncated", "false");
+  std::string out =
+      "<ListMultipartUploadsResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", bucket) + Tag("IsTruncated", "false");
   std::error_code ec;
   size_t count = 0;
   for (const auto& e : fs::directory_iterator(staging_, ec)) {
