@@ -63,7 +63,8 @@ TEST_F(CliWriteTest, PutRmMkdirRmdirMvRoundTrip) {
   EXPECT_TRUE(Slurp(dir_ + "/ufs/ckpt/model.bin") == big) << "not in the under-store";
 
   // stdin, over the file just read (its workers hold the old version).
-  std::string piped = "printf 'from stdin' | '" + ShoalBinary() + "' put --config '" + config_ + "' - /data/ckpt/model.bin";
+  std::string piped =
+      "printf 'from stdin' | '" + ShoalBinary() + "' put --config '" + config_ + "' - /data/ckpt/model.bin";
   int rc = std::system(piped.c_str());
   ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << rc;
   EXPECT_EQ(Cmd({"cat", "/data/ckpt/model.bin"}).out, "from stdin");

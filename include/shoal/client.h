@@ -170,7 +170,11 @@ class Writer {
   // Bytes written so far.
   virtual uint64_t size() const = 0;
   // The durability point: returns once the whole file is in the under-store,
-  // with its new status (size, version). After an error nothing is visible.
+  // with its new status (size, version). After an error nothing is visible,
+  // with one exception: when the store timed out or went away after the
+  // final request reached it (kTimeout, kUnavailable), it may still commit
+  // that request, as with any object-store PUT; Stat tells. The file is then
+  // whole, never partial.
   virtual Result<FileStatus> Close() = 0;
   // Discards what was written.
   virtual void Abort() = 0;

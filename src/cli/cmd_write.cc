@@ -32,7 +32,8 @@ Status Put(Client& c, int fd, const std::string& source, const std::string& path
     ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      Status err(Code::kIo, "cannot read " + source + ": " + std::strerror(errno) + " (nothing was written to " + path + ")");
+      Status err(Code::kIo,
+                 "cannot read " + source + ": " + std::strerror(errno) + " (nothing was written to " + path + ")");
       (*w)->Abort();
       return err;
     }
@@ -42,7 +43,8 @@ Status Put(Client& c, int fd, const std::string& source, const std::string& path
       uint64_t done = (*w)->size();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::string of = total ? " / " + FormatSize(total) : "";
-      std::fprintf(stderr, "\r%s%s %.1f MB/s   ", FormatSize(done).c_str(), of.c_str(), secs > 0 ? done / secs / 1e6 : 0.0);
+      std::fprintf(stderr, "\r%s%s %.1f MB/s   ", FormatSize(done).c_str(), of.c_str(),
+                   secs > 0 ? done / secs / 1e6 : 0.0);
     }
   }
   auto closed = (*w)->Close();
@@ -97,7 +99,8 @@ void AddWriteCommands(CLI::App& app, int* exit_code) {
         struct stat st;
         if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
           ::close(fd);
-          return void(*exit_code = Fail(Status(Code::kInvalidArgument, source + " is a directory: put writes one file")));
+          return void(*exit_code =
+                          Fail(Status(Code::kInvalidArgument, source + " is a directory: put writes one file")));
         }
       }
       auto c = OpenClient(a->client);

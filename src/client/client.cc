@@ -1,5 +1,5 @@
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -324,9 +324,10 @@ void ClientImpl::AfterMutation(const ResolvedPath& rp, bool subtree) {
     }
   }
   if (!failed.empty()) {
-    spdlog::warn("{} changed in the under-store, but cached metadata of it could not be dropped everywhere ({}); "
-                 "other clients may see the old state until their mount's ttl, or `shoal refresh {}`",
-                 rp.ns_path, failed, rp.ns_path);
+    spdlog::warn(
+        "{} changed in the under-store, but cached metadata of it could not be dropped everywhere ({}); "
+        "other clients may see the old state until their mount's ttl, or `shoal refresh {}`",
+        rp.ns_path, failed, rp.ns_path);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -69,6 +70,9 @@ class ClientImpl {
   // The under-store of a mount, opened on first use (shared with the direct reads).
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& rp) { return FallbackStore(rp); }
   Deadline NewDeadline() const { return std::chrono::steady_clock::now() + config_.client.timeout; }
+  // Delete/Mkdir/Rmdir: `op` on the path's store within a deadline, then AfterMutation.
+  Status WritePath(std::string_view path, std::string_view what, std::string_view verb,
+                   const std::function<Status(UnderStore&, const std::string&)>& op);
 
   // After a write to `rp` succeeded: drops the cached metadata of the path and
   // of every directory above it up to its mount's root (their listings, and

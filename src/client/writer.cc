@@ -13,6 +13,7 @@
 // then multipart_concurrency parts; Azure: upload_threshold, then
 // upload_concurrency blocks; WebHDFS: write_buffer; file://: nothing).
 #include <algorithm>
+#include <functional>
 
 #include "client/client_impl.h"
 #include "ufs/http/call_deadline.h"
@@ -125,43 +126,33 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
   return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), std::move(*out)));
 }
 
-Status ClientImpl::Delete(std::string_view path) {
-  auto rp = ResolveForWrite(path, "delete");
+// One namespace write on one path: `op` on the store, then the refresh.
+Status ClientImpl::WritePath(std::string_view path, std::string_view what, std::string_view verb,
+                             const std::function<Status(UnderStore&, const std::string&)>& op) {
+  auto rp = ResolveForWrite(path, what);
   if (!rp) return rp.error();
   auto store = StoreFor(*rp);
   if (!store) return store.error();
   {
     CallDeadline bound(NewDeadline());
-    if (Status st = (*store)->Delete(rp->key); !st.ok()) return st.WithContext("delete " + rp->ns_path);
+    if (Status st = op(**store, rp->key); !st.ok()) return st.WithContext(std::string(verb) + " " + rp->ns_path);
   }
   AfterMutation(*rp);
   return {};
+}
+
+Status ClientImpl::Delete(std::string_view path) {
+  return WritePath(path, "delete", "delete", [](UnderStore& s, const std::string& key) { return s.Delete(key); });
 }
 
 Status ClientImpl::Mkdir(std::string_view path) {
-  auto rp = ResolveForWrite(path, "create directory");
-  if (!rp) return rp.error();
-  auto store = StoreFor(*rp);
-  if (!store) return store.error();
-  {
-    CallDeadline bound(NewDeadline());
-    if (Status st = (*store)->Mkdir(rp->key); !st.ok()) return st.WithContext("mkdir " + rp->ns_path);
-  }
-  AfterMutation(*rp);
-  return {};
+  return WritePath(path, "create directory", "mkdir",
+                   [](UnderStore& s, const std::string& key) { return s.Mkdir(key); });
 }
 
 Status ClientImpl::Rmdir(std::string_view path) {
-  auto rp = ResolveForWrite(path, "remove directory");
-  if (!rp) return rp.error();
-  auto store = StoreFor(*rp);
-  if (!store) return store.error();
-  {
-    CallDeadline bound(NewDeadline());
-    if (Status st = (*store)->Rmdir(rp->key); !st.ok()) return st.WithContext("rmdir " + rp->ns_path);
-  }
-  AfterMutation(*rp);
-  return {};
+  return WritePath(path, "remove directory", "rmdir",
+                   [](UnderStore& s, const std::string& key) { return s.Rmdir(key); });
 }
 
 Status ClientImpl::Rename(std::string_view from, std::string_view to) {
@@ -174,7 +165,8 @@ Status ClientImpl::Rename(std::string_view from, std::string_view to) {
     return Status(Code::kNotSupported, what + ": they are in different mounts (" + a->mount->path + ", " +
                                            b->mount->path + "); copy the file and delete the original instead");
   }
-  if (a->key.empty() || b->key.empty()) return Status(Code::kInvalidArgument, what + ": a mount's root cannot be renamed");
+  if (a->key.empty() || b->key.empty())
+    return Status(Code::kInvalidArgument, what + ": a mount's root cannot be renamed");
   auto store = StoreFor(*a);
   if (!store) return store.error();
   bool subtree = true;  // unless the target is known to be a file

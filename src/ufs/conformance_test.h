@@ -19,8 +19,8 @@ namespace shoal {
 struct StoreFactory {
   std::string name;
   std::function<std::shared_ptr<UnderStore>()> make;  // a store at a fresh, empty root
-  bool has_rename = false;   // renames files (else kNotSupported)
-  bool renames_dirs = false;  // renames directories too
+  bool has_rename = false;                            // renames files (else kNotSupported)
+  bool renames_dirs = false;                          // renames directories too
 };
 
 inline std::string PrintToString(const StoreFactory& f) { return f.name; }

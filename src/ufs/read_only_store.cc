@@ -31,7 +31,7 @@ class ReadOnlyStore final : public UnderStore {
   Status Refused(const char* op, std::string_view key) const {
     std::string path = mount_path_ == "/" ? "/" + std::string(key) : mount_path_ + "/" + std::string(key);
     return Status(Code::kReadOnly, std::string("cannot ") + op + " " + path + ": mount " + mount_path_ +
-                                               " is read-only (read_only: true in its mount config)");
+                                       " is read-only (read_only: true in its mount config)");
   }
 
   std::shared_ptr<UnderStore> inner_;

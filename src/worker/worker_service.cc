@@ -150,7 +150,8 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
   {
     std::lock_guard lock(stat_mu_);
     auto it = pending_stats_.find(p.ns_path);
-    if (it != pending_stats_.end() && it->second == pending) pending_stats_.erase(it);  // a Refresh may have detached it
+    if (it != pending_stats_.end() && it->second == pending)
+      pending_stats_.erase(it);  // a Refresh may have detached it
   }
   {
     std::lock_guard lock(pending->mu);
@@ -284,9 +285,8 @@ size_t WorkerService::Refresh(const std::string& ns_path, bool recursive, bool d
     // caused this refresh: later callers start a new one instead of joining it.
     std::lock_guard lock(stat_mu_);
     std::string prefix = ns_path == "/" ? "/" : ns_path + "/";
-    std::erase_if(pending_stats_, [&](const auto& e) {
-      return e.first == ns_path || (recursive && e.first.starts_with(prefix));
-    });
+    std::erase_if(pending_stats_,
+                  [&](const auto& e) { return e.first == ns_path || (recursive && e.first.starts_with(prefix)); });
   }
   size_t n = meta_.Invalidate(ns_path, recursive);
   if (data) n += pages_->DropPath(ns_path, recursive);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "common/subprocess.h"
@@ -53,6 +54,14 @@ class S3rverProcess {
 
   // Creates a bucket (anonymous PUT); OK if it already exists.
   Status CreateBucket(const std::string& name) const;
+
+  // The options of an s3:// mount on this server: endpoint, region and the accepted keys.
+  std::map<std::string, std::string> MountOptions() const {
+    return {{"endpoint", endpoint()},
+            {"region", "us-east-1"},
+            {"access_key_id", kAccessKeyId},
+            {"secret_access_key", kSecretAccessKey}};
+  }
 
   // SIGSTOP: a stalled store (connections are accepted by the kernel, no
   // answer comes, nothing is reset). Thaw() (SIGCONT) resumes it; the

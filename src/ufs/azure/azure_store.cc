@@ -291,7 +291,8 @@ class AzureStore final : public UnderStore {
     if (!has_marker) {
       auto st = Stat(k);
       if (!st) return st.error();
-      if (!st->is_dir) return Status(Code::kNotDirectory, "cannot remove directory " + client_->Display(Blob(k)) + ": it is a file");
+      if (!st->is_dir)
+        return Status(Code::kNotDirectory, "cannot remove directory " + client_->Display(Blob(k)) + ": it is a file");
       return {};  // a prefix that emptied meanwhile
     }
     return DeleteBlob(marker);

@@ -245,7 +245,8 @@ class PosixStore final : public UnderStore {
     auto path = Path(key);
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot delete", path);
-    if (S_ISDIR(st.st_mode)) return Status(Code::kIsDirectory, "cannot delete '" + path + "': it is a directory (rmdir removes an empty one)");
+    if (S_ISDIR(st.st_mode))
+      return Status(Code::kIsDirectory, "cannot delete '" + path + "': it is a directory (rmdir removes an empty one)");
     if (::unlink(path.c_str()) != 0) return ErrnoStatus(errno, "cannot delete", path);
     return SyncDir(Parent(path));
   }
@@ -268,7 +269,8 @@ class PosixStore final : public UnderStore {
     auto path = Path(key);
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot remove directory", path);
-    if (!S_ISDIR(st.st_mode)) return Status(Code::kNotDirectory, "cannot remove directory '" + path + "': it is a file");
+    if (!S_ISDIR(st.st_mode))
+      return Status(Code::kNotDirectory, "cannot remove directory '" + path + "': it is a file");
     if (::rmdir(path.c_str()) != 0) {
       if (errno == ENOTEMPTY || errno == EEXIST) {
         return Status(Code::kNotEmpty, "cannot remove directory '" + path + "': it is not empty");
@@ -289,7 +291,8 @@ class PosixStore final : public UnderStore {
       std::string what = "cannot rename '" + a + "' to '" + b + "'";
       if (e == EISDIR) return Status(Code::kIsDirectory, what + ": the target is a directory");
       if (e == ENOTDIR) return Status(Code::kNotDirectory, what + ": the target is a file and the source a directory");
-      if (e == ENOTEMPTY || e == EEXIST) return Status(Code::kNotEmpty, what + ": the target is a directory that is not empty");
+      if (e == ENOTEMPTY || e == EEXIST)
+        return Status(Code::kNotEmpty, what + ": the target is a directory that is not empty");
       if (e == EINVAL) return Status(Code::kInvalidArgument, what + ": a directory cannot move into itself");
       return ErrnoStatus(e, "cannot rename", a);
     }

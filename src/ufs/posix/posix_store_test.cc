@@ -1,7 +1,11 @@
 #include "ufs/posix/posix_store.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+
+#include <ctime>
 
 #include <filesystem>
 
@@ -23,8 +27,40 @@ std::shared_ptr<UnderStore> MakeFreshPosix() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Posix, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true, /*renames_dirs=*/true}),
+                         ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true,
+                                                        /*renames_dirs=*/true}),
                          [](const auto& info) { return info.param.name; });
+
+// The version is mtime+size and the kernel stamps files from a coarse clock
+// (one tick is milliseconds): a file replaced by one of the same size within
+// a tick would keep its version, and cached pages of the replaced bytes would
+// be served for the new ones. Each round below stamps the old file with the
+// coarse clock's current tick, which is what the kernel would give the new
+// file too, and replaces it at once.
+TEST(PosixStore, EveryWriteOfTheSameSizeGetsANewVersion) {
+  char tmpl[] = "/tmp/shoal-posix-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  ASSERT_NE(dir, nullptr);
+  MountConfig m;
+  m.path = "/t";
+  m.ufs = std::string("file://") + dir;
+  auto store = OpenUnderStore(m);
+  ASSERT_TRUE(store) << store.error().ToString();
+  const std::string path = std::string(dir) + "/same";
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*store)->Write("same", std::string(4096, static_cast<char>('a' + i))).ok());
+    struct timespec times[2];
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &times[1]);
+    times[0] = times[1];
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+    auto before = (*store)->Stat("same");
+    ASSERT_TRUE((*store)->Write("same", std::string(4096, static_cast<char>('A' + i))).ok());
+    auto after = (*store)->Stat("same");
+    ASSERT_TRUE(before && after);
+    EXPECT_NE(before->Version(), after->Version()) << "round " << i;
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(PosixStore, MissingRootIsClearError) {
   MountConfig m;

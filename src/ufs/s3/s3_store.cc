@@ -242,8 +242,9 @@ class S3Store final : public UnderStore {
     auto st = Stat(rel);
     if (!st) return st.error();
     if (st->is_dir) {
-      return Status(Code::kIsDirectory, "cannot delete " + client_->UriOf(Full(rel)) +
-                                            ": it is a directory (a prefix with keys under it); rmdir removes an empty one");
+      return Status(Code::kIsDirectory,
+                    "cannot delete " + client_->UriOf(Full(rel)) +
+                        ": it is a directory (a prefix with keys under it); rmdir removes an empty one");
     }
     return DeleteObject(Full(rel));
   }
@@ -303,8 +304,9 @@ class S3Store final : public UnderStore {
     }
     constexpr uint64_t kMaxCopy = 5ull << 30;  // CopyObject's limit
     if (src->size > kMaxCopy) {
-      return Status(Code::kNotSupported, "cannot rename " + client_->UriOf(Full(a)) +
-                                             ": objects over 5 GiB cannot be copied in one request; copy it and delete the original");
+      return Status(Code::kNotSupported,
+                    "cannot rename " + client_->UriOf(Full(a)) +
+                        ": objects over 5 GiB cannot be copied in one request; copy it and delete the original");
     }
     auto dst = Stat(b);
     if (dst && dst->is_dir) {

@@ -92,7 +92,8 @@ std::shared_ptr<UnderStore> MakeGcs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(S3, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"s3", MakeS3, true}, StoreFactory{"s3_signed_payload", MakeS3SignedPayload, true},
+                         ::testing::Values(StoreFactory{"s3", MakeS3, true},
+                                           StoreFactory{"s3_signed_payload", MakeS3SignedPayload, true},
                                            StoreFactory{"gcs", MakeGcs, true}),
                          [](const auto& info) { return info.param.name; });
 

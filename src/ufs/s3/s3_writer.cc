@@ -72,26 +72,27 @@ Status S3Writer::SubmitPart(std::string data) {
   auto body = std::make_shared<std::string>(std::move(data));
   auto client = client_;
   std::string key = key_, upload_id = upload_id_;
-  inflight_.push_back(std::async(std::launch::async, [client, key, upload_id, number, body,
-                                                       deadline = CallDeadline::Current()]() -> Result<std::string> {
-    // The caller's call deadline (CallDeadline) is per thread: carried over to this one.
-    std::optional<CallDeadline> bound;
-    if (deadline) bound.emplace(*deadline);
-    S3Request r;
-    r.method = "PUT";
-    r.key = key;
-    r.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
-    r.body = std::span<const char>(body->data(), body->size());
-    r.headers = UploadHeaders(client->settings(), r.body);
-    auto resp = client->Send(r);
-    if (!resp) return Err(resp.error());
-    if (resp->status / 100 != 2) return Err(client->ErrorFor(*resp, r));
-    std::string etag = UnquoteEtag(resp->Header("etag"));
-    if (etag.empty()) {
-      return Err(Code::kIo, "part " + std::to_string(number) + " of " + client->UriOf(key) + " returned no ETag");
-    }
-    return etag;
-  }));
+  auto deadline = CallDeadline::Current();
+  inflight_.push_back(
+      std::async(std::launch::async, [client, key, upload_id, number, body, deadline]() -> Result<std::string> {
+        // The caller's call deadline (CallDeadline) is per thread: carried over to this one.
+        std::optional<CallDeadline> bound;
+        if (deadline) bound.emplace(*deadline);
+        S3Request r;
+        r.method = "PUT";
+        r.key = key;
+        r.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
+        r.body = std::span<const char>(body->data(), body->size());
+        r.headers = UploadHeaders(client->settings(), r.body);
+        auto resp = client->Send(r);
+        if (!resp) return Err(resp.error());
+        if (resp->status / 100 != 2) return Err(client->ErrorFor(*resp, r));
+        std::string etag = UnquoteEtag(resp->Header("etag"));
+        if (etag.empty()) {
+          return Err(Code::kIo, "part " + std::to_string(number) + " of " + client->UriOf(key) + " returned no ETag");
+        }
+        return etag;
+      }));
   return {};
 }
 

@@ -158,8 +158,10 @@ Status WebHdfsClient::ErrorFor(const HttpResponse& resp, const std::string& what
                                                ": check the user option and the HDFS permissions");
   }
   if (exception == "FileAlreadyExistsException") return Status(Code::kAlreadyExists, what + " " + Display(path) + ": " + detail);
-  if (exception == "PathIsNotEmptyDirectoryException") return Status(Code::kNotEmpty, what + " " + Display(path) + ": " + detail);
-  if (exception == "ParentNotDirectoryException") return Status(Code::kNotDirectory, what + " " + Display(path) + ": " + detail);
+  if (exception == "PathIsNotEmptyDirectoryException")
+    return Status(Code::kNotEmpty, what + " " + Display(path) + ": " + detail);
+  if (exception == "ParentNotDirectoryException")
+    return Status(Code::kNotDirectory, what + " " + Display(path) + ": " + detail);
   if (exception == "IllegalArgumentException" || resp.status == 400) {
     return Status(Code::kInvalidArgument, what + " " + Display(path) + " was refused: " + detail);
   }

@@ -163,7 +163,8 @@ class WebHdfsStore final : public UnderStore {
     auto s = client_->GetFileStatus(PathOf(key));
     if (!s) return s.error();
     if (s->is_dir) {
-      return Status(Code::kIsDirectory, "cannot delete " + uri_ + std::string(key) + ": it is a directory; rmdir removes an empty one");
+      return Status(Code::kIsDirectory,
+                    "cannot delete " + uri_ + std::string(key) + ": it is a directory; rmdir removes an empty one");
     }
     auto r = client_->Delete(PathOf(key), /*recursive=*/false);
     if (!r) return r.error();
@@ -185,7 +186,8 @@ class WebHdfsStore final : public UnderStore {
     if (PathOf(key) == root_) return Status(Code::kInvalidArgument, "cannot remove the root of " + uri_);
     auto s = client_->GetFileStatus(PathOf(key));
     if (!s) return s.error();
-    if (!s->is_dir) return Status(Code::kNotDirectory, "cannot remove directory " + uri_ + std::string(key) + ": it is a file");
+    if (!s->is_dir)
+      return Status(Code::kNotDirectory, "cannot remove directory " + uri_ + std::string(key) + ": it is a file");
     auto batch = client_->ListBatch(PathOf(key), "");
     if (!batch) return batch.error();
     if (!batch->entries.empty()) {

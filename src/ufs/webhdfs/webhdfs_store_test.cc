@@ -55,7 +55,8 @@ std::shared_ptr<UnderStore> MakeFreshWebHdfs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(WebHdfs, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"webhdfs", MakeFreshWebHdfs, /*has_rename=*/true, /*renames_dirs=*/true}),
+                         ::testing::Values(StoreFactory{"webhdfs", MakeFreshWebHdfs, /*has_rename=*/true,
+                                                        /*renames_dirs=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 int64_t Count(const std::string& name) {
