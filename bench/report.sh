@@ -264,6 +264,16 @@ EOF
     echo "not run: $FAILOVER_NOTRUN"
   fi
   echo
+  echo "## The S3 endpoint (bench/s3_endpoint_bench.sh)"
+  echo
+  if [[ -f $WORK/s3_endpoint.out ]]; then
+    echo "GETs through \`shoal s3\` (proxy mode, over a 2-worker \`shoal up\` on a local directory, warm) against nginx serving the same files with sendfile, and against direct S3 (s3rver behind the WAN emulator). Targets (issue 11): large objects >= 0.8x nginx; small objects >= 0.7x nginx and >= 10x direct. Every byte is checked."
+    echo
+    cat "$WORK/s3_endpoint.out"
+  else
+    echo "not run: $S3EP_NOTRUN"
+  fi
+  echo
   echo "## Page checksums by chunk size (bench/page_format_bench)"
   echo
   if [[ -f $WORK/page_format.out ]]; then

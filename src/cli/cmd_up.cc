@@ -1,10 +1,11 @@
-// shoal up --ufs DIR_OR_URI [--workers N] [--cache-dir DIR] [--cache-size SIZE] ...
+// shoal up --ufs DIR_OR_URI [--workers N] [--cache-dir DIR] [--cache-size SIZE] [--s3 PORT] ...
 //
 // Checks the mount (its options without a request, then, unless --no-check,
 // one listing of its root), starts N worker processes on loopback, writes the
 // client config, prints `ready: config=PATH`, and runs until SIGINT/SIGTERM,
 // restarting any worker that dies (WorkerSupervisor). With --fuse it also
-// mounts the namespace (a `shoal fuse --foreground` child).
+// mounts the namespace (a `shoal fuse --foreground` child); with --s3 PORT it
+// also serves the S3 API (src/s3) over the cluster and prints an `s3:` line first.
 //
 // The state dir holds the configs (mode 0600: mount options may hold
 // secrets), the worker logs and the ports to reuse; it is made private
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/s3_service.h"
 #include "cli/worker_supervisor.h"
 #include "common/config.h"
 #include "common/subprocess.h"
@@ -49,6 +52,8 @@ struct UpArgs {
   bool no_check = false;
   std::vector<std::string> options;
   std::string fuse;  // --fuse MOUNTPOINT: also mount the namespace there
+  std::string s3_port;         // "" = no S3 endpoint; "0" picks a free port
+  std::string s3_credentials;  // "" = STATE/s3-credentials, made on first use
 };
 
 Status MakeDirs(const std::string& dir) {
@@ -142,6 +147,35 @@ Status CheckMount(const MountConfig& m) {
                                " (start with --no-check to skip this check, e.g. while the store is offline)");
 }
 
+// The S3 endpoint of `--s3 PORT`, in this process, over the cluster's client
+// config; prints its `s3:` line and an example.
+Result<std::unique_ptr<S3Service>> StartS3(const UpArgs& a, const std::string& state,
+                                           const std::string& client_config) {
+  int port = -1;
+  if (a.s3_port.size() <= 5 && !a.s3_port.empty() &&
+      std::all_of(a.s3_port.begin(), a.s3_port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    port = std::stoi(a.s3_port);
+  }
+  if (port < 0 || port > 65535) return Err(Code::kInvalidArgument, "--s3 takes a port number (0 picks a free one)");
+  std::string keys_path = a.s3_credentials.empty() ? state + "/s3-credentials" : a.s3_credentials;
+  if (!a.s3_credentials.empty() && ::access(keys_path.c_str(), R_OK) != 0) {
+    return Err(Code::kInvalidArgument, "--s3-credentials '" + keys_path + "' cannot be read: " + std::strerror(errno));
+  }
+  auto keys = LoadOrMakeS3Keys(keys_path);
+  if (!keys) return Err(keys.error().WithContext("--s3"));
+  S3Config s3;
+  s3.credentials_file = keys_path;
+  s3.staging_dir = state + "/s3-uploads";
+  auto service = S3Service::Start(client_config, s3, "127.0.0.1:" + std::to_string(port), false);
+  if (!service) return Err(service.error().WithContext("--s3"));
+  const std::string& address = (*service)->address();
+  std::printf("s3: endpoint=http://%s access_key=%s secret_key=%s\n", address.c_str(), keys->first.c_str(),
+              keys->second.c_str());
+  std::printf("s3: try: AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url http://%s s3 ls s3://%s/\n",
+              keys->first.c_str(), keys->second.c_str(), address.c_str(), a.mount_path.substr(1).c_str());
+  return service;
+}
+
 int RunUp(const UpArgs& a) {
   if (a.workers < 1 || a.workers > 64) return Fail(Status(Code::kInvalidArgument, "--workers must be between 1 and 64"));
   auto cache_size = a.cache_size.empty() ? Result<uint64_t>(kDefaultCacheCapacity) : ParseSize(a.cache_size);
@@ -219,6 +253,15 @@ int RunUp(const UpArgs& a) {
                 info[i].entry.id.c_str(), static_cast<int>(info[i].pid), info[i].cache_dir.c_str(),
                 FormatSize(*cache_size).c_str());
   }
+  std::unique_ptr<S3Service> s3;
+  if (!a.s3_port.empty()) {
+    auto started = StartS3(a, state, client_config);
+    if (!started) {
+      workers.StopAll();
+      return Fail(started.error());
+    }
+    s3 = std::move(*started);
+  }
   // The FUSE mount: `shoal fuse --foreground` as a child, started once the
   // workers are up and stopped (it unmounts) before they are.
   Subprocess fuse_daemon;
@@ -263,6 +306,7 @@ int RunUp(const UpArgs& a) {
       }
     }
   }
+  s3.reset();
   if (!a.fuse.empty() && fuse_daemon.running()) {
     // SIGTERM unmounts; a mount kept busy by open files gets 15 s to be let go.
     fuse_daemon.Stop(std::chrono::seconds(15));
@@ -292,6 +336,9 @@ void AddUp(CLI::App& app, int* exit_code) {
   cmd->add_option("--option,-o", a->options,
                   "Mount option key=value (repeatable), e.g. -o endpoint=http://...; a value may refer to an "
                   "environment variable as ${NAME}");
+  cmd->add_option("--s3", a->s3_port, "Also serve the S3 API on 127.0.0.1:PORT (0 picks a free port)");
+  cmd->add_option("--s3-credentials", a->s3_credentials,
+                  "File of 'ACCESS_KEY SECRET_KEY' for --s3, mode 0600 (default: one made in the state dir)");
   cmd->add_flag("--no-check", a->no_check, "Start without checking that the store answers (offline starts)");
   cmd->add_option("--max-restart-delay", a->max_restart_delay,
                   "Longest wait before restarting a crashed worker (the wait doubles from 0.5s)")

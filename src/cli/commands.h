@@ -20,6 +20,7 @@ void AddClientCommands(CLI::App& app, int* exit_code);  // ls, stat, mount, refr
 void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp
 void AddWriteCommands(CLI::App& app, int* exit_code);   // put, rm, mkdir, rmdir, mv
 void AddFuse(CLI::App& app, int* exit_code);            // fuse (mount, --unmount)
+void AddS3(CLI::App& app, int* exit_code);              // s3 (the S3 endpoint)
 
 // Prints "shoal: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);

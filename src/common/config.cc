@@ -93,6 +93,8 @@ class Reader {
   const std::string& source_;
 };
 
+Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3);
+
 }  // namespace
 
 Result<std::string> ExpandEnvReferences(const std::string& text) {
@@ -233,7 +235,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   c.source = source;
   if (!root.IsDefined() || root.IsNull()) return c;
   Reader r(source);
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3"}));
 
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size"}));
@@ -324,9 +326,53 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["short_circuit"], "client.short_circuit", &c.client.short_circuit));
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["verify_checksums"], "client.verify_checksums", &c.client.verify_checksums));
   }
+  SHOAL_RETURN_IF_ERROR(ParseS3(r, root["s3"], &c.s3));
   SHOAL_RETURN_IF_ERROR(Validate(c));
   return c;
 }
+
+namespace {
+
+Status StringMap(const Reader& r, const YAML::Node& n, const std::string& key, bool expand,
+                 std::map<std::string, std::string>* out) {
+  if (!n.IsDefined() || n.IsNull()) return {};
+  if (!n.IsMap()) return r.Fail(n, key, "expected a mapping of name: value");
+  for (const auto& kv : n) {
+    if (!kv.second.IsScalar()) return r.Fail(kv.second, key, "expected a string value");
+    std::string v = kv.second.as<std::string>();
+    if (expand) {
+      auto e = ExpandEnvReferences(v);
+      if (!e) return r.Fail(kv.second, key, e.error().message());
+      v = *e;
+    }
+    (*out)[kv.first.as<std::string>()] = v;
+  }
+  return {};
+}
+
+Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "s3",
+                                    {"listen", "region", "credentials", "credentials_file", "buckets", "public_buckets",
+                                     "max_clock_skew", "staging_dir"}));
+  if (!n.IsDefined() || n.IsNull()) return {};
+  SHOAL_RETURN_IF_ERROR(r.String(n["listen"], "s3.listen", &s3->listen));
+  SHOAL_RETURN_IF_ERROR(r.String(n["region"], "s3.region", &s3->region));
+  SHOAL_RETURN_IF_ERROR(StringMap(r, n["credentials"], "s3.credentials", true, &s3->credentials));
+  SHOAL_RETURN_IF_ERROR(r.String(n["credentials_file"], "s3.credentials_file", &s3->credentials_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["staging_dir"], "s3.staging_dir", &s3->staging_dir));
+  SHOAL_RETURN_IF_ERROR(StringMap(r, n["buckets"], "s3.buckets", false, &s3->buckets));
+  const auto& pb = n["public_buckets"];
+  if (pb.IsDefined() && !pb.IsNull()) {
+    if (!pb.IsSequence()) return r.Fail(pb, "s3.public_buckets", "expected a list of bucket names");
+    for (const auto& b : pb) {
+      if (!b.IsScalar()) return r.Fail(b, "s3.public_buckets", "expected a bucket name");
+      s3->public_buckets.push_back(b.as<std::string>());
+    }
+  }
+  return r.Duration(n["max_clock_skew"], "s3.max_clock_skew", &s3->max_clock_skew);
+}
+
+}  // namespace
 
 Status Validate(const Config& c) {
   const std::string where = "config error in " + (c.source.empty() ? std::string("config") : c.source) + ": ";
@@ -432,6 +478,30 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "short_circuit" << YAML::Value << c.client.short_circuit;
   e << YAML::Key << "verify_checksums" << YAML::Value << c.client.verify_checksums;
   e << YAML::EndMap;
+  // Written only when set, so that a config written here still loads in a
+  // process that predates the S3 endpoint.
+  if (c.s3 != S3Config{}) {
+    e << YAML::Key << "s3" << YAML::Value << YAML::BeginMap;
+    if (!c.s3.listen.empty()) e << YAML::Key << "listen" << YAML::Value << c.s3.listen;
+    e << YAML::Key << "region" << YAML::Value << c.s3.region;
+    e << YAML::Key << "max_clock_skew" << YAML::Value << FormatDuration(c.s3.max_clock_skew);
+    if (!c.s3.credentials_file.empty()) {
+      e << YAML::Key << "credentials_file" << YAML::Value << c.s3.credentials_file;
+    }
+    if (!c.s3.staging_dir.empty()) e << YAML::Key << "staging_dir" << YAML::Value << c.s3.staging_dir;
+    for (auto [key, map] : {std::pair{"credentials", &c.s3.credentials}, std::pair{"buckets", &c.s3.buckets}}) {
+      if (map->empty()) continue;
+      e << YAML::Key << key << YAML::Value << YAML::BeginMap;
+      for (const auto& [k, v] : *map) e << YAML::Key << k << YAML::Value << v;
+      e << YAML::EndMap;
+    }
+    if (!c.s3.public_buckets.empty()) {
+      e << YAML::Key << "public_buckets" << YAML::Value << YAML::BeginSeq;
+      for (const auto& b : c.s3.public_buckets) e << b;
+      e << YAML::EndSeq;
+    }
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

@@ -120,11 +120,26 @@ struct ClientConfig {
   bool verify_checksums = true;
 };
 
+// The S3-compatible endpoint (`shoal s3`, `shoal up --s3`; src/s3/).
+struct S3Config {
+  std::string listen;                              // host:port for `shoal s3` without --listen
+  std::string region = "us-east-1";                // what GetBucketLocation answers
+  std::map<std::string, std::string> credentials;  // access key -> secret key (${NAME} expanded)
+  std::string credentials_file;                    // more keys, "ACCESS_KEY SECRET_KEY" lines; mode 0600
+  // bucket -> namespace path. Empty: each top-level mount is a bucket (/data -> data).
+  std::map<std::string, std::string> buckets;
+  std::vector<std::string> public_buckets;         // readable without a signature
+  std::chrono::milliseconds max_clock_skew{900'000};
+  std::string staging_dir;  // multipart parts until completed; "" = $TMPDIR/shoal-s3-uploads-UID
+  bool operator==(const S3Config&) const = default;
+};
+
 struct Config {
   ClusterConfig cluster;
   std::vector<MountConfig> mounts;
   WorkerConfig worker;
   ClientConfig client;
+  S3Config s3;
   std::string source;  // file the config came from, for messages
 };
 

@@ -151,3 +151,40 @@ TEST(Config, UnreadableFileIsAConfigError) {
 }
 
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(Config, S3SectionRoundTripsAndIsLeftOutWhenUnset) {
+  ::setenv("SHOAL_TEST_S3_SECRET", "s3cr3t", 1);
+  auto c = ParseConfig(R"(
+s3:
+  listen: 127.0.0.1:9100
+  region: eu-west-1
+  credentials: {AKTEST: "${SHOAL_TEST_S3_SECRET}"}
+  buckets: {images: /data/images}
+  public_buckets: [images]
+  max_clock_skew: 5m
+  staging_dir: /var/tmp/uploads
+)",
+                       "s3.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->s3.listen, "127.0.0.1:9100");
+  EXPECT_EQ(c->s3.region, "eu-west-1");
+  EXPECT_EQ(c->s3.credentials.at("AKTEST"), "s3cr3t");
+  EXPECT_EQ(c->s3.buckets.at("images"), "/data/images");
+  EXPECT_EQ(c->s3.public_buckets, std::vector<std::string>{"images"});
+  EXPECT_EQ(c->s3.max_clock_skew, std::chrono::minutes(5));
+  EXPECT_EQ(c->s3.staging_dir, "/var/tmp/uploads");
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->s3, c->s3);
+
+  auto bad = ParseConfig("s3:\n  credential: {a: b}\n", "bad.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("s3.credential"), std::string::npos) << bad.error().message();
+  EXPECT_EQ(ToYaml(Config{}).find("s3:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shoal

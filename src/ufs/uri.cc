@@ -1,5 +1,7 @@
 #include "ufs/uri.h"
 
+#include "common/sigv4.h"
+
 #include <cctype>
 
 namespace shoal {
@@ -92,20 +94,6 @@ Result<std::string> PercentDecode(std::string_view s) {
   return out;
 }
 
-std::string PercentEncode(std::string_view s, bool keep_slash) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 3 / 2);
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string PercentEncode(std::string_view s, bool keep_slash) { return s3::UriEncode(s, keep_slash); }
 
 }  // namespace shoal

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "shoal/status.h"
-#include "ufs/s3/sigv4.h"
+#include "common/sigv4.h"
 
 namespace shoal::s3 {
 

@@ -11,7 +11,7 @@
 #include "shoal/status.h"
 #include "ufs/mount_options.h"
 #include "ufs/s3/credentials.h"
-#include "ufs/s3/sigv4.h"
+#include "common/sigv4.h"
 #include "ufs/uri.h"
 
 namespace shoal {

@@ -1,13 +1,12 @@
-#include "ufs/s3/sigv4.h"
+#include "common/sigv4.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include <algorithm>
 #include <cctype>
 #include <ctime>
-
-#include "ufs/uri.h"
 
 namespace shoal::s3 {
 namespace {
@@ -59,6 +58,8 @@ std::string TrimValue(std::string_view v) {
   return out;
 }
 
+}  // namespace
+
 // The signing key depends only on the secret, the day, the region and the
 // service, so each thread derives it (four HMACs) once a day, not per request.
 const std::string& SigningKey(const std::string& secret, const std::string& date, const std::string& region,
@@ -76,10 +77,13 @@ const std::string& SigningKey(const std::string& secret, const std::string& date
   return c.key;
 }
 
-}  // namespace
-
 std::string Sha256Hex(std::span<const char> data) {
   auto d = Digest(EVP_sha256(), data);
+  return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
+}
+
+std::string Md5Hex(std::span<const char> data) {
+  auto d = Digest(EVP_md5(), data);
   return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
@@ -99,10 +103,72 @@ std::string AmzDate(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+std::string UriEncode(std::string_view s, bool keep_slash) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size() * 3 / 2);
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+CanonicalHeaders CanonicalizeHeaders(const Headers& headers) {
+  std::vector<std::pair<std::string, std::string>> canon;
+  for (const auto& [k, v] : headers) canon.emplace_back(Lower(k), TrimValue(v));
+  std::stable_sort(canon.begin(), canon.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  CanonicalHeaders out;
+  for (size_t i = 0; i < canon.size(); ++i) {
+    if (i > 0 && canon[i].first == canon[i - 1].first) {
+      out.block.pop_back();  // the '\n'
+      out.block += ',' + canon[i].second + '\n';
+      continue;
+    }
+    out.block += canon[i].first + ':' + canon[i].second + '\n';
+    if (!out.signed_names.empty()) out.signed_names += ';';
+    out.signed_names += canon[i].first;
+  }
+  return out;
+}
+
+std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri, std::string_view canonical_query,
+                             const CanonicalHeaders& headers, std::string_view payload_hash) {
+  std::string r;
+  r.reserve(method.size() + canonical_uri.size() + canonical_query.size() + headers.block.size() +
+            headers.signed_names.size() + payload_hash.size() + 8);
+  r.append(method).append(1, '\n').append(canonical_uri).append(1, '\n').append(canonical_query).append(1, '\n');
+  r.append(headers.block).append(1, '\n').append(headers.signed_names).append(1, '\n').append(payload_hash);
+  return r;
+}
+
+std::string CredentialScope(std::string_view date, std::string_view region, std::string_view service) {
+  return std::string(date) + '/' + std::string(region) + '/' + std::string(service) + "/aws4_request";
+}
+
+std::string StringToSign(std::string_view amz_date, std::string_view scope, std::string_view canonical_request) {
+  return "AWS4-HMAC-SHA256\n" + std::string(amz_date) + '\n' + std::string(scope) + '\n' + Sha256Hex(canonical_request);
+}
+
+std::string HmacHex(std::string_view key, std::string_view data) {
+  auto mac = Hmac(key, data);
+  return Hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+}
+
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> query) {
   for (auto& [k, v] : query) {
-    k = PercentEncode(k, false);
-    v = PercentEncode(v, false);
+    k = UriEncode(k, false);
+    v = UriEncode(v, false);
   }
   std::sort(query.begin(), query.end());
   std::string out;
@@ -125,32 +191,13 @@ void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::syste
   headers.emplace_back("x-amz-content-sha256", in.payload_hash);
   if (!creds.session_token.empty()) headers.emplace_back("x-amz-security-token", creds.session_token);
 
-  // Canonical headers: lower-case names, sorted; repeated names join with ','.
-  std::vector<std::pair<std::string, std::string>> canon;
-  for (const auto& [k, v] : headers) canon.emplace_back(Lower(k), TrimValue(v));
-  std::stable_sort(canon.begin(), canon.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string canonical_headers, signed_headers;
-  for (size_t i = 0; i < canon.size(); ++i) {
-    if (i > 0 && canon[i].first == canon[i - 1].first) {
-      canonical_headers.pop_back();  // the '\n'
-      canonical_headers += ',' + canon[i].second + '\n';
-      continue;
-    }
-    canonical_headers += canon[i].first + ':' + canon[i].second + '\n';
-    if (!signed_headers.empty()) signed_headers += ';';
-    signed_headers += canon[i].first;
-  }
-
-  std::string canonical_request = in.method + '\n' + in.canonical_uri + '\n' + CanonicalQuery(in.query) + '\n' +
-                                  canonical_headers + '\n' + signed_headers + '\n' + in.payload_hash;
-  std::string scope = date + '/' + in.region + '/' + in.service + "/aws4_request";
-  std::string string_to_sign = "AWS4-HMAC-SHA256\n" + amz_date + '\n' + scope + '\n' + Sha256Hex(canonical_request);
-
-  auto sig = Hmac(SigningKey(creds.secret_access_key, date, in.region, in.service), string_to_sign);
+  CanonicalHeaders canon = CanonicalizeHeaders(headers);
+  std::string scope = CredentialScope(date, in.region, in.service);
+  std::string string_to_sign = StringToSign(
+      amz_date, scope, CanonicalRequest(in.method, in.canonical_uri, CanonicalQuery(in.query), canon, in.payload_hash));
+  std::string sig = HmacHex(SigningKey(creds.secret_access_key, date, in.region, in.service), string_to_sign);
   headers.emplace_back("Authorization", "AWS4-HMAC-SHA256 Credential=" + creds.access_key_id + '/' + scope +
-                                            ", SignedHeaders=" + signed_headers +
-                                            ", Signature=" + Hex(reinterpret_cast<const unsigned char*>(sig.data()),
-                                                                 sig.size()));
+                                            ", SignedHeaders=" + canon.signed_names + ", Signature=" + sig);
 }
 
 }  // namespace shoal::s3

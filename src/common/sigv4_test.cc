@@ -2,7 +2,7 @@
 // offline by botocore's S3SigV4Auth (Debian python3-botocore 1.29) with
 // gen_sigv4_vectors.py in this directory, which holds the same inputs; rerun
 // it with /usr/bin/python3 to regenerate them.
-#include "ufs/s3/sigv4.h"
+#include "common/sigv4.h"
 
 #include <gtest/gtest.h>
 

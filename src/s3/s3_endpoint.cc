@@ -1,0 +1,464 @@
+#include "s3/s3_endpoint.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <unistd.h>
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "common/sigv4.h"
+#include "common/task_pool.h"
+#include "s3/s3_auth.h"
+#include "s3/s3_common.h"
+#include "s3/s3_errors.h"
+#include "s3/s3_listing.h"
+#include "s3/s3_objects.h"
+#include "s3/s3_writes.h"
+#include "ufs/http/xml.h"
+#include "ufs/uri.h"
+
+namespace shoal::s3 {
+namespace {
+
+constexpr size_t kThreads = 16;
+constexpr size_t kMaxQueryParams = 64;
+constexpr size_t kMaxKeyLength = 1024;
+
+S3Result<QueryParams> ParseQuery(std::string_view query) {
+  QueryParams out;
+  while (!query.empty()) {
+    if (out.size() == kMaxQueryParams) {
+      return S3Err(400, "InvalidArgument", "more than " + std::to_string(kMaxQueryParams) + " query parameters");
+    }
+    auto amp = query.find('&');
+    std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    auto k = PercentDecode(item.substr(0, eq));
+    auto v = PercentDecode(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
+    if (!k || !v) return S3Err(400, "InvalidURI", "the query has a malformed %-escape");
+    out.emplace_back(std::move(*k), std::move(*v));
+  }
+  return out;
+}
+
+bool IsIpHost(std::string_view host) {
+  if (host.starts_with('[')) return true;
+  return !host.empty() && std::all_of(host.begin(), host.end(),
+                                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+}
+
+// A key maps to a namespace path below the bucket root: no empty, "." or ".."
+// segments (a trailing '/' marks a directory key).
+S3Result<std::string> KeyPath(const std::string& root, std::string_view key) {
+  if (key.size() > kMaxKeyLength) return S3Err(400, "KeyTooLongError", "keys are limited to 1024 bytes");
+  std::string_view rest = key;
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  size_t segments = 0;
+  while (segments <= kMaxKeyLength) {
+    auto slash = rest.find('/');
+    std::string_view seg = rest.substr(0, slash);
+    if (seg.empty() || seg == "." || seg == ".." || seg.find('\0') != std::string_view::npos) {
+      return S3Err(400, "InvalidArgument",
+                   "key '" + std::string(key) + "' has an empty, '.' or '..' path segment: Shoal maps keys to paths");
+    }
+    ++segments;
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return (root == "/" ? "" : root) + "/" + std::string(key);
+}
+
+std::string Hex(std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::optional<std::string> Unhex(std::string_view s) {
+  if (s.size() % 2) return std::nullopt;
+  std::string out;
+  auto val = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int hi = val(s[i]), lo = val(s[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+}  // namespace
+
+class S3Endpoint::Impl {
+ public:
+  Impl(Client& client, const S3Config& config, std::map<std::string, std::string> keys,
+       std::map<std::string, std::string> buckets)
+      : client_(client),
+        config_(config),
+        buckets_(std::move(buckets)),
+        public_(config.public_buckets.begin(), config.public_buckets.end()),
+        auth_(std::move(keys), config.max_clock_skew),
+        writes_(client, !config.staging_dir.empty() ? config.staging_dir
+                                                    : (std::filesystem::temp_directory_path() /
+                                                       ("shoal-s3-uploads-" + std::to_string(::getuid())))
+                                                          .string()),
+        pool_(kThreads),
+        started_ns_(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count()) {}
+
+  void Handle(const net::HttpRequest& request, net::Responder responder) {
+    auto req = std::make_shared<net::HttpRequest>(request);
+    pool_.Submit([this, req, responder] { responder.Respond(Serve(*req)); });
+  }
+
+  const std::map<std::string, std::string>& buckets() const { return buckets_; }
+
+ private:
+  struct Target {
+    std::string bucket;  // "" for the service (ListBuckets)
+    std::string key;
+    std::string resource;  // "/bucket/key" for errors
+  };
+
+  net::HttpResponse Serve(const net::HttpRequest& req) {
+    std::string id = Hex(std::string_view(reinterpret_cast<const char*>(&started_ns_), 4)) + "-" +
+                     std::to_string(next_id_.fetch_add(1));
+    Target t;
+    auto res = Dispatch(req, &t);
+    if (!res) {
+      if (res.error().http_status >= 500) {
+        spdlog::warn("s3: {} {}: {} {}", req.method, t.resource, res.error().code, res.error().message);
+      }
+      return ErrorResponse(res.error(), t.resource, id);
+    }
+    res->headers.emplace_back("x-amz-request-id", id);
+    return std::move(*res);
+  }
+
+  S3Result<net::HttpResponse> Dispatch(const net::HttpRequest& req, Target* t) {
+    auto query = ParseQuery(req.query());
+    if (!query) return std::unexpected(query.error());
+    auto path = PercentDecode(req.path());
+    if (!path || !path->starts_with('/')) return S3Err(400, "InvalidURI", "the request path is not a valid URI path");
+    std::string_view p(*path);
+    p.remove_prefix(1);
+    if (auto bucket = VirtualHostBucket(req)) {
+      t->bucket = *bucket;
+      t->key = std::string(p);
+    } else {
+      auto slash = p.find('/');
+      t->bucket = std::string(p.substr(0, slash));
+      if (slash != std::string_view::npos) t->key = std::string(p.substr(slash + 1));
+    }
+    t->resource = "/" + t->bucket + (t->key.empty() ? "" : "/" + t->key);
+
+    auto auth = auth_.Verify(req, *query, std::chrono::system_clock::now());
+    if (!auth) return std::unexpected(auth.error());
+    const bool read = req.method == "GET" || req.method == "HEAD";
+    if (auth->access_key.empty() && !(read && !t->bucket.empty() && public_.contains(t->bucket))) {
+      return S3Err(403, "AccessDenied",
+                   "anonymous requests are refused here: sign the request with a key from "
+                   "s3.credentials (or list the bucket in s3.public_buckets for anonymous reads)");
+    }
+
+    if (t->bucket.empty()) {
+      if (req.method != "GET") return S3Err(405, "MethodNotAllowed", req.method + " is not allowed on the service");
+      return ListBuckets();
+    }
+    auto root = buckets_.find(t->bucket);
+    if (root == buckets_.end()) {
+      return S3Err(404, "NoSuchBucket",
+                   "no bucket '" + t->bucket + "' (the buckets are the top-level mounts, or s3.buckets)");
+    }
+    WriteRequest w{&req, &*query, &*auth, t->bucket, t->key, ""};
+    if (t->key.empty()) return BucketOperation(req, *query, t->bucket, root->second, w);
+    return ObjectOperation(req, *query, root->second, w);
+  }
+
+  std::optional<std::string> VirtualHostBucket(const net::HttpRequest& req) const {
+    const std::string* host = req.Header("Host");
+    if (!host) return std::nullopt;
+    std::string_view h(*host);
+    if (IsIpHost(h)) return std::nullopt;
+    auto colon = h.rfind(':');
+    if (colon != std::string_view::npos) h = h.substr(0, colon);
+    auto dot = h.find('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    std::string label(h.substr(0, dot));
+    if (!buckets_.contains(label)) return std::nullopt;
+    return label;
+  }
+
+  S3Result<net::HttpResponse> ListBuckets() {
+    std::string body = "<ListAllMyBucketsResult" + std::string(kS3Xmlns) + "><Owner>" + Tag("ID", "shoal") +
+                       Tag("DisplayName", "shoal") + "</Owner><Buckets>";
+    for (const auto& [name, path] : buckets_) {
+      body += "<Bucket>" + Tag("Name", name) + Tag("CreationDate", IsoDate(started_ns_)) + "</Bucket>";
+    }
+    body += "</Buckets></ListAllMyBucketsResult>";
+    return XmlResponse(200, std::move(body));
+  }
+
+  S3Result<net::HttpResponse> BucketOperation(const net::HttpRequest& req, const QueryParams& q,
+                                              const std::string& bucket, const std::string& root,
+                                              const WriteRequest& w) {
+    if (req.method == "POST" && Param(q, "delete")) return writes_.DeleteObjects(w, root);
+    if (req.method == "HEAD") {
+      net::HttpResponse r;
+      r.headers.emplace_back("x-amz-bucket-region", config_.region);
+      return r;
+    }
+    if (req.method != "GET") {
+      return S3Err(501, "NotImplemented", req.method + " on a bucket is not implemented by this endpoint");
+    }
+    if (Param(q, "location")) {
+      std::string region = config_.region == "us-east-1" ? "" : config_.region;
+      return XmlResponse(
+          200, "<LocationConstraint" + std::string(kS3Xmlns) + ">" + XmlEscape(region) + "</LocationConstraint>");
+    }
+    if (Param(q, "uploads")) return writes_.ListUploads(bucket, q);
+    for (const char* sub : {"acl", "policy", "versioning", "tagging", "cors", "lifecycle", "website", "logging",
+                            "notification", "replication", "encryption", "object-lock", "versions", "accelerate",
+                            "requestPayment", "ownershipControls", "publicAccessBlock"}) {
+      if (Param(q, sub)) {
+        return S3Err(501, "NotImplemented", std::string("the bucket subresource ?") + sub + " is not implemented");
+      }
+    }
+    const std::string* list_type = Param(q, "list-type");
+    if (list_type && *list_type != "2") return S3Err(400, "InvalidArgument", "list-type must be 2");
+    return List(q, bucket, root, list_type != nullptr);
+  }
+
+  S3Result<net::HttpResponse> List(const QueryParams& q, const std::string& bucket, const std::string& root, bool v2) {
+    ListRequest lr;
+    lr.root = root;
+    auto get = [&](const char* name) {
+      const std::string* v = Param(q, name);
+      return v ? *v : std::string();
+    };
+    lr.prefix = get("prefix");
+    lr.delimiter = get("delimiter");
+    if (const std::string* mk = Param(q, "max-keys")) {
+      if (mk->empty() || mk->size() > 9 ||
+          !std::all_of(mk->begin(), mk->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        return S3Err(400, "InvalidArgument", "max-keys must be a number between 0 and 1000");
+      }
+      lr.max_keys = std::min<size_t>(1000, std::stoul(*mk));
+    }
+    const std::string* encoding = Param(q, "encoding-type");
+    if (encoding && *encoding != "url") return S3Err(400, "InvalidArgument", "encoding-type must be url");
+    auto enc = [&](const std::string& s) { return encoding ? UriEncode(s, true) : s; };
+    std::string token, start_after = get("start-after"), marker = get("marker");
+    if (v2) {
+      lr.after = start_after;
+      if (const std::string* ct = Param(q, "continuation-token")) {
+        auto key = ct->starts_with("1") ? Unhex(std::string_view(*ct).substr(1)) : std::nullopt;
+        if (!key) return S3Err(400, "InvalidArgument", "the continuation-token is not one this endpoint gave out");
+        token = *ct;
+        lr.after = std::max(lr.after, *key);
+      }
+    } else {
+      lr.after = marker;
+    }
+    auto result = ListObjects(client_, lr);
+    if (!result) return std::unexpected(result.error());
+
+    std::string body =
+        "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
+    if (v2) {
+      body += Tag("KeyCount", std::to_string(result->objects.size() + result->common_prefixes.size()));
+      if (!token.empty()) body += Tag("ContinuationToken", token);
+      if (result->truncated) body += Tag("NextContinuationToken", "1" + Hex(result->last));
+      if (!start_after.empty()) body += Tag("StartAfter", enc(start_after));
+    } else {
+      body += Tag("Marker", enc(marker));
+      if (result->truncated) body += Tag("NextMarker", enc(result->last));
+    }
+    body += Tag("MaxKeys", std::to_string(lr.max_keys));
+    if (!lr.delimiter.empty()) body += Tag("Delimiter", enc(lr.delimiter));
+    if (encoding) body += Tag("EncodingType", "url");
+    body += Tag("IsTruncated", result->truncated ? "true" : "false");
+    const bool owner = !v2 || get("fetch-owner") == "true";
+    for (const auto& o : result->objects) {
+      body += "<Contents>" + Tag("Key", enc(o.path)) + Tag("LastModified", IsoDate(o.mtime_ns)) +
+              Tag("ETag", ETagOf(o)) + Tag("Size", std::to_string(o.size)) + Tag("StorageClass", "STANDARD");
+      if (owner) body += "<Owner>" + Tag("ID", "shoal") + Tag("DisplayName", "shoal") + "</Owner>";
+      body += "</Contents>";
+    }
+    for (const auto& p : result->common_prefixes)
+      body += "<CommonPrefixes>" + Tag("Prefix", enc(p)) + "</CommonPrefixes>";
+    body += "</ListBucketResult>";
+    return XmlResponse(200, std::move(body));
+  }
+
+  S3Result<net::HttpResponse> ObjectOperation(const net::HttpRequest& req, const QueryParams& q,
+                                              const std::string& root, WriteRequest w) {
+    const std::string& key = w.key;
+    auto path = KeyPath(root, key);
+    if (!path) return std::unexpected(path.error());
+    w.path = *path;
+    const bool upload = Param(q, "uploadId") != nullptr;
+    if (req.method == "GET" || req.method == "HEAD") {
+      if (upload && req.method == "GET") return writes_.ListParts(w);
+      for (const char* sub : {"acl", "tagging", "uploadId", "attributes", "retention", "legal-hold", "torrent"}) {
+        if (Param(q, sub)) {
+          return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
+        }
+      }
+      if (key.ends_with('/')) return S3Err(404, "NoSuchKey", "no object '" + key + "' (a directory)");
+      ObjectRequest o{&req, &q, *path};
+      return GetObject(client_, pool_, o);
+    }
+    const std::string* copy_source = req.Header("x-amz-copy-source");
+    if (req.method == "PUT") {
+      for (const char* sub : {"acl", "tagging", "retention", "legal-hold"}) {
+        if (Param(q, sub)) {
+          return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
+        }
+      }
+      if (upload) {
+        if (copy_source) return S3Err(501, "NotImplemented", "UploadPartCopy is not implemented");
+        return writes_.UploadPart(w);
+      }
+      if (copy_source) {
+        auto source = CopySourcePath(*copy_source);
+        if (!source) return std::unexpected(source.error());
+        return writes_.Copy(w, *source);
+      }
+      return writes_.Put(w);
+    }
+    if (req.method == "DELETE") return upload ? writes_.AbortUpload(w) : writes_.Delete(w);
+    if (req.method == "POST") {
+      if (Param(q, "uploads")) return writes_.CreateUpload(w);
+      if (upload) return writes_.CompleteUpload(w);
+    }
+    return S3Err(
+        501, "NotImplemented",
+        req.method + " " + std::string(req.target.substr(0, 200)) + " is not an operation this endpoint implements");
+  }
+
+  // x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, maybe "?versionId=".
+  S3Result<std::string> CopySourcePath(std::string_view source) const {
+    source = source.substr(0, source.find('?'));
+    auto decoded = PercentDecode(source);
+    if (!decoded) return S3Err(400, "InvalidArgument", "x-amz-copy-source has a malformed %-escape");
+    std::string_view s(*decoded);
+    if (s.starts_with('/')) s.remove_prefix(1);
+    auto slash = s.find('/');
+    if (slash == std::string_view::npos || slash + 1 == s.size()) {
+      return S3Err(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+    }
+    auto root = buckets_.find(std::string(s.substr(0, slash)));
+    if (root == buckets_.end()) {
+      return S3Err(404, "NoSuchBucket", "no bucket '" + std::string(s.substr(0, slash)) + "' (x-amz-copy-source)");
+    }
+    return KeyPath(root->second, s.substr(slash + 1));
+  }
+
+  Client& client_;
+  S3Config config_;
+  std::map<std::string, std::string> buckets_;
+  std::set<std::string> public_;
+  Authenticator auth_;
+  ObjectWrites writes_;
+  std::atomic<uint64_t> next_id_{1};
+  TaskPool pool_;  // last: its threads stop first
+  int64_t started_ns_;
+};
+
+Status LoadCredentialsFile(const std::string& path, std::map<std::string, std::string>* keys) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status(Code::kInvalidArgument, "cannot read s3 credentials file '" + path + "': " + std::strerror(errno));
+  }
+  if (st.st_mode & 077) {
+    return Status(Code::kPermissionDenied, "s3 credentials file '" + path + "' is readable by others: chmod 600 it");
+  }
+  std::ifstream in(path);
+  if (!in) return Status(Code::kInvalidArgument, "cannot read s3 credentials file '" + path + "'");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::istringstream words(line);
+    std::string ak, sk, extra;
+    if (!(words >> ak) || ak.starts_with('#')) continue;
+    if (!(words >> sk) || (words >> extra)) {
+      return Status(Code::kInvalidArgument, path + ":" + std::to_string(n) + ": expected 'ACCESS_KEY SECRET_KEY'");
+    }
+    (*keys)[ak] = sk;
+  }
+  return {};
+}
+
+S3Endpoint::S3Endpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+S3Endpoint::~S3Endpoint() = default;
+
+Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(Client& client, const S3Config& config) {
+  std::map<std::string, std::string> keys = config.credentials;
+  if (!config.credentials_file.empty()) SHOAL_RETURN_IF_ERROR(LoadCredentialsFile(config.credentials_file, &keys));
+  std::map<std::string, std::string> buckets = config.buckets;
+  if (buckets.empty()) {
+    for (const auto& m : client.Mounts()) {
+      std::string_view name(m.path);
+      name.remove_prefix(1);
+      if (name.empty() || name.find('/') != std::string_view::npos) continue;  // "/" or nested: use s3.buckets
+      buckets[std::string(name)] = m.path;
+    }
+  }
+  for (const auto& [name, path] : buckets) {
+    if (name.empty() || name.find('/') != std::string::npos) {
+      return Err(Code::kInvalidArgument, "s3.buckets: bucket name '" + name + "' must be non-empty and have no '/'");
+    }
+    if (!path.starts_with('/')) {
+      return Err(Code::kInvalidArgument,
+                 "s3.buckets: bucket '" + name + "' maps to '" + path + "', not a namespace path such as /data");
+    }
+  }
+  for (const auto& b : config.public_buckets) {
+    if (!buckets.contains(b)) {
+      return Err(Code::kInvalidArgument, "s3.public_buckets names '" + b + "', which is not a bucket");
+    }
+  }
+  if (keys.empty() && config.public_buckets.empty()) {
+    return Err(Code::kInvalidArgument,
+               "the S3 endpoint has no access key: set s3.credentials or s3.credentials_file (or s3.public_buckets "
+               "for anonymous reads)");
+  }
+  return std::unique_ptr<S3Endpoint>(
+      new S3Endpoint(std::make_unique<Impl>(client, config, std::move(keys), std::move(buckets))));
+}
+
+net::Router S3Endpoint::Routes() {
+  net::Router r;
+  r.SetFallback([impl = impl_.get()](const net::HttpRequest& req, net::Responder res) { impl->Handle(req, res); });
+  return r;
+}
+
+net::ServerOptions S3Endpoint::ServerOptionsFor(const std::string& listen) {
+  net::ServerOptions o;
+  o.listen = listen;
+  o.settings_prefix = "s3";
+  o.body_limit = 16ull << 20;
+  o.error_response = ServerErrorResponse;
+  return o;
+}
+
+const std::map<std::string, std::string>& S3Endpoint::buckets() const { return impl_->buckets(); }
+
+}  // namespace shoal::s3

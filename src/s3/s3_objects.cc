@@ -1,0 +1,307 @@
+#include "s3/s3_objects.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace shoal::s3 {
+namespace {
+
+std::optional<int64_t> ParseHttpDate(const std::string& s) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+// Whether an If-Match / If-None-Match list names this ETag ("*" names any).
+bool EtagListMatches(std::string_view list, const std::string& etag) {
+  std::string_view bare(etag);
+  bare = bare.substr(1, bare.size() - 2);
+  for (int i = 0; i < 100 && !list.empty(); ++i) {
+    auto comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.starts_with("W/")) item.remove_prefix(2);
+    if (item.size() >= 2 && item.front() == '"' && item.back() == '"') item = item.substr(1, item.size() - 2);
+    if (item == "*" || item == bare) return true;
+  }
+  return false;
+}
+
+struct Range {
+  uint64_t begin = 0, end = 0;  // [begin, end)
+};
+
+// The byte range of a Range header for an object of `size` bytes: nullopt for
+// the whole object (no header, or one S3 ignores: not "bytes=", several
+// ranges, malformed), or InvalidRange when it lies past the end.
+S3Result<std::optional<Range>> ParseRange(const std::string* header, uint64_t size) {
+  if (!header) return std::nullopt;
+  std::string_view h(*header);
+  if (!h.starts_with("bytes=") || h.find(',') != std::string_view::npos) return std::nullopt;
+  h.remove_prefix(6);
+  auto dash = h.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  auto num = [](std::string_view s) -> std::optional<uint64_t> {
+    if (s.empty() || s.size() > 19) return std::nullopt;
+    uint64_t v = 0;
+    for (char c : s) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return v;
+  };
+  auto first = h.substr(0, dash), last = h.substr(dash + 1);
+  auto unsatisfiable = [&] {
+    return S3Err(416, "InvalidRange",
+                 "the range " + *header + " is not satisfiable: the object has " + std::to_string(size) + " bytes");
+  };
+  if (first.empty()) {  // the last n bytes
+    auto n = num(last);
+    if (!n) return std::nullopt;
+    if (*n == 0 || size == 0) return unsatisfiable();
+    return Range{size - std::min(*n, size), size};
+  }
+  auto a = num(first);
+  if (!a) return std::nullopt;
+  std::optional<uint64_t> b;
+  if (!last.empty()) {
+    b = num(last);
+    if (!b || *b < *a) return std::nullopt;
+  }
+  if (*a >= size) return unsatisfiable();
+  return Range{*a, b ? std::min(*b + 1, size) : size};
+}
+
+// Fills `out` from `offset`; a file that ends early changed since it was opened.
+Status ReadFully(File& file, uint64_t offset, std::span<char> out) {
+  size_t got = 0;
+  while (got < out.size()) {
+    auto n = file.Pread(offset + got, out.subspan(got));
+    if (!n) return n.error();
+    if (*n == 0) {
+      return Status(Code::kVersionMismatch, file.status().path + " ended at byte " + std::to_string(offset + got) +
+                                                ", before the size it was opened with");
+    }
+    got += *n;
+  }
+  return {};
+}
+
+// Bytes read for a body, not zero-filled first (they are overwritten).
+struct Buffer {
+  explicit Buffer(size_t n) : data(std::make_unique_for_overwrite<char[]>(n)), size(n) {}
+  std::span<char> span() { return {data.get(), size}; }
+  // A body part that keeps the buffer until it is sent.
+  static net::BodyPart Part(std::shared_ptr<Buffer> b) {
+    std::string_view bytes(b->data.get(), b->size);
+    return net::BodyPart::Bytes(bytes, std::move(b));
+  }
+  std::unique_ptr<char[]> data;
+  size_t size;
+};
+
+// One chunk being read on the pool.
+struct Fetch {
+  std::mutex mu;
+  bool done = false;
+  Result<std::shared_ptr<Buffer>> data;
+  net::BodyPart::Ready ready;
+};
+
+// Streams [begin, end) of an open file as a chain of deferred body parts:
+// when the server takes one chunk, the next starts reading.
+class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
+ public:
+  ObjectStream(std::unique_ptr<File> file, TaskPool& pool) : file_(std::move(file)), pool_(pool) {}
+
+  net::BodyPart Body(uint64_t begin, uint64_t end) { return Part(begin, end, Start(begin, end)); }
+
+ private:
+  std::shared_ptr<Fetch> Start(uint64_t off, uint64_t end) {
+    auto f = std::make_shared<Fetch>();
+    size_t len = static_cast<size_t>(std::min(kStreamChunk, end - off));
+    pool_.Submit([self = shared_from_this(), f, off, len] {
+      auto buf = std::make_shared<Buffer>(len);
+      Result<std::shared_ptr<Buffer>> r;
+      if (Status st = ReadFully(*self->file_, off, buf->span()); st.ok()) {
+        r = std::move(buf);
+      } else {
+        r = Err(st);
+      }
+      net::BodyPart::Ready ready;
+      {
+        std::lock_guard lock(f->mu);
+        f->data = std::move(r);
+        f->done = true;
+        ready = std::move(f->ready);
+      }
+      if (ready) ready();
+    });
+    return f;
+  }
+
+  net::BodyPart Part(uint64_t off, uint64_t end, std::shared_ptr<Fetch> f) {
+    uint64_t len = std::min(kStreamChunk, end - off);
+    return net::BodyPart::Deferred(
+        end - off,
+        [f](net::BodyPart::Ready ready) {
+          std::unique_lock lock(f->mu);
+          if (!f->done) {
+            f->ready = std::move(ready);
+            return;
+          }
+          lock.unlock();
+          ready();
+        },
+        [self = shared_from_this(), f, off, len, end]() -> Result<std::vector<net::BodyPart>> {
+          if (!f->data) return Err(f->data.error());
+          std::vector<net::BodyPart> parts;
+          parts.push_back(Buffer::Part(std::move(*f->data)));
+          if (off + len < end) parts.push_back(self->Part(off + len, end, self->Start(off + len, end)));
+          return parts;
+        });
+  }
+
+  std::unique_ptr<File> file_;
+  TaskPool& pool_;
+};
+
+}  // namespace
+
+namespace {
+std::string FormatUtc(int64_t unix_ns, const char* format) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+}  // namespace
+
+std::string HttpDate(int64_t unix_ns) { return FormatUtc(unix_ns, "%a, %d %b %Y %H:%M:%S GMT"); }
+
+std::string IsoDate(int64_t unix_ns) {
+  std::string buf = FormatUtc(unix_ns, "%Y-%m-%dT%H:%M:%S");
+  char ms[8];
+  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>((unix_ns / 1'000'000) % 1000));
+  return std::string(buf) + ms;
+}
+
+std::string ETagOf(const FileStatus& st) {
+  std::string v = st.version;
+  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+  if (v.empty()) v = std::to_string(st.mtime_ns) + "-" + std::to_string(st.size);
+  return '"' + v + '"';
+}
+
+S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
+  const net::HttpRequest& http = *req.http;
+  const bool head = http.method == "HEAD";
+  std::unique_ptr<File> file;
+  FileStatus st;
+  if (head) {
+    auto s = client.Stat(req.path);
+    if (!s) return std::unexpected(FromStatus(s.error()));
+    st = std::move(*s);
+  } else {
+    auto f = client.OpenFile(req.path);
+    if (!f) return std::unexpected(FromStatus(f.error()));
+    file = std::move(*f);
+    st = file->status();
+  }
+  if (st.is_dir) return S3Err(404, "NoSuchKey", req.path + " is a directory, not an object");
+
+  const std::string etag = ETagOf(st);
+  const int64_t mtime_s = st.mtime_ns / 1'000'000'000;
+  auto header_time = [&](const char* name) -> std::optional<int64_t> {
+    const std::string* h = http.Header(name);
+    return h ? ParseHttpDate(*h) : std::nullopt;
+  };
+  // RFC 7232 order, as S3 applies it.
+  const std::string* if_match = http.Header("If-Match");
+  const std::string* if_none_match = http.Header("If-None-Match");
+  if (if_match && !EtagListMatches(*if_match, etag)) {
+    return S3Err(412, "PreconditionFailed", "If-Match " + *if_match + " does not match the ETag " + etag);
+  }
+  if (!if_match) {
+    if (auto t = header_time("If-Unmodified-Since"); t && mtime_s > *t) {
+      return S3Err(412, "PreconditionFailed", "the object was modified after If-Unmodified-Since");
+    }
+  }
+  bool not_modified = false;
+  if (if_none_match) {
+    not_modified = EtagListMatches(*if_none_match, etag);
+  } else if (auto t = header_time("If-Modified-Since"); t && mtime_s <= *t) {
+    not_modified = true;
+  }
+
+  net::HttpResponse res;
+  res.headers.emplace_back("ETag", etag);
+  res.headers.emplace_back("Last-Modified", HttpDate(st.mtime_ns));
+  if (not_modified) {
+    res.status = 304;
+    return res;
+  }
+  auto range = ParseRange(http.Header("Range"), st.size);
+  if (!range) return std::unexpected(range.error());
+  uint64_t begin = 0, end = st.size;
+  if (*range) {
+    begin = (*range)->begin;
+    end = (*range)->end;
+    res.status = 206;
+    res.headers.emplace_back("Content-Range", "bytes " + std::to_string(begin) + "-" + std::to_string(end - 1) + "/" +
+                                                  std::to_string(st.size));
+  }
+  res.headers.emplace_back("Accept-Ranges", "bytes");
+  std::string content_type = "binary/octet-stream";
+  static const std::pair<const char*, const char*> kOverrides[] = {
+      {"response-content-type", "Content-Type"},
+      {"response-content-language", "Content-Language"},
+      {"response-expires", "Expires"},
+      {"response-cache-control", "Cache-Control"},
+      {"response-content-disposition", "Content-Disposition"},
+      {"response-content-encoding", "Content-Encoding"}};
+  for (const auto& [param, header] : kOverrides) {
+    const std::string* v = Param(*req.query, param);
+    if (!v) continue;
+    if (v->find_first_of("\r\n") != std::string::npos) {
+      return S3Err(400, "InvalidArgument", std::string(param) + " must not contain a line break");
+    }
+    if (std::string_view(header) == "Content-Type") {
+      content_type = *v;
+    } else {
+      res.headers.emplace_back(header, *v);
+    }
+  }
+  res.headers.emplace_back("Content-Type", content_type);
+  if (end > begin) {
+    if (head) {
+      // The length only: the server sends no body for HEAD.
+      res.parts.push_back(net::BodyPart::Deferred(
+          end - begin, [](net::BodyPart::Ready) {},
+          []() -> Result<std::vector<net::BodyPart>> { return Err(Code::kInternal, "a HEAD has no body"); }));
+    } else {
+      // The first chunk here, on the endpoint's thread (a small object is then
+      // one read and no hand-off); the rest streams, read one chunk ahead.
+      auto first = std::make_shared<Buffer>(static_cast<size_t>(std::min(kStreamChunk, end - begin)));
+      if (Status rs = ReadFully(*file, begin, first->span()); !rs.ok()) return std::unexpected(FromStatus(rs));
+      uint64_t rest = begin + first->size;
+      res.parts.push_back(Buffer::Part(std::move(first)));
+      if (rest < end) {
+        auto stream = std::make_shared<ObjectStream>(std::move(file), pool);
+        res.parts.push_back(stream->Body(rest, end));
+      }
+    }
+  }
+  return res;
+}
+
+}  // namespace shoal::s3

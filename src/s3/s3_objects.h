@@ -1,0 +1,38 @@
+// GetObject and HeadObject: conditional requests (If-Match, If-None-Match,
+// If-Modified-Since, If-Unmodified-Since), byte ranges (a-b, a-, -n),
+// response-content-* overrides, ETag = the object's Shoal version; the body
+// streamed from the client library in chunks, one chunk read ahead, never
+// the whole object in memory.
+#pragma once
+
+#include <string>
+
+#include "common/task_pool.h"
+#include "net/http_server.h"
+#include "s3/s3_auth.h"
+#include "s3/s3_errors.h"
+#include "shoal/client.h"
+
+namespace shoal::s3 {
+
+// Bytes read from the client library per step of a streamed body.
+inline constexpr uint64_t kStreamChunk = 4ull << 20;
+
+struct ObjectRequest {
+  const net::HttpRequest* http = nullptr;
+  const QueryParams* query = nullptr;
+  std::string path;  // the namespace path of the key
+};
+
+// The answer to a GET or HEAD of an object (an error is returned for the
+// caller to render).
+S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const ObjectRequest& request);
+
+// "Wed, 21 Oct 2015 07:28:00 GMT"
+std::string HttpDate(int64_t unix_ns);
+// ISO 8601 with milliseconds, as listings show times: "2015-10-21T07:28:00.000Z"
+std::string IsoDate(int64_t unix_ns);
+// The quoted ETag of a version.
+std::string ETagOf(const FileStatus& status);
+
+}  // namespace shoal::s3

@@ -1,0 +1,348 @@
+#include "s3/s3_writes.h"
+
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/sigv4.h"
+#include "s3/s3_common.h"
+#include "s3/s3_objects.h"
+#include "ufs/http/xml.h"
+
+namespace shoal::s3 {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxParts = 10000;
+constexpr size_t kMaxDeleteKeys = 1000;
+
+std::string Unquote(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c != '"') out += c;
+  }
+  return out;
+}
+
+bool IsUploadId(std::string_view id) {
+  return id.size() == 32 &&
+         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+S3Result<int> PartNumber(const std::string* p) {
+  if (!p || p->empty() || p->size() > 5 ||
+      !std::all_of(p->begin(), p->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return S3Err(400, "InvalidArgument", "partNumber must be a number between 1 and 10000");
+  }
+  int n = std::stoi(*p);
+  if (n < 1 || n > kMaxParts) return S3Err(400, "InvalidArgument", "partNumber must be between 1 and 10000");
+  return n;
+}
+
+Status WriteStagingFile(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return Status(Code::kIo, "cannot write staging file " + tmp + " (disk full?)");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message());
+  return {};
+}
+
+// Streams the bytes of `file` (from `offset`) into the writer, 4 MiB at a time.
+Status CopyInto(Writer& w, const std::function<Result<size_t>(std::span<char>)>& read) {
+  auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
+  for (;;) {
+    auto n = read(std::span<char>(buf.get(), kStreamChunk));
+    if (!n) return n.error();
+    if (*n == 0) return {};
+    SHOAL_RETURN_IF_ERROR(w.Write(std::span<const char>(buf.get(), *n)));
+  }
+}
+
+net::HttpResponse WithETag(net::HttpResponse r, const FileStatus& st) {
+  r.headers.emplace_back("ETag", ETagOf(st));
+  return r;
+}
+
+}  // namespace
+
+S3Result<std::string> Payload(const net::HttpRequest& http, const AuthInfo& auth) {
+  std::string body;
+  if (auth.streaming) {
+    auto decoded = Authenticator::DecodeChunked(http.body, auth);
+    if (!decoded) return std::unexpected(decoded.error());
+    body = std::move(*decoded);
+    if (const std::string* want = http.Header("x-amz-decoded-content-length");
+        want && *want != std::to_string(body.size())) {
+      return S3Err(400, "IncompleteBody",
+                   "the aws-chunked body holds " + std::to_string(body.size()) +
+                       " bytes, not the x-amz-decoded-content-length " + *want);
+    }
+  } else {
+    body = http.body;
+  }
+  if (const std::string* md5 = http.Header("Content-MD5"); md5 && *md5 != Md5Base64(body)) {
+    return S3Err(400, "BadDigest", "the Content-MD5 you sent does not match the body");
+  }
+  return body;
+}
+
+ObjectWrites::ObjectWrites(Client& client, std::string staging_dir)
+    : client_(client), staging_(std::move(staging_dir)) {}
+
+Status ObjectWrites::PrepareStaging() {
+  std::lock_guard lock(mu_);
+  if (staging_ready_) return {};
+  std::error_code ec;
+  fs::create_directories(staging_, ec);
+  if (ec) return Status(Code::kIo, "cannot create the multipart staging dir " + staging_ + ": " + ec.message());
+  if (::chmod(staging_.c_str(), 0700) != 0) {
+    return Status(Code::kIo, "cannot make the staging dir " + staging_ + " private: " + std::strerror(errno));
+  }
+  staging_ready_ = true;
+  return {};
+}
+
+S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
+  auto body = Payload(*r.http, *r.auth);
+  if (!body) return std::unexpected(body.error());
+  if (r.key.ends_with('/')) {
+    if (!body->empty()) return S3Err(400, "InvalidArgument", "a key ending in '/' is a directory and takes no bytes");
+    Status st = client_.Mkdir(r.path);
+    if (!st.ok() && st.code() != Code::kAlreadyExists) return std::unexpected(FromStatus(st));
+    net::HttpResponse res;
+    res.headers.emplace_back("ETag", "\"d41d8cd98f00b204e9800998ecf8427e\"");
+    return res;
+  }
+  auto w = client_.Create(r.path);
+  if (!w) return std::unexpected(FromStatus(w.error()));
+  if (Status st = (*w)->Write(*body); !st.ok()) return std::unexpected(FromStatus(st));
+  auto done = (*w)->Close();
+  if (!done) return std::unexpected(FromStatus(done.error()));
+  return WithETag(net::HttpResponse{}, *done);
+}
+
+S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std::string& source) {
+  auto src = client_.OpenFile(source);
+  if (!src) return std::unexpected(FromStatus(src.error()));
+  const FileStatus st = (*src)->status();
+  if (const std::string* m = r.http->Header("x-amz-copy-source-if-match"); m && Unquote(*m) != Unquote(ETagOf(st))) {
+    return S3Err(412, "PreconditionFailed", "x-amz-copy-source-if-match does not match the source's ETag");
+  }
+  auto w = client_.Create(r.path);
+  if (!w) return std::unexpected(FromStatus(w.error()));
+  uint64_t off = 0;
+  Status cs = CopyInto(**w, [&](std::span<char> buf) -> Result<size_t> {
+    auto n = (*src)->Pread(off, buf);
+    if (n) off += *n;
+    return n;
+  });
+  if (!cs.ok()) return std::unexpected(FromStatus(cs));
+  auto done = (*w)->Close();
+  if (!done) return std::unexpected(FromStatus(done.error()));
+  return XmlResponse(200, "<CopyObjectResult" + std::string(kS3Xmlns) + ">" +
+                              Tag("LastModified", IsoDate(done->mtime_ns)) + Tag("ETag", ETagOf(*done)) +
+                              "</CopyObjectResult>");
+}
+
+S3Result<net::HttpResponse> ObjectWrites::Delete(const WriteRequest& r) {
+  Status st = r.key.ends_with('/') ? client_.Rmdir(r.path) : client_.Delete(r.path);
+  // Deleting what is not there succeeds, as on S3.
+  if (!st.ok() && st.code() != Code::kNotFound) return std::unexpected(FromStatus(st));
+  net::HttpResponse res;
+  res.status = 204;
+  return res;
+}
+
+S3Result<net::HttpResponse> ObjectWrites::DeleteObjects(const WriteRequest& r, const std::string& root) {
+  auto body = Payload(*r.http, *r.auth);
+  if (!body) return std::unexpected(body.error());
+  auto objects = XmlElements(*body, "Object");
+  if (FindXmlElement(*body, "Delete").end == std::string_view::npos)
+    return S3Err(400, "MalformedXML", "the body is not a <Delete> document");
+  if (objects.size() > kMaxDeleteKeys) return S3Err(400, "MalformedXML", "at most 1000 keys per DeleteObjects");
+  const bool quiet = XmlText(*body, "Quiet").value_or("") == "true";
+  std::string out = "<DeleteResult" + std::string(kS3Xmlns) + ">";
+  for (auto o : objects) {
+    auto key = XmlText(o, "Key");
+    if (!key || key->empty()) return S3Err(400, "MalformedXML", "an <Object> without a <Key>");
+    WriteRequest one = r;
+    one.key = *key;
+    one.path = (root == "/" ? "" : root) + "/" + *key;
+    bool bad_key = key->find("//") != std::string::npos || key->starts_with('/') || *key == "." || *key == ".." ||
+                   key->starts_with("./") || key->starts_with("../") || key->find("/./") != std::string::npos ||
+                   key->find("/../") != std::string::npos || key->ends_with("/..") || key->ends_with("/.");
+    auto res = bad_key ? S3Err(400, "InvalidArgument", "Shoal maps keys to paths: no empty, '.' or '..' segments")
+                       : Delete(one);
+    if (res) {
+      if (!quiet) out += "<Deleted>" + Tag("Key", *key) + "</Deleted>";
+    } else {
+      out += "<Error>" + Tag("Key", *key) + Tag("Code", res.error().code) + Tag("Message", res.error().message) +
+             "</Error>";
+    }
+  }
+  return XmlResponse(200, out + "</DeleteResult>");
+}
+
+S3Result<std::string> ObjectWrites::UploadDir(const WriteRequest& r) {
+  const std::string* id = Param(*r.query, "uploadId");
+  if (!id || !IsUploadId(*id))
+    return S3Err(404, "NoSuchUpload", "no such upload: the uploadId is not one this endpoint gave out");
+  std::string dir = staging_ + "/" + *id;
+  std::ifstream in(dir + "/target");
+  std::string bucket, key;
+  if (!in || !std::getline(in, bucket) || !std::getline(in, key) || bucket != r.bucket || key != r.key) {
+    return S3Err(404, "NoSuchUpload",
+                 "no upload " + *id + " of " + r.bucket + "/" + r.key + " (completed, aborted, or never created)");
+  }
+  return dir;
+}
+
+S3Result<net::HttpResponse> ObjectWrites::CreateUpload(const WriteRequest& r) {
+  if (Status st = PrepareStaging(); !st.ok()) return std::unexpected(FromStatus(st));
+  if (r.key.ends_with('/')) return S3Err(400, "InvalidArgument", "a key ending in '/' is a directory, not an object");
+  unsigned char raw[16];
+  if (RAND_bytes(raw, sizeof raw) != 1) return S3Err(500, "InternalError", "no randomness for an upload id");
+  static const char* kHex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char c : raw) {
+    id += kHex[c >> 4];
+    id += kHex[c & 15];
+  }
+  std::string dir = staging_ + "/" + id;
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (ec) return S3Err(500, "InternalError", "cannot create the staging dir of an upload: " + ec.message());
+  if (Status st = WriteStagingFile(dir + "/target", r.bucket + "\n" + r.key + "\n"); !st.ok()) {
+    return std::unexpected(FromStatus(st));
+  }
+  return XmlResponse(200, "<InitiateMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
+                              Tag("Key", r.key) + Tag("UploadId", id) + "</InitiateMultipartUploadResult>");
+}
+
+S3Result<net::HttpResponse> ObjectWrites::UploadPart(const WriteRequest& r) {
+  auto n = PartNumber(Param(*r.query, "partNumber"));
+  if (!n) return std::unexpected(n.error());
+  auto dir = UploadDir(r);
+  if (!dir) return std::unexpected(dir.error());
+  auto body = Payload(*r.http, *r.auth);
+  if (!body) return std::unexpected(body.error());
+  std::string etag = Md5Hex(*body);
+  std::string base = *dir + "/" + std::to_string(*n);
+  if (Status st = WriteStagingFile(base + ".part", *body); !st.ok()) return std::unexpected(FromStatus(st));
+  if (Status st = WriteStagingFile(base + ".etag", etag); !st.ok()) return std::unexpected(FromStatus(st));
+  net::HttpResponse res;
+  res.headers.emplace_back("ETag", "\"" + etag + "\"");
+  return res;
+}
+
+S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) {
+  auto dir = UploadDir(r);
+  if (!dir) return std::unexpected(dir.error());
+  auto body = Payload(*r.http, *r.auth);
+  if (!body) return std::unexpected(body.error());
+  if (FindXmlElement(*body, "CompleteMultipartUpload").end == std::string_view::npos) {
+    return S3Err(400, "MalformedXML", "the body is not a <CompleteMultipartUpload> document");
+  }
+  auto parts = XmlElements(*body, "Part");
+  if (parts.empty() || parts.size() > static_cast<size_t>(kMaxParts)) {
+    return S3Err(400, "MalformedXML", "a CompleteMultipartUpload names 1 to 10000 parts");
+  }
+  std::vector<int> numbers;
+  for (auto p : parts) {
+    auto num = XmlText(p, "PartNumber");
+    auto n = PartNumber(num ? &*num : nullptr);
+    if (!n) return S3Err(400, "MalformedXML", "a <Part> without a valid <PartNumber>");
+    if (!numbers.empty() && *n <= numbers.back()) {
+      return S3Err(400, "InvalidPartOrder", "the parts must be listed in ascending order of PartNumber");
+    }
+    std::string base = *dir + "/" + std::to_string(*n);
+    std::ifstream et(base + ".etag");
+    std::string have;
+    std::getline(et, have);
+    if (!et || Unquote(XmlText(p, "ETag").value_or("")) != have) {
+      return S3Err(400, "InvalidPart", "part " + std::to_string(*n) + " was not uploaded, or its ETag does not match");
+    }
+    numbers.push_back(*n);
+  }
+  auto w = client_.Create(r.path);
+  if (!w) return std::unexpected(FromStatus(w.error()));
+  for (int n : numbers) {
+    std::string part = *dir + "/" + std::to_string(n) + ".part";
+    std::ifstream in(part, std::ios::binary);
+    Status cs = CopyInto(**w, [&](std::span<char> buf) -> Result<size_t> {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      if (in.bad()) return Err(Code::kIo, "cannot read staged part " + part);
+      return static_cast<size_t>(in.gcount());
+    });
+    if (!cs.ok()) return std::unexpected(FromStatus(cs));
+  }
+  auto done = (*w)->Close();
+  if (!done) return std::unexpected(FromStatus(done.error()));
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+  return WithETag(
+      XmlResponse(200, "<CompleteMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
+                           Tag("Key", r.key) + Tag("ETag", ETagOf(*done)) + "</CompleteMultipartUploadResult>"),
+      *done);
+}
+
+S3Result<net::HttpResponse> ObjectWrites::AbortUpload(const WriteRequest& r) {
+  auto dir = UploadDir(r);
+  if (!dir) return std::unexpected(dir.error());
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+  net::HttpResponse res;
+  res.status = 204;
+  return res;
+}
+
+S3Result<net::HttpResponse> ObjectWrites::ListParts(const WriteRequest& r) {
+  auto dir = UploadDir(r);
+  if (!dir) return std::unexpected(dir.error());
+  std::vector<int> numbers;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(*dir, ec)) {
+    auto name = e.path().filename().string();
+    if (name.ends_with(".etag")) numbers.push_back(std::atoi(name.c_str()));
+  }
+  std::sort(numbers.begin(), numbers.end());
+  std::string out = "<ListPartsResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) + Tag("Key", r.key) +
+                    Tag("UploadId", *Param(*r.query, "uploadId")) + Tag("IsTruncated", "false");
+  for (int n : numbers) {
+    std::string base = *dir + "/" + std::to_string(n);
+    std::ifstream et(base + ".etag");
+    std::string etag;
+    std::getline(et, etag);
+    out += "<Part>" + Tag("PartNumber", std::to_string(n)) + Tag("ETag", "\"" + etag + "\"") +
+           Tag("Size", std::to_string(fs::file_size(base + ".part", ec))) + "</Part>";
+  }
+  return XmlResponse(200, out + "</ListPartsResult>");
+}
+
+S3Result<net::HttpResponse> ObjectWrites::ListUploads(const std::string& bucket, const QueryParams& q) {
+  std::string out =
+      "<ListMultipartUploadsResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", bucket) + Tag("IsTruncated", "false");
+  std::error_code ec;
+  size_t count = 0;
+  for (const auto& e : fs::directory_iterator(staging_, ec)) {
+    if (++count > 1000) break;
+    std::ifstream in(e.path() / "target");
+    std::string b, key;
+    if (!std::getline(in, b) || !std::getline(in, key) || b != bucket) continue;
+    if (const std::string* prefix = Param(q, "prefix"); prefix && !key.starts_with(*prefix)) continue;
+    out += "<Upload>" + Tag("Key", key) + Tag("UploadId", e.path().filename().string()) + "</Upload>";
+  }
+  return XmlResponse(200, out + "</ListMultipartUploadsResult>");
+}
+
+}  // namespace shoal::s3

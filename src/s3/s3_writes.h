@@ -1,0 +1,71 @@
+// Writes through the S3 endpoint, all through the client's writer
+// (Client::Create -> Writer, Delete, Mkdir, Rmdir), so a written object is
+// readable at once through every front end:
+//   PutObject (a key ending in '/' makes a directory), CopyObject,
+//   DeleteObject (a key ending in '/' removes an empty directory),
+//   DeleteObjects, and multipart uploads (Create, UploadPart, Complete,
+//   Abort, ListParts, ListMultipartUploads).
+//
+// A request body arrives whole (up to the server's body limit, 16 MiB: one
+// part of a multipart upload); an aws-chunked body has every chunk signature
+// checked before anything is written, so a tampered chunk stores nothing.
+// Multipart parts are staged as files in a private staging directory and
+// streamed into one writer by CompleteMultipartUpload, never held whole in
+// memory.
+//
+// Thread safety: safe from any thread.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "net/http_server.h"
+#include "s3/s3_auth.h"
+#include "s3/s3_errors.h"
+#include "shoal/client.h"
+
+namespace shoal::s3 {
+
+struct WriteRequest {
+  const net::HttpRequest* http = nullptr;
+  const QueryParams* query = nullptr;
+  const AuthInfo* auth = nullptr;
+  std::string bucket, key;
+  std::string path;  // the namespace path of the key
+};
+
+class ObjectWrites {
+ public:
+  // Staging files go under staging_dir (made private, 0700).
+  ObjectWrites(Client& client, std::string staging_dir);
+
+  S3Result<net::HttpResponse> Put(const WriteRequest& r);
+  // source: the namespace path of the x-amz-copy-source object.
+  S3Result<net::HttpResponse> Copy(const WriteRequest& r, const std::string& source);
+  S3Result<net::HttpResponse> Delete(const WriteRequest& r);
+  // keys: bucket-relative key -> namespace path (nullopt for a key Shoal cannot map).
+  S3Result<net::HttpResponse> DeleteObjects(const WriteRequest& r, const std::string& root);
+
+  S3Result<net::HttpResponse> CreateUpload(const WriteRequest& r);
+  S3Result<net::HttpResponse> UploadPart(const WriteRequest& r);
+  S3Result<net::HttpResponse> CompleteUpload(const WriteRequest& r);
+  S3Result<net::HttpResponse> AbortUpload(const WriteRequest& r);
+  S3Result<net::HttpResponse> ListParts(const WriteRequest& r);
+  S3Result<net::HttpResponse> ListUploads(const std::string& bucket, const QueryParams& q);
+
+ private:
+  // The staging dir of an upload of this bucket and key.
+  S3Result<std::string> UploadDir(const WriteRequest& r);
+  Status PrepareStaging();
+
+  Client& client_;
+  std::string staging_;
+  std::mutex mu_;  // guards creating the staging dir
+  bool staging_ready_ = false;
+};
+
+// The payload of a request: its body, or the decoded aws-chunked body; the
+// Content-MD5 header, when given, is checked.
+S3Result<std::string> Payload(const net::HttpRequest& http, const AuthInfo& auth);
+
+}  // namespace shoal::s3

@@ -1,0 +1,396 @@
+// The S3 endpoint with real S3 clients from Debian against `shoal up --s3 0`
+// over a local directory: awscli, boto3 (tests/s3_endpoint_boto3.py), s3cmd
+// and rclone. Every byte read is compared with the file in the store.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "common/sigv4.h"
+#include "common/subprocess.h"
+#include "tests/cli_helpers.h"
+#include "tests/harness/harness_util.h"
+#include "tests/harness/shoal_cluster.h"
+#include "tests/s3_endpoint_raw.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kManyKeys = 2500;
+
+struct Cmd {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr
+};
+
+// Runs argv to completion (at most `timeout`) with `env` added.
+Cmd RunCmd(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
+           std::chrono::seconds timeout = std::chrono::seconds(180)) {
+  Subprocess::Options o;
+  o.argv = std::move(argv);
+  o.env = env;
+  o.stderr_to_stdout = true;
+  Cmd c;
+  auto p = Subprocess::Start(o);
+  if (!p) {
+    c.out = p.error().ToString();
+    return c;
+  }
+  int st = p->Wait(timeout);
+  if (st == -1) p->Stop(std::chrono::seconds(5));
+  c.exit_code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  c.out = p->output();
+  return c;
+}
+
+// Files under `dir`, relative path -> bytes.
+std::map<std::string, std::string> Tree(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = Slurp(e.path().string());
+  }
+  return out;
+}
+
+class S3EndpointTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(MakeTempDir("s3ep"));
+    ASSERT_FALSE(dir_->empty());
+    const std::string ufs = *dir_ + "/ufs";
+    for (int i = 0; i < kManyKeys; ++i) {
+      char name[64];
+      std::snprintf(name, sizeof name, "%s/many/%05d.txt", ufs.c_str(), i);
+      ASSERT_TRUE(WriteFile(name, std::to_string(i)).ok());
+    }
+    ASSERT_TRUE(WriteFile(ufs + "/big.bin", RandomBytes(20 << 20, 1)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/small.txt", "hello, shoal\n").ok());
+    ASSERT_TRUE(WriteFile(ufs + "/odd dir/a b+c&d.txt", RandomBytes(3000, 2)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/tree/a/1.bin", RandomBytes(300000, 3)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/tree/a/b/2.bin", RandomBytes(5 << 20, 4)).ok());
+    ASSERT_TRUE(WriteFile(ufs + "/tree/c.txt", "c\n").ok());
+    up_ = new Up(LaunchUp({"--ufs", ufs, "--workers", "2", "--state-dir", *dir_ + "/state", "--cache-size", "256MiB",
+                           "--page-size", "256KiB", "--shard-size", "4MiB", "--s3", "0"},
+                          *dir_ + "/up.err"));
+    ASSERT_TRUE(up_->ready) << up_->err();
+    std::smatch m;
+    const std::string out = up_->proc.output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("s3: endpoint=(\\S+) access_key=(\\S+) secret_key=(\\S+)")))
+        << out;
+    endpoint_ = new std::string(m[1]);
+    access_key_ = new std::string(m[2]);
+    secret_key_ = new std::string(m[3]);
+  }
+  static void TearDownTestSuite() {
+    if (up_) {
+      up_->proc.Signal(SIGTERM);
+      up_->proc.Wait(std::chrono::seconds(60));
+    }
+    delete up_;
+    if (dir_) fs::remove_all(*dir_);
+    for (auto* s : {dir_, endpoint_, access_key_, secret_key_}) delete s;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(up_ && up_->ready) << "shoal up --s3 did not start";
+    scratch_ = MakeTempDir("s3ep-out");
+    ASSERT_FALSE(scratch_.empty());
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  static std::string Ufs() { return *dir_ + "/ufs"; }
+
+  // The environment of awscli and boto3: the endpoint's keys, no config
+  // files, no instance metadata, no pager.
+  static std::map<std::string, std::string> AwsEnv(const std::string& secret = "") {
+    return {{"AWS_ACCESS_KEY_ID", *access_key_},
+            {"AWS_SECRET_ACCESS_KEY", secret.empty() ? *secret_key_ : secret},
+            {"AWS_DEFAULT_REGION", "us-east-1"},
+            {"AWS_CONFIG_FILE", "/dev/null"},
+            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+            {"AWS_EC2_METADATA_DISABLED", "true"},
+            {"AWS_PAGER", ""}};
+  }
+  static Cmd Aws(std::vector<std::string> args, const std::string& secret = "") {
+    std::vector<std::string> argv = {"/usr/bin/aws", "--endpoint-url", *endpoint_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCmd(argv, AwsEnv(secret));
+  }
+
+  static std::string* dir_;
+  static Up* up_;
+  static std::string* endpoint_;
+  static std::string* access_key_;
+  static std::string* secret_key_;
+  std::string scratch_;
+};
+
+std::string* S3EndpointTest::dir_ = nullptr;
+Up* S3EndpointTest::up_ = nullptr;
+std::string* S3EndpointTest::endpoint_ = nullptr;
+std::string* S3EndpointTest::access_key_ = nullptr;
+std::string* S3EndpointTest::secret_key_ = nullptr;
+
+TEST_F(S3EndpointTest, AwsCliListsCopiesSyncsAndReadsRanges) {
+  auto ls = Aws({"s3", "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find(" data\n"), std::string::npos) << ls.out;
+
+  ls = Aws({"s3", "ls", "s3://data/tree/"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("PRE a/"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find(" 2 c.txt"), std::string::npos) << ls.out;
+
+  ls = Aws({"s3", "ls", "--recursive", "s3://data/tree/"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_EQ(CountLines(ls.out, "tree/"), 3) << ls.out;
+  EXPECT_NE(ls.out.find(std::to_string(5 << 20) + " tree/a/b/2.bin"), std::string::npos) << ls.out;
+
+  // 20 MiB: awscli fetches it in parallel ranged GETs.
+  auto cp = Aws({"s3", "cp", "--only-show-errors", "s3://data/big.bin", scratch_ + "/big.bin"});
+  ASSERT_EQ(cp.exit_code, 0) << cp.out;
+  EXPECT_TRUE(Slurp(scratch_ + "/big.bin") == Slurp(Ufs() + "/big.bin")) << "aws s3 cp read different bytes";
+
+  auto sync = Aws({"s3", "sync", "--only-show-errors", "s3://data/tree/", scratch_ + "/tree"});
+  ASSERT_EQ(sync.exit_code, 0) << sync.out;
+  EXPECT_EQ(Tree(scratch_ + "/tree"), Tree(Ufs() + "/tree"));
+
+  auto get = Aws({"s3api", "get-object", "--bucket", "data", "--key", "big.bin", "--range", "bytes=1000000-1000099",
+                  scratch_ + "/range.bin"});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_NE(get.out.find("bytes 1000000-1000099/" + std::to_string(20 << 20)), std::string::npos) << get.out;
+  EXPECT_TRUE(Slurp(scratch_ + "/range.bin") == Slurp(Ufs() + "/big.bin").substr(1000000, 100));
+}
+
+TEST_F(S3EndpointTest, WrongSecretIsSignatureDoesNotMatch) {
+  auto ls = Aws({"s3", "ls", "s3://data/"}, "not-the-secret");
+  EXPECT_NE(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("SignatureDoesNotMatch"), std::string::npos) << ls.out;
+  auto get = Aws({"s3api", "get-object", "--bucket", "data", "--key", "small.txt", scratch_ + "/x"}, "wrong");
+  EXPECT_NE(get.exit_code, 0) << get.out;
+  EXPECT_NE(get.out.find("SignatureDoesNotMatch"), std::string::npos) << get.out;
+  EXPECT_FALSE(fs::exists(scratch_ + "/x") && fs::file_size(scratch_ + "/x") > 0);
+}
+
+TEST_F(S3EndpointTest, Boto3PaginationRangesConditionsAndPresignedUrls) {
+  const std::string script = SourceDir() + "/tests/s3_endpoint_boto3.py";
+  auto env = AwsEnv();
+  env["S3_ENDPOINT"] = *endpoint_;
+  env["UFS"] = Ufs();
+  env["MANY"] = std::to_string(kManyKeys);
+  auto r = RunCmd({"/usr/bin/python3", script}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("boto3: ok"), std::string::npos) << r.out;
+}
+
+TEST_F(S3EndpointTest, S3cmdListsAndGets) {
+  std::string hostport = endpoint_->substr(std::string("http://").size());
+  std::string cfg = scratch_ + "/s3cfg";
+  ASSERT_TRUE(WriteFile(cfg, "[default]\naccess_key = " + *access_key_ + "\nsecret_key = " + *secret_key_ +
+                                 "\nhost_base = " + hostport + "\nhost_bucket = " + hostport +
+                                 "\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n")
+                  .ok());
+  auto ls = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "ls", "s3://data/tree/"}, {});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_NE(ls.out.find("DIR  s3://data/tree/a/"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("s3://data/tree/c.txt"), std::string::npos) << ls.out;
+  auto get =
+      RunCmd({"/usr/bin/s3cmd", "-c", cfg, "get", "--force", "s3://data/tree/a/b/2.bin", scratch_ + "/2.bin"}, {});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_TRUE(Slurp(scratch_ + "/2.bin") == Slurp(Ufs() + "/tree/a/b/2.bin"));
+  ASSERT_TRUE(WriteFile(scratch_ + "/put.bin", RandomBytes(200000, 10)).ok());
+  auto put = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "put", scratch_ + "/put.bin", "s3://data/s3cmdup/put.bin"}, {});
+  ASSERT_EQ(put.exit_code, 0) << put.out;
+  EXPECT_TRUE(Slurp(Ufs() + "/s3cmdup/put.bin") == Slurp(scratch_ + "/put.bin"));
+  fs::remove_all(Ufs() + "/s3cmdup");
+}
+
+TEST_F(S3EndpointTest, RcloneCopyAndCheck) {
+  std::map<std::string, std::string> env = {{"RCLONE_CONFIG_SHOAL_TYPE", "s3"},
+                                            {"RCLONE_CONFIG_SHOAL_PROVIDER", "Other"},
+                                            {"RCLONE_CONFIG_SHOAL_ACCESS_KEY_ID", *access_key_},
+                                            {"RCLONE_CONFIG_SHOAL_SECRET_ACCESS_KEY", *secret_key_},
+                                            {"RCLONE_CONFIG_SHOAL_ENDPOINT", *endpoint_}};
+  auto rclone = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "/usr/bin/rclone", "--config", "/dev/null"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCmd(argv, env);
+  };
+  auto copy = rclone({"copy", "shoal:data/tree", scratch_ + "/tree"});
+  ASSERT_EQ(copy.exit_code, 0) << copy.out;
+  EXPECT_EQ(Tree(scratch_ + "/tree"), Tree(Ufs() + "/tree"));
+  auto check = rclone({"check", "shoal:data/tree", Ufs() + "/tree"});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_NE(check.out.find("0 differences found"), std::string::npos) << check.out;
+  // And up: rclone copy of a local tree into the bucket.
+  ASSERT_TRUE(WriteFile(scratch_ + "/rcup/x.bin", RandomBytes(300000, 11)).ok());
+  ASSERT_TRUE(WriteFile(scratch_ + "/rcup/d/y.txt", "y\n").ok());
+  auto up = rclone({"copy", scratch_ + "/rcup", "shoal:data/rcup"});
+  ASSERT_EQ(up.exit_code, 0) << up.out;
+  EXPECT_EQ(Tree(Ufs() + "/rcup"), Tree(scratch_ + "/rcup"));
+  fs::remove_all(Ufs() + "/rcup");
+}
+
+// A signed request as raw bytes (the target as given, not normalised).
+std::string SignedRequest(const std::string& method, const std::string& target, const std::string& host,
+                          const std::string& ak, const std::string& sk) {
+  s3::SigningInput in;
+  in.method = method;
+  in.host = host;
+  auto q = target.find('?');
+  in.canonical_uri = target.substr(0, q);
+  for (std::string rest = q == std::string::npos ? "" : target.substr(q + 1); !rest.empty();) {
+    auto amp = rest.find('&');
+    std::string item = rest.substr(0, amp);
+    auto eq = item.find('=');
+    in.query.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    rest = amp == std::string::npos ? "" : rest.substr(amp + 1);
+  }
+  in.payload_hash = std::string(s3::kUnsignedPayload);
+  in.region = "us-east-1";
+  s3::Headers h;
+  s3::SignV4(in, s3::Credentials{ak, sk, "", "test"}, std::chrono::system_clock::now(), h);
+  std::string req = method + " " + target + " HTTP/1.1\r\n";
+  for (const auto& [k, v] : h) req += k + ": " + v + "\r\n";
+  return req + "\r\n";
+}
+
+TEST_F(S3EndpointTest, HostileRequestsGetS3ErrorsAndNeverStopTheEndpoint) {
+  const std::string host = endpoint_->substr(std::string("http://").size());
+  struct Case {
+    std::string request;
+    int status;
+    std::string code;
+  };
+  std::string many_params = "/data/small.txt?";
+  for (int i = 0; i < 100; ++i) many_params += "p" + std::to_string(i) + "=1&";
+  std::vector<Case> cases = {
+      {SignedRequest("GET", "/data/tree/../../etc/passwd", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
+      {SignedRequest("GET", "/data/tree//c.txt", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
+      {SignedRequest("GET", "/data/no-such-key", host, *access_key_, *secret_key_), 404, "NoSuchKey"},
+      {SignedRequest("GET", "/data/tree/", host, *access_key_, *secret_key_), 404, "NoSuchKey"},
+      {SignedRequest("POST", "/data/new.txt", host, *access_key_, *secret_key_), 501, "NotImplemented"},
+      {SignedRequest("PUT", "/data/x?uploadId=../../etc&partNumber=1", host, *access_key_, *secret_key_), 404,
+       "NoSuchUpload"},
+      {SignedRequest("GET", "/data?acl", host, *access_key_, *secret_key_), 501, "NotImplemented"},
+      {SignedRequest("GET", "/data?list-type=2&max-keys=x", host, *access_key_, *secret_key_), 400, "InvalidArgument"},
+      {SignedRequest("GET", "/data?list-type=2&continuation-token=zz", host, *access_key_, *secret_key_), 400,
+       "InvalidArgument"},
+      {SignedRequest("GET", "/data/small.txt", host, "AKNOBODY", "x"), 403, "InvalidAccessKeyId"},
+      {"GET /data/%zz HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, "InvalidURI"},
+      {"GET " + many_params + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400, "InvalidArgument"},
+      {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS4-HMAC-SHA256 garbage\r\n\r\n", 400,
+       "AuthorizationHeaderMalformed"},
+      {"GET /data/small.txt HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: AWS AK:sig\r\n\r\n", 400,
+       "InvalidRequest"},
+      {"GET /data/small.txt?X-Amz-Credential=a HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 400,
+       "AuthorizationQueryParametersError"},
+      // Anonymous, virtual-hosted: the bucket comes from the Host header, and is not public.
+      {"GET /small.txt HTTP/1.1\r\nHost: data.localhost:1\r\n\r\n", 403, "AccessDenied"},
+      {"PUT /data/x HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: 999999999\r\n\r\n", 413, "EntityTooLarge"},
+      {"GET /data/x HTTP/1.1\r\nHost: " + host + "\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n", 431,
+       "RequestHeaderSectionTooLarge"},
+  };
+  for (const auto& c : cases) {
+    auto r = Exchange(host, c.request);
+    ASSERT_TRUE(r) << c.request.substr(0, 200);
+    EXPECT_EQ(r->status, c.status) << c.request.substr(0, 200) << "\n" << r->body;
+    EXPECT_NE(r->body.find("<Code>" + c.code + "</Code>"), std::string::npos) << c.request.substr(0, 200) << "\n"
+                                                                              << r->body;
+  }
+  // A reader that goes away mid-body; then the endpoint still answers.
+  ASSERT_TRUE(SendAndHangUp(host, SignedRequest("GET", "/data/big.bin", host, *access_key_, *secret_key_)));
+  auto r = Exchange(host, SignedRequest("GET", "/data/small.txt", host, *access_key_, *secret_key_));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello, shoal\n");
+}
+
+// A PUT with an aws-chunked body (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), each
+// chunk signed over the previous signature; `tamper` changes one byte after signing.
+std::string ChunkedPut(const std::string& target, const std::string& host, const std::string& ak, const std::string& sk,
+                       const std::vector<std::string>& chunks, bool tamper) {
+  const auto now = std::chrono::system_clock::now();
+  size_t total = 0;
+  for (const auto& c : chunks) total += c.size();
+  s3::SigningInput in;
+  in.method = "PUT";
+  in.host = host;
+  in.canonical_uri = target;
+  in.payload_hash = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+  in.region = "us-east-1";
+  s3::Headers h{{"Content-Encoding", "aws-chunked"}, {"x-amz-decoded-content-length", std::to_string(total)}};
+  s3::SignV4(in, s3::Credentials{ak, sk, "", "test"}, now, h);
+  std::string auth, amz_date;
+  for (const auto& [k, v] : h) {
+    if (k == "Authorization") auth = v;
+    if (k == "x-amz-date") amz_date = v;
+  }
+  std::string prev = auth.substr(auth.find("Signature=") + 10);
+  const std::string date = amz_date.substr(0, 8);
+  const std::string scope = s3::CredentialScope(date, "us-east-1", "s3");
+  const std::string& key = s3::SigningKey(sk, date, "us-east-1", "s3");
+  std::string body;
+  std::vector<std::string> all = chunks;
+  all.push_back("");
+  for (const auto& c : all) {
+    prev = s3::HmacHex(key, "AWS4-HMAC-SHA256-PAYLOAD\n" + amz_date + "\n" + scope + "\n" + prev + "\n" +
+                                s3::Sha256Hex(std::string_view()) + "\n" + s3::Sha256Hex(c));
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx", c.size());
+    body += std::string(size) + ";chunk-signature=" + prev + "\r\n" + c + "\r\n";
+  }
+  if (tamper) body[body.find("\r\n") + 2 + 10] ^= 1;
+  std::string req = "PUT " + target + " HTTP/1.1\r\n";
+  for (const auto& [k, v] : h) req += k + ": " + v + "\r\n";
+  return req + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST_F(S3EndpointTest, ChunkedUploadEveryChunkCheckedTamperedStoresNothing) {
+  const std::string host = endpoint_->substr(std::string("http://").size());
+  std::vector<std::string> chunks = {RandomBytes(65536, 5), RandomBytes(65536, 6), "tail"};
+  auto bad = Exchange(host, ChunkedPut("/data/chunked/bad.bin", host, *access_key_, *secret_key_, chunks, true));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 403) << bad->body;
+  EXPECT_NE(bad->body.find("<Code>SignatureDoesNotMatch</Code>"), std::string::npos) << bad->body;
+  EXPECT_FALSE(fs::exists(Ufs() + "/chunked/bad.bin"));
+  auto get = Exchange(host, SignedRequest("GET", "/data/chunked/bad.bin", host, *access_key_, *secret_key_));
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 404) << get->body;
+
+  auto good = Exchange(host, ChunkedPut("/data/chunked/good.bin", host, *access_key_, *secret_key_, chunks, false));
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200) << good->body;
+  EXPECT_TRUE(Slurp(Ufs() + "/chunked/good.bin") == chunks[0] + chunks[1] + chunks[2]);
+  get = Exchange(host, SignedRequest("GET", "/data/chunked/good.bin", host, *access_key_, *secret_key_));
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 200);
+  EXPECT_TRUE(get->body == chunks[0] + chunks[1] + chunks[2]);
+  fs::remove_all(Ufs() + "/chunked");
+}
+
+TEST_F(S3EndpointTest, AwsCliUploadsAndSyncsUp) {
+  std::string local = scratch_ + "/up";
+  ASSERT_TRUE(WriteFile(local + "/one.bin", RandomBytes(12 << 20, 8)).ok());  // multipart (threshold 8 MiB)
+  ASSERT_TRUE(WriteFile(local + "/sub/two.txt", "two\n").ok());
+  ASSERT_TRUE(WriteFile(local + "/sub/three.bin", RandomBytes(70000, 9)).ok());
+  auto cp = Aws({"s3", "cp", "--only-show-errors", local + "/one.bin", "s3://data/awsup/one.bin"});
+  ASSERT_EQ(cp.exit_code, 0) << cp.out;
+  EXPECT_TRUE(Slurp(Ufs() + "/awsup/one.bin") == Slurp(local + "/one.bin"));
+  auto sync = Aws({"s3", "sync", "--only-show-errors", local, "s3://data/awsup/"});
+  ASSERT_EQ(sync.exit_code, 0) << sync.out;
+  EXPECT_EQ(Tree(Ufs() + "/awsup"), Tree(local));
+  auto rm = Aws({"s3", "rm", "--recursive", "--only-show-errors", "s3://data/awsup/"});
+  ASSERT_EQ(rm.exit_code, 0) << rm.out;
+  EXPECT_TRUE(Tree(Ufs() + "/awsup").empty());
+}
+
+}  // namespace
+}  // namespace shoal::testing
