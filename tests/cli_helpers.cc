@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "client/worker_connection.h"
 #include "tests/harness/shoal_cluster.h"
 
 namespace shoal::testing {
@@ -62,36 +61,6 @@ std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-Result<std::string> HttpGet(const std::string& address, const std::string& target) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto conn = WorkerConnection::Connect(address, deadline);
-  if (!conn) return Err(conn.error());
-  SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", target, deadline));
-  auto head = (*conn)->ReadHead(deadline);
-  if (!head) return Err(head.error());
-  auto body = (*conn)->ReadBodyString(head->content_length, deadline);
-  if (!body) return Err(body.error());
-  if (head->status != 200) return Err(Code::kInternal, "HTTP " + std::to_string(head->status) + ": " + *body);
-  return body;
-}
-
-Result<double> MetricSum(const std::vector<std::string>& addresses, const std::string& name) {
-  double sum = 0;
-  for (const auto& a : addresses) {
-    auto text = HttpGet(a, "/metrics");
-    if (!text) return Err(text.error());
-    std::istringstream in(*text);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      auto sp = line.rfind(' ');
-      std::string key = line.substr(0, sp);
-      if (key == name || key.starts_with(name + "{")) sum += std::stod(line.substr(sp + 1));
-    }
-  }
-  return sum;
 }
 
 int CountLines(const std::string& text, const std::string& needle) {

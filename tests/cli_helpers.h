@@ -34,11 +34,6 @@ Up LaunchUp(std::vector<std::string> args, const std::string& err_file);
 
 std::string Slurp(const std::string& path);
 
-// GET http://ADDRESS/TARGET, the body of a 200 answer.
-Result<std::string> HttpGet(const std::string& address, const std::string& target);
-// A Prometheus counter summed over the workers' /metrics ("name" matches "name{...}" too).
-Result<double> MetricSum(const std::vector<std::string>& addresses, const std::string& name);
-
 // The number of lines of `text` holding `needle`.
 int CountLines(const std::string& text, const std::string& needle);
 

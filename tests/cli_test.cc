@@ -285,7 +285,7 @@ TEST_F(CliTest, CacheSizeHasOneDefault) {
   ASSERT_TRUE(line) << line.error().ToString() << Slurp(dir_ + "/lone.err");
   auto entry = ParseListeningLine(*line);
   ASSERT_TRUE(entry) << entry.error().ToString();
-  auto body = HttpGet(entry->address, "/v1/status");
+  auto body = WorkerGet(entry->address, "/v1/status");
   ASSERT_TRUE(body) << body.error().ToString();
   EXPECT_NE(body->find("\"cache_capacity_bytes\":2147483648"), std::string::npos) << *body;
   w->Stop();
@@ -322,7 +322,7 @@ TEST_F(CliTest, SecretOptionsStayPrivateAndReferencesStayReferences) {
   auto cfg = LoadConfig(up.config);
   ASSERT_TRUE(cfg) << cfg.error().ToString();
   EXPECT_EQ(cfg->mounts.at(0).options.at("secret_access_key"), secret) << "expanded when loaded";
-  auto read = MetricSum({cfg->cluster.workers.at(0).address}, "shoal_ufs_read_bytes_total");
+  auto read = WorkerMetricSum({cfg->cluster.workers.at(0).address}, "shoal_ufs_read_bytes_total");
   ASSERT_TRUE(read) << read.error().ToString();
   EXPECT_GT(*read, 0);
 

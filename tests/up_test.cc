@@ -140,7 +140,7 @@ class UpTest : public ::testing::Test {
     Start();
     ReadEverything();
     WaitForCacheFill();
-    auto first = MetricSum(Addresses(), "shoal_ufs_read_bytes_total");
+    auto first = WorkerMetricSum(Addresses(), "shoal_ufs_read_bytes_total");
     EXPECT_TRUE(first && *first > 0) << "the first round must read the under-store";
     before_ = started_;
     Stop();
@@ -151,7 +151,7 @@ class UpTest : public ::testing::Test {
       EXPECT_EQ(started_[i].id, before_[i].id) << "worker " << i << " lost its id";
     }
     ReadEverything();
-    auto second = MetricSum(Addresses(), "shoal_ufs_read_bytes_total");
+    auto second = WorkerMetricSum(Addresses(), "shoal_ufs_read_bytes_total");
     EXPECT_TRUE(second) << second.error().ToString();
     return second ? *second : -1;
   }
@@ -178,7 +178,7 @@ TEST_F(UpTest, CrashedWorkerComesBackEveryTimeAndEachRestartIsLogged) {
     pid_t next = -1;
     ASSERT_TRUE(WaitFor([&] {
       next = WorkerPid(cache0);
-      return next > 1 && next != pid && HttpGet(address, "/v1/status").has_value();
+      return next > 1 && next != pid && WorkerGet(address, "/v1/status").has_value();
     })) << "worker 0 did not come back after crash " << k << ":\n" << up_.err();
     pid = next;
     std::string back = "worker 0 is back (restart " + std::to_string(k) + "): " + started_[0].id + "@" + address +

@@ -135,9 +135,9 @@ Status ShoalCluster::Restart(size_t i) {
   return StartWorker(i, config_.cluster.workers[i].address);
 }
 
-Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const {
+Result<std::string> WorkerGet(const std::string& address, const std::string& target) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto conn = WorkerConnection::Connect(config_.cluster.workers[i].address, deadline);
+  auto conn = WorkerConnection::Connect(address, deadline);
   if (!conn) return Err(conn.error());
   SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", target, deadline));
   auto head = (*conn)->ReadHead(deadline);
@@ -148,10 +148,10 @@ Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const
   return body;
 }
 
-Result<double> ShoalCluster::MetricSum(const std::string& name) const {
+Result<double> WorkerMetricSum(const std::vector<std::string>& addresses, const std::string& name) {
   double sum = 0;
-  for (size_t i = 0; i < procs_.size(); ++i) {
-    auto text = Get(i, "/metrics");
+  for (const auto& address : addresses) {
+    auto text = WorkerGet(address, "/metrics");
     if (!text) return Err(text.error());
     std::istringstream in(*text);
     std::string line;
@@ -159,7 +159,6 @@ Result<double> ShoalCluster::MetricSum(const std::string& name) const {
       if (line.empty() || line[0] == '#') continue;
       auto sp = line.rfind(' ');
       std::string key = line.substr(0, sp);
-      // "name" matches "name" and "name{...}"; "name{a=..}" matches exactly.
       if (key == name || (name.find('{') == std::string::npos && key.starts_with(name + "{"))) {
         sum += std::stod(line.substr(sp + 1));
       }
@@ -167,5 +166,11 @@ Result<double> ShoalCluster::MetricSum(const std::string& name) const {
   }
   return sum;
 }
+
+Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const {
+  return WorkerGet(config_.cluster.workers[i].address, target);
+}
+
+Result<double> ShoalCluster::MetricSum(const std::string& name) const { return WorkerMetricSum(addresses(), name); }
 
 }  // namespace shoal::testing

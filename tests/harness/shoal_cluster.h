@@ -21,6 +21,12 @@
 
 namespace shoal::testing {
 
+// GET http://address/target from a worker: the body, or an error naming the status.
+Result<std::string> WorkerGet(const std::string& address, const std::string& target);
+// A counter or gauge summed over the workers' /metrics: "name" matches "name"
+// and "name{...}"; "name{a=..}" matches exactly.
+Result<double> WorkerMetricSum(const std::vector<std::string>& addresses, const std::string& name);
+
 class ShoalCluster {
  public:
   struct Options {
