@@ -48,7 +48,10 @@ class FileImpl final : public File {
       pos_ += want;
       return want;
     }
-    size_t done = 0;
+    // The bytes the open brought are copied from memory, without read-ahead:
+    // a small file is whole in them.
+    size_t done = CopyFromPrefix(pos_, out.first(want));
+    pos_ += done;
     while (done < want) {
       Fill();
       auto& c = ahead_.front();

@@ -222,9 +222,11 @@ std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, 
     for (const auto& seg : reply->segments) total += seg.length;
     out.emplace();
     out->stat_json = std::move(reply->message);
-    out->prefix.resize(static_cast<size_t>(std::min(total, length)));
     // The version is in the stat JSON, which the caller parses: the page's path and offset are checked.
-    out->prefix.resize(static_cast<size_t>(ReadSegments(*reply, fds, ns_path, "", 0, out->prefix)));
+    // (resize_and_overwrite: the bytes are read straight in, not zeroed first.)
+    out->prefix.resize_and_overwrite(static_cast<size_t>(std::min(total, length)), [&](char* p, size_t n) {
+      return static_cast<size_t>(ReadSegments(*reply, fds, ns_path, "", 0, std::span<char>(p, n)));
+    });
   }
   CloseAll(fds);
   return out;
