@@ -424,6 +424,30 @@ TEST_F(FuseTest, KernelCachingFollowsTheConsistencyMode) {
   EXPECT_EQ(ReadPosix(mnt_ + "/always/later"), "x");
 }
 
+// Once the kernel has served a file from its page cache, the next open only
+// checks the version (no bytes); a read that does reach the mount (the pages
+// were dropped) still gets every byte, and the open after it brings them again.
+TEST_F(FuseTest, AnOpenTheKernelServesFetchesNoBytes) {
+  const std::string data = RandomBytes(100 * 1024 + 3, 21);
+  ASSERT_NO_FATAL_FAILURE(Put("held", data));
+  const std::string path = mnt_ + "/data/held";
+  auto served = [&] {
+    auto a = WorkerMetricSum(cluster_->addresses(), "shoal_short_circuit_bytes_total");
+    auto b = WorkerMetricSum(cluster_->addresses(), "shoal_cache_hit_bytes_total");
+    return (a ? *a : -1.0) + (b ? *b : -1.0);
+  };
+  ASSERT_TRUE(ReadPosix(path) == data);  // first open: the kernel had nothing
+  ASSERT_TRUE(ReadPosix(path) == data);  // kept pages, no read reached the mount
+  const double before = served();
+  ASSERT_TRUE(ReadPosix(path) == data);
+  EXPECT_EQ(served(), before) << "an open of a file the kernel holds brought its bytes";
+  DropPageCache(path);
+  ASSERT_TRUE(ReadPosix(path) == data);  // the read reaches the mount and fetches them
+  EXPECT_GE(served() - before, static_cast<double>(data.size()));
+  DropPageCache(path);
+  ASSERT_TRUE(ReadPosix(path) == data);  // the open brings them again
+}
+
 // Writes a whole file with write(2) in `chunk`-sized pieces; returns close(2)'s errno (0: OK).
 int WritePosix(const std::string& path, const std::string& data, int flags, size_t chunk = 1 << 20,
                bool fsync_first = false) {

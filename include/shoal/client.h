@@ -80,6 +80,15 @@ struct ClientStats {
 class File;
 class Writer;
 
+struct OpenOptions {
+  // Bytes from the start of the file brought with the open, in the same round
+  // trip to its owner: the whole of a small file, so that reading it costs no
+  // second request. 0 makes the open a version check only, for a caller that
+  // expects to read nothing (a FUSE mount whose kernel still caches the file).
+  // At most 4 MiB is taken (the bytes stay in memory while the File is open).
+  uint64_t prefetch = 256 * 1024;
+};
+
 struct CreateOptions {
   // Replace a file that already exists under the path (false: kAlreadyExists).
   bool overwrite = true;
@@ -100,7 +109,7 @@ class Client {
   Result<FileStatus> Stat(std::string_view path);
   // Entries of a directory (or prefix), sorted by path. A file lists as itself.
   Result<std::vector<FileStatus>> List(std::string_view path);
-  Result<std::unique_ptr<File>> OpenFile(std::string_view path);
+  Result<std::unique_ptr<File>> OpenFile(std::string_view path, const OpenOptions& options = {});
 
   // Writes. Every one goes from this client through to the mount's
   // under-store (write-through) and then drops the cached metadata of the

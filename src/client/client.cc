@@ -21,7 +21,6 @@ namespace {
 constexpr uint64_t kPieceBytes = 1ull << 20;
 
 // Bytes an open fetches along with the stat: whole ImageNet-sized files.
-constexpr uint64_t kOpenPrefetch = 256 * 1024;
 
 Result<FileStatus> StatusFromJson(const std::string& body) {
   try {
@@ -175,12 +174,12 @@ Result<FileStatus> ClientImpl::StatResolved(const ResolvedPath& rp, Deadline dea
       [&] { return StatFromStore(rp, deadline); });
 }
 
-Result<OpenedFile> ClientImpl::Open(std::string_view path) {
+Result<OpenedFile> ClientImpl::Open(std::string_view path, uint64_t prefetch) {
   auto rp = mounts_.Resolve(path);
   if (!rp) return Err(rp.error());
   const Deadline deadline = NewDeadline();
   const std::string& ns = rp->ns_path;
-  const std::string target = "/v1/open?path=" + PercentEncode(ns, true) + "&length=" + std::to_string(kOpenPrefetch);
+  const std::string target = "/v1/open?path=" + PercentEncode(ns, true) + "&length=" + std::to_string(prefetch);
   return router_.Route<OpenedFile>(
       HashRing::MetaKey(ns), deadline, "open " + ns,
       [&](const WorkerEntry& w) -> WorkerAttempt<OpenedFile> {
@@ -188,7 +187,7 @@ Result<OpenedFile> ClientImpl::Open(std::string_view path) {
           if (Status d = DiscoverLocal(w, deadline); !d.ok()) return WorkerFailed<OpenedFile>(d);
           // (A short-circuit open that times out may be a worker waiting on a
           // slow store, which has no heartbeat here: HTTP below judges the worker.)
-          if (auto o = local_.Open(w.address, ns, kOpenPrefetch)) {
+          if (auto o = local_.Open(w.address, ns, prefetch)) {
             auto st = StatusFromJson(o->stat_json);
             if (!st) return WorkerFailed<OpenedFile>(st.error());
             local_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);

@@ -135,8 +135,9 @@ class FileImpl final : public File {
 
 }  // namespace
 
-Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path) {
-  auto opened = impl_->Open(path);
+Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path, const OpenOptions& options) {
+  constexpr uint64_t kMaxPrefetch = 4 << 20;  // the bytes are held in memory for the File's life
+  auto opened = impl_->Open(path, std::min(options.prefetch, kMaxPrefetch));
   if (!opened) return Err(opened.error());
   if (opened->status.is_dir) return Err(Code::kInvalidArgument, opened->status.path + " is a directory, not a file");
   return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*opened)));

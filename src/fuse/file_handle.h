@@ -19,6 +19,8 @@ struct ShoalFs::FileHandle {
   // Reading: one File. The offset where File::Read's position is: a read
   // starting there is sequential and uses Read (with the client's read-ahead).
   std::unique_ptr<File> file;
+  bool keep_cache = false;               // the open kept the kernel's cached pages
+  std::atomic<bool> read_seen{false};    // a read reached the mount through this handle
   std::mutex seq_mu;
   std::atomic<uint64_t> next{0};
   // Writing a new file: one Writer, committed (Close) at the first flush or

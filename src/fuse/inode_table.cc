@@ -86,7 +86,19 @@ uint64_t InodeTable::SwapPageVersion(uint64_t ino, uint64_t version_hash) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return 0;
+  if (it->second.page_version != version_hash) it->second.pages_held = false;
   return std::exchange(it->second.page_version, version_hash);
+}
+
+bool InodeTable::PagesHeld(uint64_t ino) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  return it != nodes_.end() && it->second.pages_held;
+}
+
+void InodeTable::SetPagesHeld(uint64_t ino, bool held) {
+  std::lock_guard lock(mu_);
+  if (auto it = nodes_.find(ino); it != nodes_.end()) it->second.pages_held = held;
 }
 
 std::optional<uint64_t> InodeTable::Parent(uint64_t ino) const {

@@ -53,6 +53,11 @@ class InodeTable {
   // hash of it, never 0): the pages may be kept when it held the same one.
   // Returns the version recorded before (0: none).
   uint64_t SwapPageVersion(uint64_t ino, uint64_t version_hash);
+  // Whether the last open of `ino` that kept the kernel's cached pages was
+  // served without any read reaching the mount: the kernel holds the file,
+  // so the next open need not bring its first bytes. A new version clears it.
+  bool PagesHeld(uint64_t ino) const;
+  void SetPagesHeld(uint64_t ino, bool held);
   // Directory listings cached by the kernel: true while the listing of `ino`
   // cached until a time after now; otherwise (re)starts the window until
   // `until` and returns false.
@@ -74,6 +79,7 @@ class InodeTable {
     uint64_t page_version = 0;  // 0: nothing cached yet
     Clock::time_point listing_until{};
     bool is_dir = false;
+    bool pages_held = false;
   };
   struct DentryKey {
     uint64_t parent;

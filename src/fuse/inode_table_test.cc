@@ -87,6 +87,22 @@ TEST(InodeTableTest, ConcurrentLookupsAndForgetsBalance) {
   EXPECT_EQ(t.size(), 2u);  // the root and d: every file inode was forgotten
 }
 
+TEST(InodeTableTest, PagesHeldIsClearedByANewVersion) {
+  InodeTable t;
+  uint64_t ino = t.Lookup(InodeTable::kRoot, "f", false);
+  EXPECT_FALSE(t.PagesHeld(ino));
+  EXPECT_EQ(t.SwapPageVersion(ino, 7), 0u);
+  t.SetPagesHeld(ino, true);
+  EXPECT_TRUE(t.PagesHeld(ino));
+  EXPECT_EQ(t.SwapPageVersion(ino, 7), 7u);  // the same version: still held
+  EXPECT_TRUE(t.PagesHeld(ino));
+  EXPECT_EQ(t.SwapPageVersion(ino, 8), 7u);  // a new one: the kernel's pages go
+  EXPECT_FALSE(t.PagesHeld(ino));
+  EXPECT_FALSE(t.PagesHeld(12345));  // unknown inodes hold nothing
+  t.SetPagesHeld(12345, true);
+  EXPECT_FALSE(t.PagesHeld(12345));
+}
+
 // Bytes per cached inode: what 100k lookups of 15-byte names cost the heap,
 // and that forgetting them gives it back. Printed for the docs; the bound
 // fails the test if the layout grows by accident.

@@ -167,7 +167,12 @@ Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
                                                 : "writing into an existing file without truncating it"));
   }
   if (r->place.kind != MountView::Kind::kInMount) return Err(Code::kIsDirectory, r->ns + " is a directory");
-  auto f = client_.OpenFile(r->ns);
+  // When the kernel served the last open from its page cache, this one most
+  // likely will too: the open only checks the version, without the file's
+  // first bytes (a read that does reach the mount fetches them then).
+  OpenOptions options;
+  if (inodes_.PagesHeld(ino)) options.prefetch = 0;
+  auto f = client_.OpenFile(r->ns, options);
   if (!f) return Err(f.error());
   auto h = std::make_unique<FileHandle>();
   h->ino = ino;
@@ -177,6 +182,7 @@ Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
   const uint64_t before = inodes_.SwapPageVersion(ino, v);
   FsOpen o;
   o.keep_cache = before == v;
+  h->keep_cache = o.keep_cache;
   o.version_changed = before != 0 && before != v;
   if (o.version_changed) spdlog::info("{} has a new version: the kernel's cached pages are dropped", r->ns);
   o.fh = reinterpret_cast<uint64_t>(h.release());
@@ -185,6 +191,7 @@ Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
 
 Result<size_t> ShoalFs::Read(uint64_t fh, uint64_t offset, std::span<char> out) {
   auto* h = reinterpret_cast<FileHandle*>(fh);
+  if (!h->read_seen.load(std::memory_order_relaxed)) h->read_seen.store(true, std::memory_order_relaxed);
   if (offset == h->next.load(std::memory_order_relaxed)) {
     std::unique_lock seq(h->seq_mu, std::try_to_lock);
     if (seq.owns_lock() && offset == h->next.load(std::memory_order_relaxed)) {
@@ -212,8 +219,10 @@ Result<size_t> ShoalFs::Read(uint64_t fh, uint64_t offset, std::span<char> out) 
 void ShoalFs::Release(uint64_t fh) {
   // A new file not committed by a flush yet (an empty one) is committed now;
   // the kernel takes no answer from release, so a failure is only logged.
-  if (auto* h = reinterpret_cast<FileHandle*>(fh); h->writer) (void)Commit(fh, false);
-  delete reinterpret_cast<FileHandle*>(fh);
+  auto* h = reinterpret_cast<FileHandle*>(fh);
+  if (h->writer) (void)Commit(fh, false);
+  if (h->file) inodes_.SetPagesHeld(h->ino, h->keep_cache && !h->read_seen.load(std::memory_order_relaxed));
+  delete h;
 }
 
 Result<FsOpen> ShoalFs::OpenDir(uint64_t ino) {
