@@ -170,13 +170,13 @@ mount_rclone() {
   wait_mounted "$mnt" "$BG_PID" || { log "rclone mount at $mnt failed: $(tail -3 "$WORK/rclone-$(basename "$mnt").log")"; return 1; }
 }
 
-# upload DIR PREFIX S3_PORT BUCKET: copies DIR/PREFIX into the bucket, directly (not via the proxy).
+# upload DIR PREFIX S3_PORT BUCKET [TRANSFERS]: copies DIR/PREFIX into the bucket, directly (not via the proxy).
 upload() {
-  local dir=$1 prefix=$2 port=$3 bucket=$4
+  local dir=$1 prefix=$2 port=$3 bucket=$4 transfers=${5:-8}
   env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone.conf" RCLONE_S3_PROVIDER=Other \
     RCLONE_S3_ENDPOINT="http://127.0.0.1:$port" RCLONE_S3_ACCESS_KEY_ID=S3RVER RCLONE_S3_SECRET_ACCESS_KEY=S3RVER \
     RCLONE_S3_FORCE_PATH_STYLE=true RCLONE_S3_ENV_AUTH=false \
-    rclone copy "$dir/$prefix" ":s3:$bucket/$prefix" --transfers 8 --s3-upload-cutoff 1G --s3-chunk-size 512M \
+    rclone copy "$dir/$prefix" ":s3:$bucket/$prefix" --transfers "$transfers" --s3-upload-cutoff 1G --s3-chunk-size 512M \
     >>"$WORK/upload.log" 2>&1 || { log "uploading $prefix to s3rver failed: $(tail -3 "$WORK/upload.log")"; return 1; }
 }
 
@@ -187,13 +187,22 @@ stop_shoal() {
   SHOAL_PID=""
 }
 
-# mount_shoal_fuse MNT: `shoal fuse --foreground` over the running cluster ($SHOAL_CONFIG).
+# mount_shoal_fuse MNT [NAME [SUBTREE]]: `shoal fuse --foreground` over the running cluster
+# ($SHOAL_CONFIG), of the whole namespace or of SUBTREE (--path); its log is $WORK/NAME.log
+# (default shoal_fuse).
 mount_shoal_fuse() {
-  local mnt=$1
+  local mnt=$1 name=${2:-shoal_fuse} subtree=${3:-}
   mkdir -p "$mnt"
   echo "$mnt" >>"$MOUNTS_FILE"
-  bg shoal_fuse "$BUILD_DIR/shoal" fuse "$mnt" --config "$SHOAL_CONFIG" --foreground
-  wait_for_line "$WORK/shoal_fuse.log" '^mounted: ' 60 "$BG_PID" >/dev/null
+  bg "$name" "$BUILD_DIR/shoal" fuse "$mnt" --config "$SHOAL_CONFIG" --foreground ${subtree:+--path "$subtree"}
+  wait_for_line "$WORK/$name.log" '^mounted: ' 60 "$BG_PID" >/dev/null
+}
+
+# unmount_and_stop MNT PID: unmounts a FUSE mount this script made and stops its daemon.
+unmount_and_stop() {
+  local mnt=$1 pid=$2
+  mountpoint -q "$mnt" 2>/dev/null && { fusermount -u "$mnt" 2>/dev/null || fusermount -u -z "$mnt" 2>/dev/null || true; }
+  stop_pid "$pid"
 }
 
 # start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG,
