@@ -41,6 +41,7 @@ namespace shoal {
 class Counter;
 class Histogram;
 class IdleWriter;
+struct PagePush;  // worker/page_put.h
 
 // One ranged read from the UFS covering one or more adjacent pages.
 class Fetch {
@@ -126,6 +127,13 @@ class WorkerService {
   // and returns the fetch that reads it again from the under-store (one
   // already in flight for it, or a new one), which also caches it again.
   std::shared_ptr<Fetch> RefetchCorruptPage(const FileRef& file, uint64_t page, int fd, const Status& why);
+
+  // Blocking (call from the UFS executor). Caches one page a cache-through
+  // writer pushed (src/worker/page_put.cc): checks the claims of `push` and
+  // the body's length, and that `push.version` is the path's current version
+  // in the under-store (a stat from the store when the cached one differs);
+  // kVersionMismatch or kInvalidArgument, naming the claim, when not.
+  Status PutPushedPage(const ResolvedPath& p, const PagePush& push, std::string_view data);
 
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
