@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <tuple>
+
 #include "common/metrics.h"
 #include "worker/worker_service.h"
 
@@ -48,39 +50,53 @@ Status WorkerService::PutPushedPage(const ResolvedPath& p, const PagePush& push,
   }
   // The version must be the store's current one: a cached stat that says so,
   // else one HEAD of the store (only the under-store's word counts; a version
-  // a request names could be made up). The fresh stat is cached, so the later
-  // pages of the same push are checked from memory.
+  // a request names could be made up). What the store said is remembered
+  // (pushed_versions_), so the later pages of the same push are checked from
+  // memory even when the metadata cache declined the stat.
   auto cached = meta_.LookupStat(p.ns_path, *p.mount);
-  std::optional<FileInfo> info;
-  if (cached && *cached && !(*cached)->is_dir && (*cached)->Version() == push.version) info = **cached;
-  if (!info) {
+  bool is_dir = false;
+  std::string version;
+  uint64_t size = 0;
+  if (cached && *cached && !(*cached)->is_dir && (*cached)->Version() == push.version) {
+    version = push.version;
+    size = (*cached)->size;
+  } else {
+    std::lock_guard lock(pushed_mu_);
+    auto it = pushed_versions_.find(p.ns_path);
+    if (it != pushed_versions_.end() && it->second.first == push.version) std::tie(version, size) = it->second;
+  }
+  if (version.empty()) {
     auto store = StoreFor(p);
     if (!store) return fail(store.error());
     const uint64_t generation = meta_.generation();
     auto fresh = (*store)->Stat(p.key);
     if (!fresh) return fail(fresh.error().WithContext("checking a pushed page of " + p.ns_path));
     meta_.InsertStat(p.ns_path, *fresh, generation);
-    if (!fresh->is_dir) {
+    is_dir = fresh->is_dir;
+    if (!is_dir) {
+      version = fresh->Version();
+      size = fresh->size;
       bool changed = false;
       {
         std::lock_guard lock(inflight_mu_);
-        changed = NoteVersionLocked(p.ns_path, fresh->Version());
+        changed = NoteVersionLocked(p.ns_path, version);
       }
-      if (changed) pages_->DropOtherVersions(p.ns_path, fresh->Version());
+      if (changed) pages_->DropOtherVersions(p.ns_path, version);
+      std::lock_guard lock(pushed_mu_);
+      if (pushed_versions_.size() >= 10'000) pushed_versions_.clear();  // a bound, not a policy
+      pushed_versions_[p.ns_path] = {version, size};
     }
-    info = *fresh;
   }
-  if (info->is_dir || info->Version() != push.version) {
-    return fail(
-        Status(Code::kVersionMismatch, "a pushed page of " + p.ns_path + " names version " + push.version +
-                                           ", but the under-store holds " +
-                                           (info->is_dir ? std::string("a directory") : "version " + info->Version()) +
-                                           "; the file changed since it was written"));
+  if (is_dir || version != push.version) {
+    return fail(Status(Code::kVersionMismatch, "a pushed page of " + p.ns_path + " names version " + push.version +
+                                                   ", but the under-store holds " +
+                                                   (is_dir ? std::string("a directory") : "version " + version) +
+                                                   "; the file changed since it was written"));
   }
-  if (info->size != push.size) {
+  if (size != push.size) {
     return fail(Status(Code::kInvalidArgument, "size=" + std::to_string(push.size) + " contradicts " + p.ns_path +
                                                    " version " + push.version + " in the under-store (" +
-                                                   std::to_string(info->size) + " bytes)"));
+                                                   std::to_string(size) + " bytes)"));
   }
   if (Status st = pages_->Put(PageKey{p.ns_path, push.version, push.offset}, std::span<const char>(data)); !st.ok()) {
     return st.WithContext("caching a pushed page of " + p.ns_path);

@@ -203,6 +203,13 @@ class WorkerService {
   bool InOutage(const ResolvedPath& p) const;
   void NoteOutage(const ResolvedPath& p);
 
+  // Versions pushed pages were checked against, from the store's word: path ->
+  // (version, size). The metadata cache may decline to keep a stat that
+  // raced with any refresh (its generation guard), and concurrent writes
+  // refresh all the time; without this each page would cost a store stat.
+  std::mutex pushed_mu_;
+  std::unordered_map<std::string, std::pair<std::string, uint64_t>> pushed_versions_;
+
   std::mutex stale_mu_;
   std::unordered_map<std::string, bool> stale_logged_;  // paths already logged as served stale (bounded)
 
