@@ -320,6 +320,16 @@ EOF
     echo "not run: $FAILOVER_NOTRUN"
   fi
   echo
+  echo "## Checkpoints: write modes (bench/checkpoint_bench)"
+  echo
+  if [[ -f $WORK/checkpoint.out ]]; then
+    echo "Three workers on loopback over s3rver behind the WAN emulator. Save: every file written at once (one thread per file), timed until every Close returned; direct is the same C++ S3 store (multipart) without Shoal. Restore: right after the save, all files read back at once. Targets (issue 12): restore cache-through >= 10x direct; save and small writes: write-back (not built yet) >= 5x direct. Every byte read back is checked."
+    echo
+    cat "$WORK/checkpoint.out"
+  else
+    echo "not run: $CKPT_NOTRUN"
+  fi
+  echo
   echo "## The S3 endpoint (bench/s3_endpoint_bench.sh)"
   echo
   if [[ -f $WORK/s3_endpoint.out ]]; then

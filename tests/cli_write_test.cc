@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "tests/cli_helpers.h"
 #include "tests/harness/shoal_cluster.h"
@@ -114,6 +115,82 @@ TEST_F(CliWriteTest, RefusalsAreOneLineWithTheirExitCodes) {
   // Nothing changed.
   EXPECT_EQ(Slurp(dir_ + "/ufs/keep/file"), "keep");
   EXPECT_EQ(Cmd({"ls", "/data/keep"}).out, "file\n");
+}
+
+}  // namespace
+}  // namespace shoal::testing
+
+namespace shoal::testing {
+namespace {
+
+// `shoal cp` into Shoal: a file, a directory tree (-r) round trip, the JSON
+// lines it prints without a terminal, and exit codes when some files fail.
+TEST_F(CliWriteTest, CpUploadsFilesAndTreesAndRoundTrips) {
+  const std::string src = dir_ + "/tree";
+  std::map<std::string, std::string> files = {{"a.bin", RandomBytes(3 * 1024 * 1024 + 1, 1)},
+                                              {"empty", ""},
+                                              {"sub/b.txt", "bee"},
+                                              {"sub/deeper/c.bin", RandomBytes(300 * 1024, 2)},
+                                              {"sub/deeper/d", "d"}};
+  for (const auto& [rel, data] : files) {
+    fs::create_directories(fs::path(src + "/" + rel).parent_path());
+    ASSERT_TRUE(WriteFile(src + "/" + rel, data).ok());
+  }
+  fs::create_directories(src + "/emptydir");
+
+  // One file, to a path.
+  auto one = Cmd({"cp", src + "/a.bin", "/data/one.bin"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(Slurp(dir_ + "/ufs/one.bin") == files["a.bin"]);
+
+  // A tree, into a new directory; JSON lines on stdout (not a terminal).
+  auto tree = Cmd({"cp", "-r", "-j", "3", src, "/data/up"});
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_EQ(CountLines(tree.out, "\"event\":\"file\""), 5) << tree.out;
+  EXPECT_EQ(CountLines(tree.out, "\"event\":\"done\""), 1) << tree.out;
+  EXPECT_NE(tree.out.find("\"files_done\":5"), std::string::npos) << tree.out;
+  for (const auto& [rel, data] : files) {
+    SCOPED_TRACE(rel);
+    EXPECT_TRUE(Slurp(dir_ + "/ufs/up/" + rel) == data) << "not in the under-store";
+    // And out again through the CLI.
+    auto out = Cmd({"cp", "-q", "/data/up/" + rel, dir_ + "/back"});
+    ASSERT_EQ(out.exit_code, 0) << out.err;
+    EXPECT_TRUE(Slurp(dir_ + "/back") == data);
+  }
+  EXPECT_TRUE(fs::is_directory(dir_ + "/ufs/up/emptydir"));
+  // Into an existing directory: as its own name below it.
+  auto again = Cmd({"cp", "-r", "-q", src + "/sub", "/data/up/sub"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Slurp(dir_ + "/ufs/up/sub/sub/b.txt"), "bee");
+}
+
+TEST_F(CliWriteTest, CpReportsEachFailureAndExitsNonZero) {
+  // A directory without -r: a usage error, nothing written.
+  fs::create_directories(dir_ + "/d");
+  ASSERT_TRUE(WriteFile(dir_ + "/d/x", "x").ok());
+  auto no_r = Cmd({"cp", dir_ + "/d", "/data/d"});
+  EXPECT_EQ(no_r.exit_code, 2);
+  EXPECT_NE(no_r.err.find("cp -r"), std::string::npos) << no_r.err;
+  EXPECT_FALSE(fs::exists(dir_ + "/ufs/d"));
+
+  // A missing source among good ones: the good ones go, the run exits 3.
+  auto mixed = Cmd({"cp", "-q", dir_ + "/d/x", dir_ + "/missing", "/data/mixed/"});
+  EXPECT_EQ(mixed.exit_code, 3) << mixed.err;
+  EXPECT_EQ(CountLines(mixed.err, "shoal: error:"), 1) << mixed.err;
+  EXPECT_NE(mixed.err.find("missing"), std::string::npos) << mixed.err;
+  EXPECT_EQ(Slurp(dir_ + "/ufs/mixed/x"), "x");
+
+  // A read-only mount: every file fails, each one line, exit 4.
+  auto ro = Cmd({"cp", "-r", dir_ + "/d", "/ro/d"});
+  EXPECT_EQ(ro.exit_code, 4) << ro.err;
+  EXPECT_GE(CountLines(ro.err, "read-only"), 1) << ro.err;
+  EXPECT_NE(ro.out.find("\"event\":\"error\""), std::string::npos) << ro.out;
+  EXPECT_NE(ro.out.find("\"files_failed\":1"), std::string::npos) << ro.out;
+
+  // Neither side in Shoal.
+  auto local = Cmd({"cp", dir_ + "/d/x", dir_ + "/y"});
+  EXPECT_EQ(local.exit_code, 2);
+  EXPECT_NE(local.err.find("neither"), std::string::npos) << local.err;
 }
 
 }  // namespace

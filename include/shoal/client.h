@@ -75,6 +75,8 @@ struct ClientStats {
   uint64_t worker_failures = 0;      // requests to a worker that failed it (unreachable, silent, broken)
   uint64_t local_read_bytes = 0;     // of worker_read_bytes, read short-circuit from page files on this host
   uint64_t local_corrupt_reads = 0;  // short-circuit page reads that failed a checksum (and were read over TCP)
+  uint64_t cache_pushed_bytes = 0;   // written bytes cached on workers by cache-through writers
+  uint64_t cache_push_failures = 0;  // pages a cache-through writer could not cache (the write itself succeeded)
 };
 
 class File;
@@ -179,7 +181,10 @@ class Writer {
   // Bytes written so far.
   virtual uint64_t size() const = 0;
   // The durability point: returns once the whole file is in the under-store,
-  // with its new status (size, version). After an error nothing is visible,
+  // with its new status (size, version). On a cache-through mount (the
+  // default write_mode) the written pages are then cached on their workers
+  // under that version before it returns; a page that cannot be cached is
+  // logged and counted (ClientStats), never an error. After an error nothing is visible,
   // with one exception: when the store timed out or went away after the
   // final request reached it (kTimeout, kUnavailable), it may still commit
   // that request, as with any object-store PUT; Stat tells. The file is then

@@ -86,18 +86,44 @@ void AddReadCommands(CLI::App& app, int* exit_code) {
   {
     struct Args {
       ClientOptions client;
+      std::vector<std::string> args;
       std::string path, dest;
       bool quiet = false;
+      bool recursive = false;
+      int parallel = 4;
     };
     auto a = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("cp", "Copy a file to a local file");
+    auto* cmd = app.add_subcommand(
+        "cp", "Copy a file out of Shoal to a local file, or local files (-r: directories) into Shoal");
     AddClientOptions(cmd, &a->client);
-    cmd->add_option("path", a->path, "Namespace path or physical URI")->required();
-    cmd->add_option("dest", a->dest, "Local file to write")->required();
-    cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
+    cmd->add_option("args", a->args, "PATH LOCAL_FILE (copy out), or LOCAL... PATH (copy in)")
+        ->required()
+        ->expected(2, -1);
+    cmd->add_flag("-q,--quiet", a->quiet, "No progress line (nor JSON lines)");
+    cmd->add_flag("-r,--recursive", a->recursive, "Copy local directories in, with everything below them");
+    cmd->add_option("-j,--parallel", a->parallel, "Files uploaded at once (4)")->check(CLI::Range(1, 64));
     cmd->callback([a, exit_code] {
       auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
+      a->dest = a->args.back();
+      a->path = a->args.front();
+      const bool out = a->args.size() == 2 && IsShoalPath(**c, a->path) &&
+                       (!IsShoalPath(**c, a->dest) || ::access(a->path.c_str(), F_OK) != 0);
+      if (!out) {
+        if (!IsShoalPath(**c, a->dest)) {
+          return void(*exit_code = Fail(Status(Code::kInvalidArgument,
+                                               "cp: neither '" + a->path + "' nor '" + a->dest +
+                                                   "' is in Shoal (a path under a mount, see `shoal mount list`, "
+                                                   "or a physical URI)")));
+        }
+        std::vector<std::string> sources(a->args.begin(), a->args.end() - 1);
+        *exit_code = RunUpload(**c, sources, a->dest, a->recursive, a->parallel, a->quiet);
+        return;
+      }
+      if (a->recursive) {
+        return void(*exit_code = Fail(Status(Code::kInvalidArgument,
+                                             "cp -r copies local directories into Shoal; copy files out one by one")));
+      }
       // Written beside the destination and renamed, so a failed copy leaves no partial file.
       std::string tmp = a->dest + ".shoal-partial";
       int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/config.h"
 #include "shoal/client.h"
@@ -17,7 +18,7 @@ namespace shoal::cli {
 void AddWorker(CLI::App& app, int* exit_code);
 void AddUp(CLI::App& app, int* exit_code);
 void AddClientCommands(CLI::App& app, int* exit_code);  // ls, stat, mount, refresh, status
-void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp
+void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp (both ways)
 void AddWriteCommands(CLI::App& app, int* exit_code);   // put, rm, mkdir, rmdir, mv
 void AddFuse(CLI::App& app, int* exit_code);            // fuse (mount, --unmount)
 void AddS3(CLI::App& app, int* exit_code);              // s3 (the S3 endpoint)
@@ -35,6 +36,15 @@ void AddClientOptions(CLI::App* cmd, ClientOptions* options);
 // one line; -v adds warnings and info; SHOAL_LOG overrides both) and opens
 // the client.
 Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options);
+
+// Whether `path` names something in Shoal (a physical URI, or a path under a
+// mount of `c`) rather than a local file.
+bool IsShoalPath(Client& c, const std::string& path);
+// shoal cp LOCAL... DEST (cmd_write.cc): uploads local files (with
+// `recursive`, directory trees) to DEST, `parallel` files at a time, with a
+// progress line on a terminal or JSON lines on stdout; returns the exit code.
+int RunUpload(Client& c, const std::vector<std::string>& sources, const std::string& dest, bool recursive, int parallel,
+              bool quiet);
 
 // Checks every mount of `config` without contacting the stores (option names
 // and values, credentials' shape, bucket names); the error names the mount.

@@ -81,6 +81,12 @@ class ClientImpl {
   // every worker (a renamed directory). Best effort: a worker that cannot be
   // told is logged, and revalidates by its mount's rule.
   void AfterMutation(const ResolvedPath& rp, bool subtree = false);
+  // After a cache-through write of `st` committed: pushes the pages of its
+  // first `spilled` bytes, read from `spill_fd` (a file holding the bytes
+  // written), to their owners under st.version (src/client/page_push.cc).
+  // Within one client.timeout, max_parallel pages at a time, one page of
+  // memory each. Best effort: failures are logged and counted.
+  void PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, int spill_fd, uint64_t spilled);
   ClientStats stats() const;
 
   // Reads [offset, offset + out.size()) of one file version, which the caller
@@ -124,6 +130,8 @@ class ClientImpl {
   std::atomic<uint64_t> worker_read_bytes_{0};
   std::atomic<uint64_t> fallback_read_bytes_{0};
   std::atomic<uint64_t> local_read_bytes_{0};
+  std::atomic<uint64_t> cache_pushed_bytes_{0};
+  std::atomic<uint64_t> cache_push_failures_{0};
 };
 
 }  // namespace detail

@@ -42,7 +42,8 @@ WorkerReply WorkerCaller::Failed(const WorkerEntry& worker, Status why) {
 }
 
 WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view method, const std::string& target,
-                               Deadline deadline, std::string_view path, std::span<char> body_out) {
+                               Deadline deadline, std::string_view path, std::span<char> body_out,
+                               std::string_view request_body) {
   const auto started = Clock::now();
   const Limits limits(deadline, options_.response_timeout);
   // What a failed step means: out of time (final), or a failed worker.
@@ -75,7 +76,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
       }
       conn = std::move(*c);
     }
-    Status st = conn->SendRequest(method, target, limits);
+    Status st = conn->SendRequest(method, target, limits, request_body);
     Result<ResponseHead> head = st.ok() ? conn->ReadHead(limits) : Result<ResponseHead>(Err(st));
     if (!head) {
       if (reused && conn->last_failure() == Failure::kClosed && conn->interim_seen() == 0) continue;

@@ -46,11 +46,12 @@ class WorkerCaller {
   };
   explicit WorkerCaller(Options options) : options_(options) {}
 
-  // Sends `method target` to `worker` and reads the answer. A 2xx body goes
-  // into `body_out` when it is non-empty (it must be exactly that long).
-  // `path` names what the request is about, for messages.
+  // Sends `method target` (with `request_body` when not empty) to `worker`
+  // and reads the answer. A 2xx body goes into `body_out` when it is
+  // non-empty (it must be exactly that long). `path` names what the request
+  // is about, for messages.
   WorkerReply Call(const WorkerEntry& worker, std::string_view method, const std::string& target, Deadline deadline,
-                   std::string_view path, std::span<char> body_out = {});
+                   std::string_view path, std::span<char> body_out = {}, std::string_view request_body = {});
 
   // GET /v1/health on a new connection with short timeouts: OK when the
   // worker answers 200 as itself. For WorkerHealth's probe.

@@ -119,18 +119,24 @@ Status WorkerConnection::WaitFor(short events, Deadline deadline) {
   }
 }
 
-Status WorkerConnection::SendRequest(std::string_view method, std::string_view target, Limits limits) {
+Status WorkerConnection::SendRequest(std::string_view method, std::string_view target, Limits limits,
+                                     std::string_view body) {
   reusable_ = false;
   failure_ = Failure::kNone;
   interim_ = 0;
   std::string req;
-  req.reserve(target.size() + 96);
+  req.reserve(target.size() + 128);
   req.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ").append(address_);
+  if (!body.empty()) req.append("\r\nContent-Length: ").append(std::to_string(body.size()));
   req.append("\r\nX-Shoal-Protocol: 1\r\n\r\n");
+  const size_t total = req.size() + body.size();
   size_t sent = 0;
-  while (sent < req.size()) {
+  while (sent < total) {
     SHOAL_RETURN_IF_ERROR(Arm(limits));
-    ssize_t n = ::send(fd_, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    // The head, then the body from the caller's buffer (no copy).
+    const char* from = sent < req.size() ? req.data() + sent : body.data() + (sent - req.size());
+    size_t len = sent < req.size() ? req.size() - sent : total - sent;
+    ssize_t n = ::send(fd_, from, len, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       continue;

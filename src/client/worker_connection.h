@@ -60,8 +60,9 @@ class WorkerConnection {
 
   const std::string& address() const { return address_; }
 
-  // Sends a request with no body: "GET /v1/read?... HTTP/1.1".
-  Status SendRequest(std::string_view method, std::string_view target, Limits limits);
+  // Sends a request: "GET /v1/read?... HTTP/1.1", with `body` (and its
+  // Content-Length) when not empty.
+  Status SendRequest(std::string_view method, std::string_view target, Limits limits, std::string_view body = {});
   // The final response's head, after any 1xx interim responses (at most
   // kMaxInterim of them).
   Result<ResponseHead> ReadHead(Limits limits);

@@ -12,8 +12,25 @@
 // each store buffers at most its own upload unit (S3: multipart_threshold,
 // then multipart_concurrency parts; Azure: upload_threshold, then
 // upload_concurrency blocks; WebHDFS: write_buffer; file://: nothing).
+//
+// write_mode (per mount): `through` stops there. `cache-through` also keeps
+// the bytes in a spill file (an unlinked temp file: disk, not memory; gone
+// with the process), because the pages' ring keys need the version the store
+// gives only at Close; after the commit they are pushed to their owners
+// (ClientImpl::PushWrittenPages). The spill is bounded (SpillFile::Open);
+// past its bound, or when it cannot be written, the rest of the file is not
+// cached, which is logged; the write itself never fails for it.
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <optional>
 
 #include "client/client_impl.h"
 #include "ufs/http/call_deadline.h"
@@ -23,10 +40,81 @@ namespace {
 
 constexpr size_t kAppendPiece = 4 << 20;
 
+// A spill never takes more than this, nor more than half the free space of
+// its file system when it is opened.
+constexpr uint64_t kMaxSpillBytes = 64ull << 30;
+
+// The bytes of a cache-through write, in an unlinked file in $TMPDIR (or
+// /tmp): nothing is left behind however the process ends.
+class SpillFile {
+ public:
+  static std::optional<SpillFile> Open(const std::string& for_path) {
+    const char* env = std::getenv("TMPDIR");
+    std::string dir = env && *env ? env : "/tmp";
+    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      std::string tmpl = dir + "/shoal-spill-XXXXXX";
+      fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+      if (fd >= 0) ::unlink(tmpl.c_str());
+    }
+    if (fd < 0) {
+      spdlog::warn(
+          "{} will not be cached after it is written: no spill file in {} ({}); set TMPDIR to a writable "
+          "directory",
+          for_path, dir, std::strerror(errno));
+      return std::nullopt;
+    }
+    uint64_t limit = kMaxSpillBytes;
+    struct statvfs vfs {};
+    if (::fstatvfs(fd, &vfs) == 0) limit = std::min<uint64_t>(limit, uint64_t(vfs.f_bavail) * vfs.f_frsize / 2);
+    return SpillFile(fd, limit);
+  }
+  SpillFile(SpillFile&& o) noexcept
+      : fd_(std::exchange(o.fd_, -1)), limit_(o.limit_), size_(o.size_), stopped_(o.stopped_) {}
+  SpillFile& operator=(SpillFile&&) = delete;
+  ~SpillFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // Appends; past the bound or after a failed write, nothing more is kept.
+  void Append(std::span<const char> data, const std::string& for_path) {
+    if (!stopped_.empty()) return;
+    if (size_ + data.size() > limit_) {
+      stopped_ = "the spill bound of " + std::to_string(limit_) + " bytes (half the free space of $TMPDIR, at most " +
+                 std::to_string(kMaxSpillBytes) + ")";
+      return;
+    }
+    while (!data.empty()) {
+      ssize_t n = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(size_));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        stopped_ = std::string("a failed write to the spill file: ") + std::strerror(n < 0 ? errno : EIO);
+        spdlog::warn("{}: only its first {} bytes will be cached after it is written ({})", for_path, size_, stopped_);
+        return;
+      }
+      size_ += static_cast<uint64_t>(n);
+      data = data.subspan(static_cast<size_t>(n));
+    }
+  }
+  int fd() const { return fd_; }
+  uint64_t size() const { return size_; }
+  const std::string& stopped() const { return stopped_; }
+
+ private:
+  SpillFile(int fd, uint64_t limit) : fd_(fd), limit_(limit) {}
+  int fd_;
+  uint64_t limit_;
+  uint64_t size_ = 0;
+  std::string stopped_;  // why nothing more is kept ("" while it is)
+};
+
 class WriterImpl final : public Writer {
  public:
   WriterImpl(detail::ClientImpl& client, ResolvedPath rp, std::unique_ptr<ObjectWriter> out)
-      : client_(client), rp_(std::move(rp)), out_(std::move(out)) {}
+      : client_(client),
+        rp_(std::move(rp)),
+        out_(std::move(out)),
+        spill_(rp_.mount->write_mode == WriteMode::kCacheThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {}
 
   ~WriterImpl() override { Abort(); }
 
@@ -39,6 +127,7 @@ class WriterImpl final : public Writer {
         Abort();
         return st.WithContext("write " + rp_.ns_path + " (nothing was stored)");
       }
+      if (spill_) spill_->Append(piece, rp_.ns_path);
       size_ += piece.size();
       data = data.subspan(piece.size());
     }
@@ -64,12 +153,24 @@ class WriterImpl final : public Writer {
       return Err(info.error().WithContext(rp_.ns_path + " was written (" + std::to_string(size_) +
                                           " bytes), but its new status could not be read"));
     }
-    return ToFileStatus(*info, rp_.ns_path);
+    FileStatus done = ToFileStatus(*info, rp_.ns_path);
+    if (spill_) {
+      // The store's size differs from what was written only if another
+      // writer replaced the file since; its pages are not ours to cache.
+      if (done.size == size_) client_.PushWrittenPages(rp_, done, spill_->fd(), spill_->size());
+      if (spill_->size() < size_ && !spill_->stopped().empty()) {
+        spdlog::warn("{}: only its first {} of {} bytes were cached after the write (the spill stopped at {})",
+                     rp_.ns_path, spill_->size(), size_, spill_->stopped());
+      }
+      spill_.reset();
+    }
+    return done;
   }
 
   void Abort() override {
     if (state_ != State::kOpen) return;
     state_ = State::kAborted;
+    spill_.reset();
     CallDeadline bound(client_.NewDeadline());  // an S3 writer tells the store to drop its parts
     out_->Abort();
   }
@@ -86,6 +187,7 @@ class WriterImpl final : public Writer {
   detail::ClientImpl& client_;
   ResolvedPath rp_;
   std::unique_ptr<ObjectWriter> out_;
+  std::optional<SpillFile> spill_;  // cache-through: the bytes written, for the push after Close
   uint64_t size_ = 0;
   State state_ = State::kOpen;
 };

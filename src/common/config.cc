@@ -131,7 +131,8 @@ std::string NormaliseMountPath(std::string p) {
 
 Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* out) {
   std::string key = "mounts[" + std::to_string(i) + "]";
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key, {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "options"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      m, key, {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "write_mode", "options"}));
   SHOAL_RETURN_IF_ERROR(r.String(m["path"], key + ".path", &out->path));
   SHOAL_RETURN_IF_ERROR(r.String(m["ufs"], key + ".ufs", &out->ufs));
   if (out->path.empty() || out->path[0] != '/') return r.Fail(m, key + ".path", "must be an absolute path such as /data");
@@ -159,6 +160,18 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   SHOAL_RETURN_IF_ERROR(r.Duration(m["ttl"], key + ".ttl", &out->ttl));
   SHOAL_RETURN_IF_ERROR(r.Duration(m["stale_if_error"], key + ".stale_if_error", &out->stale_if_error));
   SHOAL_RETURN_IF_ERROR(r.Bool(m["read_only"], key + ".read_only", &out->read_only));
+  std::string write_mode;
+  SHOAL_RETURN_IF_ERROR(r.String(m["write_mode"], key + ".write_mode", &write_mode));
+  if (write_mode == "through") out->write_mode = WriteMode::kThrough;
+  else if (write_mode == "cache-through" || write_mode.empty()) out->write_mode = WriteMode::kCacheThrough;
+  else if (write_mode == "write-back") {
+    return r.Fail(m["write_mode"], key + ".write_mode",
+                  "write-back is not yet supported (acknowledging on workers' disks with a journal is not built); "
+                  "use through or cache-through");
+  } else {
+    return r.Fail(m["write_mode"], key + ".write_mode",
+                  "must be through or cache-through (write-back: not yet supported), not '" + write_mode + "'");
+  }
   const auto& opts = m["options"];
   if (opts.IsDefined() && !opts.IsNull()) {
     if (!opts.IsMap()) return r.Fail(opts, key + ".options", "expected a mapping of option: value");
@@ -219,6 +232,14 @@ std::string_view ConsistencyName(Consistency c) {
     case Consistency::kImmutable: return "immutable";
     case Consistency::kTtl: return "ttl";
     case Consistency::kAlways: return "always";
+  }
+  return "?";
+}
+
+std::string_view WriteModeName(WriteMode m) {
+  switch (m) {
+    case WriteMode::kThrough: return "through";
+    case WriteMode::kCacheThrough: return "cache-through";
   }
   return "?";
 }
@@ -428,6 +449,7 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "ttl" << YAML::Value << FormatDuration(m.ttl);
     e << YAML::Key << "stale_if_error" << YAML::Value << FormatDuration(m.stale_if_error);
     e << YAML::Key << "read_only" << YAML::Value << m.read_only;
+    e << YAML::Key << "write_mode" << YAML::Value << std::string(WriteModeName(m.write_mode));
     if (!m.options.empty()) {
       e << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
       for (const auto& [k, v] : m.options) {

@@ -22,6 +22,13 @@ enum class Consistency {
 };
 std::string_view ConsistencyName(Consistency c);
 
+// How a write to a mount is acknowledged (README "Write modes").
+enum class WriteMode {
+  kThrough,       // acknowledged once the under-store committed the object; pages are not cached
+  kCacheThrough,  // as kThrough, and the written pages are cached under the new version (the default)
+};
+std::string_view WriteModeName(WriteMode m);
+
 struct MountConfig {
   std::string path;  // namespace path: "/data" (normalised: leading '/', no trailing '/')
   std::string ufs;   // under-store URI: "file:///srv/datasets/", "s3://bucket/prefix/"
@@ -33,6 +40,7 @@ struct MountConfig {
   // cache carries readers through a store outage. 0 turns it off.
   std::chrono::milliseconds stale_if_error{3'600'000};
   bool read_only = false;
+  WriteMode write_mode = WriteMode::kCacheThrough;
   // Backend-specific options (endpoint, region, credentials, ...). Values are
   // strings, with ${NAME} references to environment variables expanded.
   std::map<std::string, std::string> options;

@@ -60,6 +60,29 @@ client:
   EXPECT_EQ(ToYaml(*again), ToYaml(*c));
 }
 
+TEST(Config, WriteModePerMountDefaultsToCacheThroughAndRefusesWriteBack) {
+  auto c = ParseConfig(
+      "mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: through}\n"
+      "  - {path: /b, ufs: 'file:///b/'}\n  - {path: /c, ufs: 'file:///c/', write_mode: cache-through}\n",
+      "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->mounts[0].write_mode, WriteMode::kThrough);
+  EXPECT_EQ(c->mounts[1].write_mode, WriteMode::kCacheThrough);
+  EXPECT_EQ(c->mounts[2].write_mode, WriteMode::kCacheThrough);
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->mounts[0].write_mode, WriteMode::kThrough);
+
+  auto wb = ParseConfig("mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back}\n", "wb.yaml");
+  ASSERT_FALSE(wb);
+  EXPECT_EQ(wb.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(wb.error().message().find("mounts[0].write_mode"), std::string::npos) << wb.error().message();
+  EXPECT_NE(wb.error().message().find("not yet supported"), std::string::npos) << wb.error().message();
+  auto bad = ParseConfig("mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: sometimes}\n", "bad.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("'sometimes'"), std::string::npos) << bad.error().message();
+}
+
 TEST(Config, ErrorsNameKeyAndLine) {
   auto c = ParseConfig("worker:\n  page_size: 1MiB\n  cache_dirz: []\n", "t.yaml");
   ASSERT_FALSE(c);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "ufs/uri.h"
 #include "worker/http_status.h"
 #include "worker/local_server.h"
+#include "worker/page_put.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
 
@@ -216,6 +218,8 @@ class Worker::Impl {
     o.write_timeout = w.write_timeout;
     o.heartbeat_interval = w.heartbeat_interval;
     o.max_connections = w.max_connections;
+    // A pushed page (POST /v1/page) is one page of body.
+    o.body_limit = std::max<size_t>(o.body_limit, w.page_size);
     // The handshake (docs/protocol.md): every answer names the protocol and
     // this worker; clients that speak it get heartbeats while they wait.
     o.response_headers = {{"X-Shoal-Protocol", "1"}, {"X-Shoal-Worker", id_}};
@@ -263,6 +267,7 @@ class Worker::Impl {
     route("GET", "/v1/stat", &Impl::HandleStat);
     route("GET", "/v1/list", &Impl::HandleList);
     route("POST", "/v1/refresh", &Impl::HandleRefresh);
+    route("POST", "/v1/page", &Impl::HandlePagePush);
     route("GET", "/v1/health", &Impl::HandleHealth);
     route("GET", "/health", &Impl::HandleHealth);
     route("GET", "/metrics", &Impl::HandleMetrics);
@@ -422,6 +427,28 @@ class Worker::Impl {
     pool_.Post([this, ns, recursive, data, res] {
       size_t dropped = svc_->Refresh(ns, recursive, data);
       res.Respond(JsonAnswer(ObjectJson("path", ns, "dropped", dropped)));
+    });
+  }
+
+  // POST /v1/page?path=P&version=V&size=S&offset=O with the page as the body:
+  // a page a cache-through writer pushes after its Close (worker/page_put.h).
+  void HandlePagePush(const HttpRequest& req, Responder res) {
+    auto parsed = Parse(req, res);
+    if (!parsed) return;
+    const Query& q = parsed->first;
+    PagePush push;
+    if (auto v = q.Get("version")) push.version = *v;
+    auto size = q.Number("size");
+    auto offset = q.Number("offset");
+    if (!size) return res.Respond(ErrorAnswer(size.error()));
+    if (!offset) return res.Respond(ErrorAnswer(offset.error()));
+    push.size = *size;
+    push.offset = *offset;
+    auto checked = ExpectedPageLength(push, config_.worker.page_size, parsed->second.ns_path);
+    if (!checked) return res.Respond(ErrorAnswer(checked.error()));
+    pool_.Post([this, rp = parsed->second, push, body = req.body, res] {
+      Status st = svc_->PutPushedPage(rp, push, body);
+      res.Respond(st.ok() ? JsonAnswer(ObjectJson("path", rp.ns_path, "cached", body.size())) : ErrorAnswer(st));
     });
   }
 

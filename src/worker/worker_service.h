@@ -41,6 +41,7 @@ namespace shoal {
 class Counter;
 class Histogram;
 class IdleWriter;
+struct PagePush;  // worker/page_put.h
 
 // One ranged read from the UFS covering one or more adjacent pages.
 class Fetch {
@@ -127,6 +128,13 @@ class WorkerService {
   // already in flight for it, or a new one), which also caches it again.
   std::shared_ptr<Fetch> RefetchCorruptPage(const FileRef& file, uint64_t page, int fd, const Status& why);
 
+  // Blocking (call from the UFS executor). Caches one page a cache-through
+  // writer pushed (src/worker/page_put.cc): checks the claims of `push` and
+  // the body's length, and that `push.version` is the path's current version
+  // in the under-store (a stat from the store when the cached one differs);
+  // kVersionMismatch or kInvalidArgument, naming the claim, when not.
+  Status PutPushedPage(const ResolvedPath& p, const PagePush& push, std::string_view data);
+
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
 
@@ -194,6 +202,13 @@ class WorkerService {
   std::unique_ptr<std::atomic<int64_t>[]> outage_until_;
   bool InOutage(const ResolvedPath& p) const;
   void NoteOutage(const ResolvedPath& p);
+
+  // Versions pushed pages were checked against, from the store's word: path ->
+  // (version, size). The metadata cache may decline to keep a stat that
+  // raced with any refresh (its generation guard), and concurrent writes
+  // refresh all the time; without this each page would cost a store stat.
+  std::mutex pushed_mu_;
+  std::unordered_map<std::string, std::pair<std::string, uint64_t>> pushed_versions_;
 
   std::mutex stale_mu_;
   std::unordered_map<std::string, bool> stale_logged_;  // paths already logged as served stale (bounded)
