@@ -40,15 +40,20 @@ class PageStoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
-                                  std::function<Result<uint64_t>(const std::string&)> free_bytes = nullptr,
-                                  std::string policy = "") {
+  // One cache dir (root_/d0) of `capacity`.
+  PageStore::Options Options(uint64_t capacity, std::string policy = "") {
     PageStore::Options o;
     o.policy = std::move(policy);
     o.dirs = {{root_ + "/d0", capacity}};
     o.page_size = kPage;
-    o.writer = std::move(writer);
     o.metrics = &metrics_;
+    return o;
+  }
+  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
+                                  std::function<Result<uint64_t>(const std::string&)> free_bytes = nullptr,
+                                  std::string policy = "") {
+    PageStore::Options o = Options(capacity, std::move(policy));
+    o.writer = std::move(writer);
     o.free_bytes = std::move(free_bytes);
     auto s = PageStore::Open(o);
     EXPECT_TRUE(s) << s.error().ToString();
@@ -140,12 +145,7 @@ TEST_F(PageStoreTest, RestartWithSmallerCapacityEvicts) {
 }
 
 TEST_F(PageStoreTest, UnknownPolicyIsAClearError) {
-  PageStore::Options o;
-  o.dirs = {{root_ + "/d0", kPage}};
-  o.page_size = kPage;
-  o.metrics = &metrics_;
-  o.policy = "mru";
-  auto s = PageStore::Open(o);
+  auto s = PageStore::Open(Options(kPage, "mru"));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code(), Code::kInvalidArgument);
   EXPECT_NE(s.error().message().find("worker.eviction"), std::string::npos) << s.error().message();
@@ -210,11 +210,7 @@ TEST_F(PolicyRestartTest, AStateOfAnotherPolicyIsIgnored) {
 }
 
 TEST_F(PolicyRestartTest, StateIsSavedPeriodicallyWhileRunning) {
-  PageStore::Options o;
-  o.dirs = {{root_ + "/d0", kRoom}};
-  o.page_size = kPage;
-  o.metrics = &metrics_;
-  o.policy = "lru";
+  PageStore::Options o = Options(kRoom, "lru");
   o.state_save_interval = std::chrono::milliseconds(20);
   auto s = PageStore::Open(o);
   ASSERT_TRUE(s);
