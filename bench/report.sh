@@ -355,4 +355,14 @@ EOF
     echo "not run: $PF_NOTRUN"
   fi
   echo
+  echo "## Eviction policies (bench/policy_sim)"
+  echo
+  if [[ -f $WORK/policy_sim.out ]]; then
+    echo "Trace-driven, no disks: the machine above only sets how long it took; the ratios are the same anywhere."
+    echo
+    cat "$WORK/policy_sim.out"
+  else
+    echo "not run: $PS_NOTRUN"
+  fi
+  echo
 }

@@ -14,9 +14,11 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
+#include "cache/policy/registry.h"
 #include "common/metrics.h"
 #include "common/units.h"
 
@@ -165,6 +167,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
                                     "disk or a lack of free space");
   s->enospc_ = &m.GetCounter("shoal_cache_enospc_total", "Page writes that failed because a cache disk was full");
   s->free_bytes_ = options.free_bytes ? options.free_bytes : StatvfsFreeBytes;
+  s->clock_ = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
   s->old_format_ = &m.GetCounter("shoal_cache_old_format_pages_total",
                                  "Pages of an older page file format dropped at start (fetched again when read)");
 
@@ -176,7 +179,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
     dir->path = d.path;
     dir->capacity = dir->effective_capacity = d.capacity;
     auto policy = MakeEvictionPolicy(options.policy);
-    if (!policy) return Err(policy.error());
+    if (!policy) return Err(policy.error());  // names worker.eviction and the choices
     dir->policy = std::move(*policy);
     s->dirs_.push_back(std::move(dir));
   }
@@ -207,29 +210,115 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   if (uint64_t old = s->old_format_->value() - old_before) {
     spdlog::info("dropped {} cached pages of an older page file format; they are fetched again when read", old);
   }
-  std::lock_guard lock(s->mu_);
+  std::vector<Result<policy_state::Saved>> saved;
+  for (auto& d : s->dirs_) saved.push_back(policy_state::Read(s->StatePath(*d)));
+  std::unique_lock lock(s->mu_);
   for (size_t i = 0; i < s->dirs_.size(); ++i) {
-    auto& f = found[i];
-    std::sort(f.begin(), f.end());
-    for (auto [mtime, slot] : f) s->dirs_[i]->policy->Insert(slot);
+    s->RestorePolicyLocked(i, found[i], saved[i]);
     // A capacity lowered since the last run: evict down to it now.
     auto& dir = *s->dirs_[i];
     s->MeasureDirLocked(dir, "at start");
-    while (dir.used > dir.capacity) {
-      auto v = dir.policy->Victim();
-      if (!v) break;
-      s->evicted_bytes_->Add(s->slots_[*v].bytes());
-      s->RemoveSlotLocked(*v, true);
+    while (dir.used > dir.capacity && s->EvictOneLocked(dir)) {
     }
   }
   uint64_t cap = 0, effective = 0;
   for (auto& d : s->dirs_) cap += d->capacity, effective += d->effective_capacity;
   s->capacity_gauge_->Set(static_cast<int64_t>(cap));
   s->effective_gauge_->Set(static_cast<int64_t>(effective));
+  s->opened_ = true;
+  lock.unlock();
+  if (auto every = options.state_save_interval; every.count() > 0) {
+    s->saver_ = std::jthread([store = s.get(), every](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock l(m);
+      while (!cv.wait_for(l, stop, every, [] { return false; }) && !stop.stop_requested()) {
+        if (Status st = store->SaveState(); !st.ok()) spdlog::warn("{}", st.message());
+      }
+    });
+  }
   return s;
 }
 
-PageStore::~PageStore() = default;
+PageStore::~PageStore() {
+  if (saver_.joinable()) {
+    saver_.request_stop();
+    saver_.join();
+  }
+  // A store that failed to open must not replace the state of the last run.
+  if (!opened_) return;
+  if (Status st = SaveState(); !st.ok()) spdlog::warn("{}", st.message());
+}
+
+void PageStore::RestorePolicyLocked(size_t i, std::vector<std::pair<int64_t, uint32_t>>& found,
+                                    const Result<policy_state::Saved>& saved) {
+  auto& dir = *dirs_[i];
+  auto& policy = *dir.policy;
+  const auto now = clock_();
+  std::unordered_set<Id, IdHash> restored;
+  if (saved && saved->policy == policy.name()) {
+    for (auto e : saved->entries) {
+      auto it = index_.find(e.id);
+      // Pages gone while the worker was down, or named twice, are skipped.
+      if (it == index_.end() || slots_[it->second].dir != i || !restored.insert(e.id).second) continue;
+      e.bytes = slots_[it->second].bytes();
+      policy.Restore(e, now);
+    }
+    spdlog::info("cache dir {}: {} eviction order of {} of {} pages restored from {}", dir.path, policy.name(),
+                 restored.size(), found.size(), StatePath(dir));
+  } else if (saved) {
+    spdlog::info("cache dir {}: {} was written by eviction policy {}, now {}: pages are ordered by their mtimes",
+                 dir.path, StatePath(dir), saved->policy, policy.name());
+  } else if (saved.error().code() != Code::kNotFound) {
+    spdlog::warn("cache dir {}: {}; pages are ordered by their mtimes (it is rewritten at the next save)", dir.path,
+                 saved.error().message());
+  }
+  std::sort(found.begin(), found.end());
+  for (auto [mtime, slot] : found) {
+    const auto& s = slots_[slot];
+    if (!restored.contains(s.id)) policy.Insert(s.id, s.bytes(), now);
+  }
+}
+
+std::string PageStore::StatePath(const Dir& dir) const { return dir.path + "/policy.state"; }
+
+bool PageStore::EvictOneLocked(Dir& dir) {
+  // A victim the index does not hold is a policy bug: drop it and ask again
+  // (bounded: each pass removes an id from the policy).
+  while (auto v = dir.policy->Victim()) {
+    auto it = index_.find(*v);
+    if (it == index_.end() || dirs_[slots_[it->second].dir].get() != &dir) {
+      spdlog::error("cache dir {}: eviction policy {} named a page it does not hold; skipped", dir.path,
+                    dir.policy->name());
+      dir.policy->Erase(*v);
+      continue;
+    }
+    evicted_bytes_->Add(slots_[it->second].bytes());
+    RemoveSlotLocked(it->second, true);
+    return true;
+  }
+  return false;
+}
+
+Status PageStore::SaveState() {
+  std::lock_guard save(save_mu_);
+  Status first;
+  for (auto& d : dirs_) {
+    std::vector<EvictionPolicy::Entry> entries;
+    std::string name;
+    {
+      std::lock_guard lock(mu_);
+      entries = d->policy->Save();
+      name = d->policy->name();
+    }
+    Status st = policy_state::Write(StatePath(*d), name, entries);
+    if (!st.ok() && first.ok()) {
+      first = Status(st.code(), "cannot save the eviction policy state of cache dir " + d->path + " (" + st.message() +
+                                    "); after a restart its pages are ordered by mtime");
+    }
+  }
+  return first;
+}
 
 void PageStore::MeasureDirLocked(Dir& dir, const char* when) {
   auto free = free_bytes_(dir.path);
@@ -345,7 +434,7 @@ void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
   auto& s = slots_[slot];
   if (!s.live) return;
   auto& dir = *dirs_[s.dir];
-  dir.policy->Erase(slot);
+  dir.policy->Erase(s.id);
   dir.used -= s.bytes();
   used_gauge_->Add(-static_cast<int64_t>(s.bytes()));
   pages_gauge_->Add(-1);
@@ -375,7 +464,7 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
     if (it == index_.end()) return std::nullopt;
     uint32_t slot = it->second;
     auto& s = slots_[slot];
-    dirs_[s.dir]->policy->Touch(slot);
+    dirs_[s.dir]->policy->Touch(s.id, clock_());
     path = PathOf(*dirs_[s.dir], s.id);
     data_off = s.header_len;
     len = s.data_len;
@@ -454,11 +543,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
       return Status(Code::kNoSpace, "cache directory '" + dir.path + "' has no room for a page");
     }
     // Reserve the space now, evicting as needed, so concurrent Puts cannot overshoot.
-    while (dir.used + bytes > dir.effective_capacity) {
-      auto v = dir.policy->Victim();
-      if (!v) break;
-      evicted_bytes_->Add(slots_[*v].bytes());
-      RemoveSlotLocked(*v, true);
+    while (dir.used + bytes > dir.effective_capacity && EvictOneLocked(dir)) {
     }
     dir.used += bytes;
     tmp = dir.path + "/tmp/" + std::to_string(tmp_counter_.fetch_add(1)) + ".pg";
@@ -494,8 +579,8 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   s.header_len = static_cast<uint32_t>(header.size());
   s.data_len = static_cast<uint32_t>(data.size());
   s.key = key;
-  uint32_t slot = AddSlotLocked(std::move(s));
-  dir.policy->Insert(slot);
+  AddSlotLocked(std::move(s));
+  dir.policy->Insert(id, bytes, clock_());
   return {};
 }
 

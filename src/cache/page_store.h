@@ -18,7 +18,14 @@
 // and drops pages of an older format.
 //
 // Each directory has a capacity; when a Put would exceed it, pages are evicted
-// in the order of the EvictionPolicy. The effective capacity is what the file
+// in the order of the EvictionPolicy (Options::policy, a registered name; see
+// cache/policy/registry.h). The policy sees each page by its PageId, the
+// 128-bit hash that also names its file. Its state (recency, read counts,
+// queues) survives a restart: it is saved to `policy.state` in each cache dir
+// every Options::state_save_interval and when the store is destroyed, and
+// restored at Open() for the pages the scan finds; pages it does not name (or
+// all, when the file is missing, corrupt or from another policy) are added
+// oldest mtime first. The effective capacity is what the file
 // system can really hold: at Open it is lowered (with a warning) to what is
 // cached plus the free space, a full disk (ENOSPC) lowers it to what is cached
 // (logged, counted) and fails the Put with kNoSpace — callers serve the data
@@ -29,6 +36,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,12 +46,15 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "cache/page_format.h"
 #include "cache/policy/eviction_policy.h"
+#include "cache/policy/policy_state.h"
 #include "common/config.h"
 #include "shoal/status.h"
 
@@ -84,7 +96,11 @@ class PageStore {
   struct Options {
     std::vector<CacheDirConfig> dirs;
     uint64_t page_size = 1 << 20;
-    std::string policy = "lru";
+    std::string policy;  // "": the default (kDefaultEvictionPolicy)
+    // How often the policy's state is saved (also at destruction); 0: only at destruction.
+    std::chrono::milliseconds state_save_interval{60'000};
+    // The time the policy sees; null: the system clock.
+    std::function<std::chrono::system_clock::time_point()> clock;
     std::shared_ptr<PageFileWriter> writer;  // null: the real one
     MetricsRegistry* metrics = nullptr;      // null: MetricsRegistry::Global()
     // Bytes the file system holding `dir` can still take; null: statvfs(2).
@@ -129,16 +145,15 @@ class PageStore {
 
   Stats stats() const;
 
+  // Writes each cache dir's policy state now (Open's background thread and the
+  // destructor call it too). Returns the first failure; the others are still tried.
+  Status SaveState();
+
  private:
   struct Dir;
   struct Slot;
-  struct Id {
-    uint64_t hi = 0, lo = 0;
-    bool operator==(const Id&) const = default;
-  };
-  struct IdHash {
-    size_t operator()(const Id& id) const { return id.lo ^ (id.hi * 0x9e3779b97f4a7c15ull); }
-  };
+  using Id = PageId;
+  using IdHash = PageIdHash;
 
   PageStore() = default;
   static Id IdOf(const PageKey& key);
@@ -153,6 +168,13 @@ class PageStore {
   // logging a change. REQUIRES: mu_ held.
   void MeasureDirLocked(Dir& dir, const char* when);
   void SetEffectiveLocked(Dir& dir, uint64_t effective, const std::string& why);
+  // Evicts the policy's victim in `dir`; false when it holds none. REQUIRES: mu_ held.
+  bool EvictOneLocked(Dir& dir);
+  // Adds the pages a scan found to the policy of dirs_[i]: those named in its
+  // saved state in the saved order, then the rest oldest mtime first.
+  void RestorePolicyLocked(size_t i, std::vector<std::pair<int64_t, uint32_t>>& found,
+                           const Result<policy_state::Saved>& saved);
+  std::string StatePath(const Dir& dir) const;
 
   uint64_t page_size_ = 0;
   std::shared_ptr<PageFileWriter> writer_;
@@ -175,6 +197,10 @@ class PageStore {
   Gauge* pages_gauge_ = nullptr;
   Counter* corrupt_ = nullptr;
   Counter* old_format_ = nullptr;
+  std::function<std::chrono::system_clock::time_point()> clock_;
+  std::mutex save_mu_;   // one SaveState at a time
+  bool opened_ = false;  // Open() finished: only then is there a policy state worth saving
+  std::jthread saver_;   // saves the policy state every state_save_interval
 };
 
 }  // namespace shoal

@@ -40,13 +40,20 @@ class PageStoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
-                                  std::function<Result<uint64_t>(const std::string&)> free_bytes = nullptr) {
+  // One cache dir (root_/d0) of `capacity`.
+  PageStore::Options Options(uint64_t capacity, std::string policy = "") {
     PageStore::Options o;
+    o.policy = std::move(policy);
     o.dirs = {{root_ + "/d0", capacity}};
     o.page_size = kPage;
-    o.writer = std::move(writer);
     o.metrics = &metrics_;
+    return o;
+  }
+  std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
+                                  std::function<Result<uint64_t>(const std::string&)> free_bytes = nullptr,
+                                  std::string policy = "") {
+    PageStore::Options o = Options(capacity, std::move(policy));
+    o.writer = std::move(writer);
     o.free_bytes = std::move(free_bytes);
     auto s = PageStore::Open(o);
     EXPECT_TRUE(s) << s.error().ToString();
@@ -85,7 +92,7 @@ TEST_F(PageStoreTest, PutGetRoundTrip) {
 
 TEST_F(PageStoreTest, EvictsLeastRecentlyUsedAtCapacity) {
   // Room for three pages (plus headers).
-  auto s = Open(3 * kPage + 3 * 200);
+  auto s = Open(3 * kPage + 3 * 200, nullptr, nullptr, "lru");
   for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(s->Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
   ASSERT_TRUE(s->Get(PageKey{"/f", "v", 0}));  // page 0 is now most recent
   ASSERT_TRUE(s->Put(PageKey{"/f", "v", 3 * kPage}, Bytes(kPage, 3)).ok());
@@ -135,6 +142,100 @@ TEST_F(PageStoreTest, RestartWithSmallerCapacityEvicts) {
   auto s = Open(5 * kPage);
   EXPECT_LE(s->stats().used_bytes, 5 * kPage);
   EXPECT_LE(PageFiles().size(), 5u);
+}
+
+TEST_F(PageStoreTest, UnknownPolicyIsAClearError) {
+  auto s = PageStore::Open(Options(kPage, "mru"));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(s.error().message().find("worker.eviction"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("s3fifo"), std::string::npos) << s.error().message();
+}
+
+// Policy state across a restart. Page 0 is written first (the oldest mtime)
+// and then read: by recency it is the page to keep, by mtime the one to
+// evict. Room for three pages; a fourth is put after the restart.
+class PolicyRestartTest : public PageStoreTest {
+ protected:
+  static constexpr uint64_t kRoom = 3 * kPage + 3 * 200;
+  PageKey Page(uint64_t i) { return PageKey{"/hot-cold", "v", i * kPage}; }
+  void Fill(const std::string& policy) {
+    auto s = Open(kRoom, nullptr, nullptr, policy);
+    for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(s->Put(Page(i), Bytes(kPage, i)).ok());
+    for (int r = 0; r < 3; ++r) ASSERT_TRUE(s->Get(Page(0)));
+  }  // destroyed: the state is saved
+  // After a restart and one more page: which of pages 0..2 are still cached.
+  std::vector<bool> AfterRestart(const std::string& policy) {
+    auto s = Open(kRoom, nullptr, nullptr, policy);
+    EXPECT_TRUE(s->Put(Page(3), Bytes(kPage, 3)).ok());
+    std::vector<bool> cached;
+    for (uint64_t i = 0; i < 3; ++i) cached.push_back(s->Contains(Page(i)));
+    EXPECT_EQ(s->stats().pages, 3u);
+    return cached;
+  }
+  std::string StateFile() { return root_ + "/d0/policy.state"; }
+};
+
+TEST_F(PolicyRestartTest, LruKeepsTheHotPageAcrossARestart) {
+  Fill("lru");
+  ASSERT_TRUE(fs::exists(StateFile()));
+  EXPECT_EQ(AfterRestart("lru"), (std::vector<bool>{true, false, true}));
+}
+
+TEST_F(PolicyRestartTest, LfuKeepsTheHotPageAcrossARestart) {
+  Fill("lfu");
+  EXPECT_EQ(AfterRestart("lfu"), (std::vector<bool>{true, false, true}));
+}
+
+TEST_F(PolicyRestartTest, WithoutTheStateTheMtimeOrderIsUsed) {
+  Fill("lru");
+  fs::remove(StateFile());
+  // The contrast that makes the tests above mean something: page 0 is the oldest file.
+  EXPECT_EQ(AfterRestart("lru"), (std::vector<bool>{false, true, true}));
+}
+
+TEST_F(PolicyRestartTest, ACorruptStateFallsBackToTheMtimeOrder) {
+  Fill("lru");
+  {
+    std::fstream f(StateFile(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.put('\x7f');
+  }
+  EXPECT_EQ(AfterRestart("lru"), (std::vector<bool>{false, true, true}));
+}
+
+TEST_F(PolicyRestartTest, AStateOfAnotherPolicyIsIgnored) {
+  Fill("lfu");
+  EXPECT_EQ(AfterRestart("fifo"), (std::vector<bool>{false, true, true}));
+}
+
+TEST_F(PolicyRestartTest, StateIsSavedPeriodicallyWhileRunning) {
+  PageStore::Options o = Options(kRoom, "lru");
+  o.state_save_interval = std::chrono::milliseconds(20);
+  auto s = PageStore::Open(o);
+  ASSERT_TRUE(s);
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE((*s)->Put(Page(i), Bytes(kPage, i)).ok());
+  ASSERT_TRUE((*s)->Get(Page(0)));
+  // A save already under way may hold the order before that read; the save
+  // after it cannot. Remove the file twice, each time waiting for the next one.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  Result<policy_state::Saved> st = Err(Code::kNotFound, "not yet");
+  for (int round = 0; round < 2; ++round) {
+    fs::remove(StateFile());
+    st = Err(Code::kNotFound, "not yet");
+    while (!st && std::chrono::steady_clock::now() < deadline) {
+      st = policy_state::Read(StateFile());
+      if (!st) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ASSERT_TRUE(st) << "no state saved within 30 s: " << st.error().ToString();
+  EXPECT_EQ(st->policy, "lru");
+  EXPECT_EQ(st->entries.size(), 3u);
+  // A crash now: only the periodic save is left (the store's final save is undone).
+  std::string periodic = policy_state::Encode(st->policy, st->entries);
+  s->reset();
+  std::ofstream(StateFile(), std::ios::binary | std::ios::trunc) << periodic;
+  EXPECT_EQ(AfterRestart("lru"), (std::vector<bool>{true, false, true}));
 }
 
 // What every reader of a page does: check the chunks it reads.

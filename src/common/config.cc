@@ -290,7 +290,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads",
                                                   "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
                                                   "header_timeout", "idle_timeout", "write_timeout",
-                                                  "heartbeat_interval", "max_connections", "verify_checksums"}));
+                                                  "heartbeat_interval", "max_connections", "verify_checksums",
+                                                  "eviction"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -305,6 +306,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Size(w["readahead"], "worker.readahead", &c.worker.readahead));
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
+    SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
     for (auto [key, out] : {std::pair{"header_timeout", &c.worker.header_timeout},
@@ -483,6 +485,7 @@ std::string ToYaml(const Config& c) {
   }
   if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
   e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
+  if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value

@@ -104,6 +104,10 @@ struct WorkerConfig {
   // it. Off only to measure what the checks cost (bench/core_bench) or to
   // diagnose: a page changed on disk is then served as it is.
   bool verify_checksums = true;
+  // The eviction policy of the page store: a name in cache/policy/registry.h
+  // (epoch, lru, fifo, lfu, s3fifo, sieve); "": the default. Checked when the
+  // worker opens its cache.
+  std::string eviction;
 };
 
 struct ClientConfig {

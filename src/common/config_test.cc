@@ -211,3 +211,21 @@ s3:
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+
+TEST(Config, EvictionPolicyIsReadWrittenAndEmptyByDefault) {
+  EXPECT_EQ(Config().worker.eviction, "") << "no name: the page store's default policy";
+  auto c = ParseConfig("worker:\n  eviction: s3fifo\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->worker.eviction, "s3fifo");
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->worker.eviction, "s3fifo");
+  EXPECT_EQ(ToYaml(Config()).find("eviction"), std::string::npos) << "left out when unset, for older workers";
+  auto bad = ParseConfig("worker:\n  eviction: [lru]\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("worker.eviction"), std::string::npos) << bad.error().message();
+}
+
+}  // namespace shoal

@@ -87,6 +87,7 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   PageStore::Options o;
   o.dirs = config.worker.cache_dirs;
   o.page_size = config.worker.page_size;
+  o.policy = config.worker.eviction;
   auto store = PageStore::Open(o);
   if (!store) return Err(store.error());
   s->pages_ = std::move(*store);

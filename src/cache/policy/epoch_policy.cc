@@ -1,0 +1,137 @@
+// Epoch: for datasets larger than the cache, read in a new random order each
+// epoch. LRU and FIFO cycle such a dataset through the cache and evict each
+// page just before its next read (and S3-FIFO, seeing no page read twice in
+// its small queue, does the same); this policy keeps a stable subset instead,
+// so each epoch hits about cache/dataset of its pages.
+//
+// It is S3-FIFO's structure with one change, a tie-break by hash:
+//  - New pages enter a probation FIFO (2% of the cached bytes). A page read
+//    there joins the main queue; one that reaches the front unread leaves, and
+//    its id is remembered in a small ghost queue (a tenth of the pages): a
+//    page missed again while its id is a ghost joins the main queue directly.
+//  - The main queue is a FIFO with a 2-bit read count (a CLOCK): its front
+//    page goes if unread, else it is reinserted at the back with its count
+//    lowered.
+//  - The change: an unread page at the front of probation is compared with the
+//    main queue's victim, and takes its place if its id hash is lower. Ids are
+//    hashes, so this prefers a fixed random subset of the dataset: over the
+//    epochs the main queue fills with low-hash pages, which a newcomer (of a
+//    higher hash) no longer displaces. A scan of pages read once thus leaves
+//    the main queue alone, as in S3-FIFO, and a shuffled epoch keeps it too.
+//  - While the main queue is below its share (the cache is filling), pages
+//    leaving probation join it rather than leave: the cache starts holding the
+//    first pages read instead of cycling them.
+//
+// O(1) per call, amortised.
+#include <algorithm>
+
+#include "cache/policy/keyed_queue.h"
+#include "cache/policy/registry.h"
+
+namespace shoal {
+namespace {
+
+class EpochPolicy final : public EvictionPolicy {
+ public:
+  std::string_view name() const override { return "epoch"; }
+
+ protected:
+  struct Reads {
+    uint8_t n = 0;
+  };
+  void DoInsert(const PageId& id, uint64_t bytes, Time) override {
+    if (auto g = ghost_.find(id); g != ghost_.end()) {
+      ghost_.erase(g);
+      main_.push_back({id, bytes, Reads{1}});
+      return;
+    }
+    probation_.push_back({id, bytes, {}});
+  }
+  void DoTouch(const PageId& id, Time) override {
+    auto it = probation_.find(id);
+    if (it == probation_.end()) it = main_.find(id);
+    if (it != main_.end() && it != probation_.end() && it->extra.n < kMaxReads) ++it->extra.n;
+  }
+  std::optional<uint64_t> DoErase(const PageId& id) override {
+    if (pending_ == id) pending_.reset();
+    if (auto it = probation_.find(id); it != probation_.end()) {
+      Remember(id);
+      return probation_.erase(it).bytes;
+    }
+    if (auto it = main_.find(id); it != main_.end()) return main_.erase(it).bytes;
+    return std::nullopt;
+  }
+  std::optional<PageId> DoVictim() override {
+    if (pending_) return pending_;  // chosen before, not yet erased
+    // Each pass stops, moves a page from probation to main, or lowers a read
+    // count: it ends within (pages + total reads) passes.
+    for (;;) {
+      if (probation_.empty() && main_.empty()) return std::nullopt;
+      const uint64_t share = (probation_.bytes() + main_.bytes()) / kProbationShare;
+      if (!probation_.empty() && probation_.bytes() >= share) {
+        auto& f = probation_.front();
+        if (f.extra.n > 0 || main_.empty() || probation_.bytes() > share + f.bytes) {
+          // Read in probation, or the main queue is below its share: it joins main.
+          auto n = probation_.erase(probation_.begin());
+          n.extra.n = 0;
+          main_.push_back(std::move(n));
+          continue;
+        }
+        auto m = MainVictim();
+        if (f.id.lo < m->id.lo) {
+          auto n = probation_.erase(probation_.begin());
+          main_.push_back(std::move(n));
+          return pending_ = m->id;
+        }
+        return pending_ = f.id;
+      }
+      if (main_.empty()) return pending_ = probation_.front().id;
+      return pending_ = MainVictim()->id;
+    }
+  }
+  size_t Size() const override { return probation_.size() + main_.size(); }
+  // Probation then main, each oldest first; bits 0-1: reads, bit 2: main.
+  void DoSave(std::vector<Entry>* out) const override {
+    for (const auto& n : probation_) out->push_back({n.id, n.bytes, n.extra.n});
+    for (const auto& n : main_) out->push_back({n.id, n.bytes, n.extra.n | 4u});
+  }
+  void DoRestore(const Entry& e, Time) override {
+    Reads r{static_cast<uint8_t>(std::min<uint32_t>(e.tag & 3, kMaxReads))};
+    (e.tag & 4 ? main_ : probation_).push_back({e.id, e.bytes, r});
+  }
+
+ private:
+  static constexpr uint8_t kMaxReads = 3;
+  static constexpr uint64_t kProbationShare = 50;  // probation holds 1/50 of the bytes
+  static constexpr size_t kGhostShare = 10;        // the ghost, 1/10 as many ids as pages
+  struct None {};
+
+  // The front of the main queue after a CLOCK sweep: an unread page.
+  // REQUIRES: main_ not empty.
+  KeyedQueue<Reads>::iterator MainVictim() {
+    while (main_.front().extra.n > 0) {
+      --main_.front().extra.n;
+      main_.move_to_back(main_.begin());
+    }
+    return main_.begin();
+  }
+  // Enough ids to catch a page becoming popular, too few to hold the whole
+  // rest of a dataset read in epochs (which would let it displace the subset).
+  void Remember(const PageId& id) {
+    if (!ghost_.contains(id)) ghost_.push_back({id, 0, {}});
+    while (ghost_.size() > std::max<size_t>(1, Size() / kGhostShare)) ghost_.erase(ghost_.begin());
+  }
+
+  KeyedQueue<Reads> probation_, main_;  // front: the oldest
+  KeyedQueue<None> ghost_;
+  std::optional<PageId> pending_;
+};
+
+}  // namespace
+
+SHOAL_REGISTER_EVICTION_POLICY(epoch, "epoch",
+                               "S3-FIFO with a hash tie-break: keeps a stable subset of a dataset larger than the "
+                               "cache read in shuffled epochs",
+                               new EpochPolicy());
+
+}  // namespace shoal
