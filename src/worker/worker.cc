@@ -19,6 +19,7 @@
 #include "net/http_server.h"
 #include "ufs/uri.h"
 #include "worker/http_status.h"
+#include "worker/load_job.h"
 #include "worker/local_server.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
@@ -229,6 +230,7 @@ class Worker::Impl {
     if (!server) return server.error().WithContext("worker.listen");
     server_ = std::move(*server);
     address_ = server_->address();
+    loads_ = std::make_unique<LoadJobs>(svc_.get(), std::vector<std::string>{id_, address_});
     // Before serving: /v1/status reports the local socket.
     StartLocalServer(server_->port());
     std::vector<net::Router> routes;
@@ -245,6 +247,7 @@ class Worker::Impl {
   void Wait() {
     if (server_) server_->Wait();
     local_.reset();
+    loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
     pool_.Stop();
   }
 
@@ -267,6 +270,10 @@ class Worker::Impl {
     route("GET", "/health", &Impl::HandleHealth);
     route("GET", "/metrics", &Impl::HandleMetrics);
     route("GET", "/v1/status", &Impl::HandleStatus);
+    route("POST", "/v1/load", &Impl::HandleLoad);
+    route("GET", "/v1/load", &Impl::HandleLoad);
+    route("POST", "/v1/load/stop", &Impl::HandleLoad);
+    route("POST", "/v1/free", &Impl::HandleLoad);
     return r;
   }
 
@@ -423,6 +430,27 @@ class Worker::Impl {
       size_t dropped = svc_->Refresh(ns, recursive, data);
       res.Respond(JsonAnswer(ObjectJson("path", ns, "dropped", dropped)));
     });
+  }
+
+  // The load-job and free routes (worker/load_job.h, docs/protocol.md).
+  void HandleLoad(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    auto answer = [res](const Result<std::string>& r) {
+      res.Respond(r ? HttpResponse::Text(200, *r + "\n", "application/json") : ErrorAnswer(r.error()));
+    };
+    std::string id = q.Get("id") ? *q.Get("id") : "";
+    if (req.path() == "/v1/free") {
+      return pool_.Post([this, q = std::move(q), answer] { answer(FreePath(*svc_, q.params)); });
+    }
+    if (req.path() == "/v1/load/stop") {
+      auto n = loads_->Stop(id);
+      return answer(n ? Result<std::string>(JsonText(ObjectJson("id", id.empty() ? "all" : id, "stopped", *n))) : Err(n.error()));
+    }
+    if (req.method == "GET") return answer(loads_->StatusJson(id));
+    auto p = loads_->ParseParams(q.params);
+    if (!p) return answer(Err(p.error()));
+    answer(loads_->Start(std::move(*p)));
   }
 
   // GET /v1/read?path=P&version=V&size=S&offset=O&length=L. Every parameter is
@@ -671,6 +699,7 @@ class Worker::Impl {
   std::string id_;
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
+  std::unique_ptr<LoadJobs> loads_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
 };
