@@ -65,19 +65,20 @@ load() {
   awk -v row="$row" -v n="$SMALL_N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%s\t%.3f\t%.1f\n", row, b - a, n / (b - a) }' \
     >>"$RESULTS"
 }
-direct() {
-  local round=$1
+direct() {  # direct ROW READERS ROUND
+  local row=$1 readers=$2 round=$3
   "$LG" run --manifest "$WORK/small.manifest" --reader "http:http://127.0.0.1:$PROXY_PORT/bench" --label direct \
-    --seed "$round" --timeout 900 --workload whole --readers "$READERS" >"$WORK/lg.out" 2>"$WORK/lg.err" ||
+    --seed "$round" --timeout 900 --workload whole --readers "$readers" >"$WORK/lg.out" 2>"$WORK/lg.err" ||
     { log "direct round $round failed: $(head -3 "$WORK/lg.err")"; return 1; }
-  awk -v n="$SMALL_N" '/^result / { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-    printf "direct\t%.3f\t%s\n", n / f["ops_per_s"], f["ops_per_s"] }' "$WORK/lg.out" >>"$RESULTS"
+  awk -v n="$SMALL_N" -v row="$row" '/^result / { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+    printf "%s\t%.3f\t%s\n", row, n / f["ops_per_s"], f["ops_per_s"] }' "$WORK/lg.out" >>"$RESULTS"
 }
 PER_WORKER=$READERS
 SPREAD=$(((READERS + WORKERS - 1) / WORKERS))
 for ((r = 1; r <= ROUNDS; r++)); do
   log "round $r/$ROUNDS"
-  direct "$r"
+  direct direct "$READERS" "$r"
+  direct direct_wide "$((READERS * WORKERS))" "$r"
   load per_worker "$PER_WORKER" "$r"
   load spread "$SPREAD" "$r"
 done
@@ -88,11 +89,13 @@ median() {  # median ROW COLUMN(2=seconds 3=files/s)
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 DS=$(median direct 2); DF=$(median direct 3)
+WS=$(median direct_wide 2); WF=$(median direct_wide 3)
 PS=$(median per_worker 2); PF=$(median per_worker 3)
 SS=$(median spread 2); SF=$(median spread 3)
 echo "| $SMALL_N objects of 110-150 KiB from S3 over the WAN emulator | seconds | files/s | speed-up over direct |"
 echo "|---|---|---|---|"
 echo "| direct: one epoch, $READERS readers | $DS | $DF | 1.00 |"
+echo "| direct: one epoch, $((READERS * WORKERS)) readers (what the store side allows) | $WS | $WF | $(ratio "$DS" "$WS") |"
 echo "| \`shoal load -r\`, $WORKERS workers x $PER_WORKER fetches in flight | $PS | $PF | $(ratio "$DS" "$PS") |"
 echo "| \`shoal load -r\`, $WORKERS workers x $SPREAD fetches in flight ($((WORKERS * SPREAD)) in all) | $SS | $SF | $(ratio "$DS" "$SS") |"
 echo
