@@ -445,7 +445,8 @@ class Worker::Impl {
     }
     if (req.path() == "/v1/load/stop") {
       auto n = loads_->Stop(id);
-      return answer(n ? Result<std::string>(JsonText(ObjectJson("id", id.empty() ? "all" : id, "stopped", *n))) : Err(n.error()));
+      if (!n) return answer(Err(n.error()));
+      return answer(ObjectJson("id", id.empty() ? "all" : id, "stopped", *n).dump());
     }
     if (req.method == "GET") return answer(loads_->StatusJson(id));
     auto p = loads_->ParseParams(q.params);
