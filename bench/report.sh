@@ -340,6 +340,16 @@ EOF
     echo "not run: $S3EP_NOTRUN"
   fi
   echo
+  echo "## Preloading: \`shoal load\` (bench/load_bench.sh)"
+  echo
+  if [[ -f $WORK/load_bench.out ]]; then
+    echo "\`shoal load -r\` of the small-files dataset over a 3-worker \`shoal up\` (each worker fetching the shards it owns) against one epoch of direct reads, both from s3rver behind the WAN emulator. Target (issue 13): the load >= 2x faster than the direct epoch with the same concurrency. The direct row with 3x the readers shows what the store side allows on this machine."
+    echo
+    cat "$WORK/load_bench.out"
+  else
+    echo "not run: $LOADB_NOTRUN"
+  fi
+  echo
   echo "## Page checksums by chunk size (bench/page_format_bench)"
   echo
   if [[ -f $WORK/page_format.out ]]; then

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -77,6 +78,14 @@ struct ClientStats {
   uint64_t local_corrupt_reads = 0;  // short-circuit page reads that failed a checksum (and were read over TCP)
   uint64_t cache_pushed_bytes = 0;   // written bytes cached on workers by cache-through writers
   uint64_t cache_push_failures = 0;  // pages a cache-through writer could not cache (the write itself succeeded)
+};
+
+// One worker's answer to Client::CallWorkers.
+struct WorkerAnswer {
+  std::string member;   // its name on the ring (the worker id; the address when the config gives none)
+  std::string address;  // host:port
+  Status status;        // OK: a 2xx answer; else the worker's error, or why it was not reached
+  std::string body;     // the answer's body (JSON) when status is OK
 };
 
 class File;
@@ -146,6 +155,14 @@ class Client {
 
   std::vector<WorkerStatus> ClusterStatus();
   std::vector<MountInfo> Mounts() const;
+
+  // Admin fan-out (load jobs, free; docs/protocol.md): sends `method` with
+  // the target `target_for(member)` (a route and its query) to every worker
+  // on the ring, in parallel, within client.timeout. Answers in ring order.
+  std::vector<WorkerAnswer> CallWorkers(std::string_view method,
+                                        const std::function<std::string(const std::string& member)>& target_for);
+  // The ring's member names in ring order (what CallWorkers passes to target_for).
+  std::vector<std::string> RingMembers() const;
   ClientStats stats() const;
 
  private:

@@ -22,6 +22,7 @@ void AddReadCommands(CLI::App& app, int* exit_code);    // cat, cp (both ways)
 void AddWriteCommands(CLI::App& app, int* exit_code);   // put, rm, mkdir, rmdir, mv
 void AddFuse(CLI::App& app, int* exit_code);            // fuse (mount, --unmount)
 void AddS3(CLI::App& app, int* exit_code);              // s3 (the S3 endpoint)
+void AddLoadCommands(CLI::App& app, int* exit_code);    // load, free
 
 // Prints "shoal: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);

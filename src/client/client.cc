@@ -527,6 +527,11 @@ Status Client::Mkdir(std::string_view path) { return impl_->Mkdir(path); }
 Status Client::Rmdir(std::string_view path) { return impl_->Rmdir(path); }
 Status Client::Rename(std::string_view from, std::string_view to) { return impl_->Rename(from, to); }
 std::vector<WorkerStatus> Client::ClusterStatus() { return impl_->ClusterStatus(); }
+std::vector<WorkerAnswer> Client::CallWorkers(std::string_view method,
+                                              const std::function<std::string(const std::string&)>& target_for) {
+  return impl_->CallWorkers(method, target_for);
+}
+std::vector<std::string> Client::RingMembers() const { return impl_->RingMembers(); }
 ClientStats Client::stats() const { return impl_->stats(); }
 
 std::vector<MountInfo> Client::Mounts() const {

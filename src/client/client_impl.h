@@ -54,6 +54,10 @@ class ClientImpl {
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);
   std::vector<WorkerStatus> ClusterStatus();
+  // Admin fan-out (src/client/worker_calls.cc).
+  std::vector<WorkerAnswer> CallWorkers(std::string_view method,
+                                        const std::function<std::string(const std::string& member)>& target_for);
+  std::vector<std::string> RingMembers() const;
 
   // Writes (src/client/writer.cc). They go from this client straight to the
   // mount's under-store, each store call bounded by client.timeout, and then

@@ -20,6 +20,7 @@
 #include "net/http_server.h"
 #include "ufs/uri.h"
 #include "worker/http_status.h"
+#include "worker/load_job.h"
 #include "worker/local_server.h"
 #include "worker/page_put.h"
 #include "worker/worker_id.h"
@@ -233,6 +234,7 @@ class Worker::Impl {
     if (!server) return server.error().WithContext("worker.listen");
     server_ = std::move(*server);
     address_ = server_->address();
+    loads_ = std::make_unique<LoadJobs>(svc_.get(), std::vector<std::string>{id_, address_});
     // Before serving: /v1/status reports the local socket.
     StartLocalServer(server_->port());
     std::vector<net::Router> routes;
@@ -249,6 +251,7 @@ class Worker::Impl {
   void Wait() {
     if (server_) server_->Wait();
     local_.reset();
+    loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
     pool_.Stop();
   }
 
@@ -272,6 +275,10 @@ class Worker::Impl {
     route("GET", "/health", &Impl::HandleHealth);
     route("GET", "/metrics", &Impl::HandleMetrics);
     route("GET", "/v1/status", &Impl::HandleStatus);
+    route("POST", "/v1/load", &Impl::HandleLoad);
+    route("GET", "/v1/load", &Impl::HandleLoad);
+    route("POST", "/v1/load/stop", &Impl::HandleLoad);
+    route("POST", "/v1/free", &Impl::HandleLoad);
     return r;
   }
 
@@ -450,6 +457,28 @@ class Worker::Impl {
       Status st = svc_->PutPushedPage(rp, push, body);
       res.Respond(st.ok() ? JsonAnswer(ObjectJson("path", rp.ns_path, "cached", body.size())) : ErrorAnswer(st));
     });
+  }
+
+  // The load-job and free routes (worker/load_job.h, docs/protocol.md).
+  void HandleLoad(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    auto answer = [res](const Result<std::string>& r) {
+      res.Respond(r ? HttpResponse::Text(200, *r + "\n", "application/json") : ErrorAnswer(r.error()));
+    };
+    std::string id = q.Get("id") ? *q.Get("id") : "";
+    if (req.path() == "/v1/free") {
+      return pool_.Post([this, q = std::move(q), answer] { answer(FreePath(*svc_, q.params)); });
+    }
+    if (req.path() == "/v1/load/stop") {
+      auto n = loads_->Stop(id);
+      if (!n) return answer(Err(n.error()));
+      return answer(ObjectJson("id", id.empty() ? "all" : id, "stopped", *n).dump());
+    }
+    if (req.method == "GET") return answer(loads_->StatusJson(id));
+    auto p = loads_->ParseParams(q.params);
+    if (!p) return answer(Err(p.error()));
+    answer(loads_->Start(std::move(*p)));
   }
 
   // GET /v1/read?path=P&version=V&size=S&offset=O&length=L. Every parameter is
@@ -698,6 +727,7 @@ class Worker::Impl {
   std::string id_;
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
+  std::unique_ptr<LoadJobs> loads_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
 };

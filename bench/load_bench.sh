@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# bench/load_bench.sh: `shoal load` of the small-files dataset against one
+# epoch of direct reads of it, both from s3rver behind the WAN emulator
+# (20 ms, 25 MB/s per connection, 200 MB/s in all).
+#
+#   bench/load_bench.sh [--rounds R] [--small-n N] [--workers W] [--readers R]
+#
+# Direct: loadgen reads every object whole with R readers (the small-files
+# epoch of bench/run). Load: `shoal load -r` over a W-worker `shoal up` after
+# `shoal free -r`, each worker with R fetches in flight (--concurrency R: as
+# concurrent as the one direct client), and once more with R in flight across
+# the whole cluster (--concurrency ceil(R/W)). Prints a Markdown table of
+# medians over the rounds.
+{
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=3
+SMALL_N=2000
+WORKERS=3
+READERS=8
+while (($#)); do
+  case $1 in
+    --rounds) ROUNDS=$2; shift ;;
+    --small-n) SMALL_N=$2; shift ;;
+    --workers) WORKERS=$2; shift ;;
+    --readers) READERS=$2; shift ;;
+    *) echo "usage: bench/load_bench.sh [--rounds R] [--small-n N] [--workers W] [--readers R]" >&2; exit 2 ;;
+  esac
+  shift
+done
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+BIN="$BUILD_DIR/bench"
+ninja -C "$BUILD_DIR" -j2 loadgen wan_proxy shoal >/dev/null
+WORK=$(mktemp -d /tmp/shoal-loadbench.XXXXXX)
+# shellcheck source=bench/services.sh
+source "$ROOT/bench/services.sh"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+LG="$BIN/loadgen"
+DATA="$WORK/data"
+RESULTS="$WORK/results.tsv"
+: >"$RESULTS"
+SHOAL_CACHE_SIZE=${SHOAL_CACHE_SIZE:-4GiB}
+
+"$LG" gen --root "$DATA" --prefix small --count "$SMALL_N" --min-size 110KiB --max-size 150KiB --seed 11 \
+  --manifest "$WORK/small.manifest" >&2
+start_s3rver "$WORK/s3rver" bench
+upload "$DATA" small "$S3_PORT" bench
+start_proxy PROXY "$S3_PORT"  # the WAN: 20 ms, 25 MB/s/conn, 200 MB/s total
+start_shoal "s3://bench/" "$WORKERS" "$WORK/cache"
+log "s3rver behind wan_proxy 127.0.0.1:$PROXY_PORT; shoal up with $WORKERS workers ($SHOAL_CONFIG)"
+
+now() { date +%s.%N; }
+# load ROW CONCURRENCY ROUND: frees the dataset, then times `shoal load` of it.
+load() {
+  local row=$1 conc=$2 round=$3 t0 t1
+  "$BUILD_DIR/shoal" free /data/small -r -c "$SHOAL_CONFIG" >>"$WORK/free.log"
+  t0=$(now)
+  "$BUILD_DIR/shoal" load /data/small -r --concurrency "$conc" --json -c "$SHOAL_CONFIG" >"$WORK/load.out" \
+    2>"$WORK/load.err" || { log "load round $round failed: $(tail -1 "$WORK/load.err")"; return 1; }
+  t1=$(now)
+  local files
+  files=$(tail -1 "$WORK/load.out" | sed -n 's/.*"files_done":\([0-9]*\).*/\1/p')
+  [[ $files == "$SMALL_N" ]] || { log "load round $round loaded $files of $SMALL_N files"; return 1; }
+  awk -v row="$row" -v n="$SMALL_N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%s\t%.3f\t%.1f\n", row, b - a, n / (b - a) }' \
+    >>"$RESULTS"
+}
+direct() {  # direct ROW READERS ROUND
+  local row=$1 readers=$2 round=$3
+  "$LG" run --manifest "$WORK/small.manifest" --reader "http:http://127.0.0.1:$PROXY_PORT/bench" --label direct \
+    --seed "$round" --timeout 900 --workload whole --readers "$readers" >"$WORK/lg.out" 2>"$WORK/lg.err" ||
+    { log "direct round $round failed: $(head -3 "$WORK/lg.err")"; return 1; }
+  awk -v n="$SMALL_N" -v row="$row" '/^result / { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+    printf "%s\t%.3f\t%s\n", row, n / f["ops_per_s"], f["ops_per_s"] }' "$WORK/lg.out" >>"$RESULTS"
+}
+PER_WORKER=$READERS
+SPREAD=$(((READERS + WORKERS - 1) / WORKERS))
+for ((r = 1; r <= ROUNDS; r++)); do
+  log "round $r/$ROUNDS"
+  direct direct "$READERS" "$r"
+  direct direct_wide "$((READERS * WORKERS))" "$r"
+  load per_worker "$PER_WORKER" "$r"
+  load spread "$SPREAD" "$r"
+done
+
+median() {  # median ROW COLUMN(2=seconds 3=files/s)
+  awk -F'\t' -v row="$1" -v col="$2" '$1==row {print $col}' "$RESULTS" | sort -g |
+    awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+DS=$(median direct 2); DF=$(median direct 3)
+WS=$(median direct_wide 2); WF=$(median direct_wide 3)
+PS=$(median per_worker 2); PF=$(median per_worker 3)
+SS=$(median spread 2); SF=$(median spread 3)
+echo "| $SMALL_N objects of 110-150 KiB from S3 over the WAN emulator | seconds | files/s | speed-up over direct |"
+echo "|---|---|---|---|"
+echo "| direct: one epoch, $READERS readers | $DS | $DF | 1.00 |"
+echo "| direct: one epoch, $((READERS * WORKERS)) readers (what the store side allows) | $WS | $WF | $(ratio "$DS" "$WS") |"
+echo "| \`shoal load -r\`, $WORKERS workers x $PER_WORKER fetches in flight | $PS | $PF | $(ratio "$DS" "$PS") |"
+echo "| \`shoal load -r\`, $WORKERS workers x $SPREAD fetches in flight ($((WORKERS * SPREAD)) in all) | $SS | $SF | $(ratio "$DS" "$SS") |"
+echo
+echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); medians of $ROUNDS rounds; load timed from the command's start to its exit (listing, stats and fetches; the dataset freed before each load); $(date -u '+%Y-%m-%d %H:%M UTC')"
+exit 0
+}
