@@ -106,6 +106,17 @@ class MembershipTest : public ::testing::Test {
     return client ? std::move(*client) : nullptr;
   }
 
+  // Workers 0 and 1 (cache dirs c0, c1) and a client that sees both.
+  std::unique_ptr<Client> StartTwoWorkersAndAClient(const Config& c) {
+    StartWorker(c, "c0");
+    StartWorker(c, "c1");
+    auto client = NewClient(c);
+    if (client && !WaitFor([&] { return client->Ring().members.size() == 2; }, 10s)) {
+      ADD_FAILURE() << "the client did not see both workers in etcd";
+    }
+    return client;
+  }
+
   static bool HasMember(const RingInfo& r, const WorkerEntry& w) {
     for (const auto& m : r.members) {
       if (m.id == w.id && m.address == w.address) return true;
@@ -163,11 +174,9 @@ TEST_F(MembershipTest, JoinAndCleanLeaveReachEveryClientWithOneVersion) {
 
 TEST_F(MembershipTest, KilledWorkerLeavesWhenItsLeaseExpires) {
   Config c = MakeConfig(2s);
-  StartWorker(c, "c0");
-  size_t victim = StartWorker(c, "c1");
-  auto client = NewClient(c);
+  auto client = StartTwoWorkersAndAClient(c);
   ASSERT_TRUE(client);
-  ASSERT_TRUE(WaitFor([&] { return client->Ring().members.size() == 2; }, 10s));
+  const size_t victim = 1;
   auto t0 = Clock::now();
   workers_[victim].proc.Signal(SIGKILL);
   ASSERT_TRUE(WaitFor([&] { return client->Ring().members.size() == 1; }, c.cluster.etcd.lease_ttl + 8s))
@@ -210,11 +219,9 @@ TEST_F(MembershipTest, WorkerRestartingUnderTheSameIdentityStaysOnTheRing) {
 
 TEST_F(MembershipTest, ReadsKeepWorkingAcrossAJoinAndALeave) {
   Config c = MakeConfig(10s);
-  StartWorker(c, "c0");
-  size_t leaver = StartWorker(c, "c1");
-  auto client = NewClient(c);
+  auto client = StartTwoWorkersAndAClient(c);
   ASSERT_TRUE(client);
-  ASSERT_TRUE(WaitFor([&] { return client->Ring().members.size() == 2; }, 10s));
+  const size_t leaver = 1;
 
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0}, failed{0};
@@ -254,11 +261,8 @@ TEST_F(MembershipTest, ReadsKeepWorkingAcrossAJoinAndALeave) {
 
 TEST_F(MembershipTest, EtcdLostMidRunKeepsTheLastRingAndRewatches) {
   Config c = MakeConfig(10s);
-  StartWorker(c, "c0");
-  StartWorker(c, "c1");
-  auto client = NewClient(c);
+  auto client = StartTwoWorkersAndAClient(c);
   ASSERT_TRUE(client);
-  ASSERT_TRUE(WaitFor([&] { return client->Ring().members.size() == 2; }, 10s));
   const uint64_t version = client->Ring().version;
   auto& connected = MetricsRegistry::Global().GetGauge("shoal_membership_etcd_connected", "");
   auto& errors = MetricsRegistry::Global().GetCounter("shoal_membership_watch_errors_total", "");
