@@ -375,4 +375,15 @@ EOF
     echo "not run: $PS_NOTRUN"
   fi
   echo
+
+  echo "## The ring router (bench/ring_sim)"
+  echo
+  if [[ -f $WORK/ring_sim.out ]]; then
+    echo "The real cluster/hash_ring.h at 10, 100 and 1,000 workers, equal capacities and mixed 1/2/4 TiB ones; one worker of 2 TiB joins, the middle one leaves."
+    echo
+    cat "$WORK/ring_sim.out"
+  else
+    echo "not run: ${RING_NOTRUN:-}"
+  fi
+  echo
 }

@@ -56,10 +56,28 @@ struct WorkerStatus {
   uint64_t hit_bytes = 0;
   uint64_t miss_bytes = 0;
   uint64_t ufs_read_bytes = 0;
+  // Its place on the ring this client routes over.
+  std::string id;             // ring identity
+  uint64_t ring_version = 0;  // the ring's version (1 for a static list, the etcd revision with etcd)
+  uint64_t ring_weight = 0;   // its weight (cache capacity it registered; 0 = equal weights)
+  double ring_share = 0;      // the fraction of keys it owns
   double hit_ratio() const {
     auto t = hit_bytes + miss_bytes;
     return t ? static_cast<double>(hit_bytes) / static_cast<double>(t) : 0.0;
   }
+};
+
+// The ring a client routes over now (Client::Ring()).
+struct RingMember {
+  std::string id;
+  std::string address;
+  uint64_t weight = 0;  // 0 = equal weights (a static list)
+  double share = 0;     // the fraction of keys it owns
+};
+struct RingInfo {
+  std::string membership;  // "static" or "etcd"
+  uint64_t version = 0;
+  std::vector<RingMember> members;
 };
 
 struct MountInfo {
@@ -154,6 +172,9 @@ class Client {
   Status Refresh(std::string_view path, bool recursive, bool data);
 
   std::vector<WorkerStatus> ClusterStatus();
+  // The live members, their weights and shares, and the ring's version. With
+  // etcd it changes as workers join and leave.
+  RingInfo Ring() const;
   std::vector<MountInfo> Mounts() const;
 
   // Admin fan-out (load jobs, free; docs/protocol.md): sends `method` with

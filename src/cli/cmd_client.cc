@@ -124,7 +124,8 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
       bool json = false;
     };
     auto a = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("status", "Show each worker: address, up/down, cache use, hit ratio");
+    auto* cmd = app.add_subcommand(
+        "status", "Show the ring (membership, version) and each worker: address, up/down, cache use, hit ratio, share");
     AddClientOptions(cmd, &a->client);
     cmd->add_flag("--json", a->json, "One JSON object per worker, for scripts");
     cmd->callback([a, exit_code] {
@@ -140,18 +141,26 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
                            {"cache_capacity_bytes", w.cache_capacity_bytes},
                            {"cache_effective_capacity_bytes", w.cache_effective_capacity_bytes},
                            {"hit_bytes", w.hit_bytes},
-                           {"miss_bytes", w.miss_bytes},    {"ufs_read_bytes", w.ufs_read_bytes}};
+                           {"miss_bytes", w.miss_bytes},    {"ufs_read_bytes", w.ufs_read_bytes},
+                           {"id", w.id},                    {"ring_version", w.ring_version},
+                           {"ring_weight", w.ring_weight},  {"ring_share", w.ring_share}};
           std::printf("%s\n", j.dump().c_str());
         }
         *exit_code = down == 0 ? 0 : 5;
         return;
       }
-      std::printf("%-22s %-5s %-24s %-9s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO", "UFS READ");
+      RingInfo ring = (*c)->Ring();
+      std::printf("ring: %s membership, version %llu, %zu workers\n", ring.membership.c_str(),
+                  static_cast<unsigned long long>(ring.version), ring.members.size());
+      std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO",
+                  "UFS READ", "SHARE", "ID");
       int down = 0;
       for (const auto& w : workers) {
+        char share[16];
+        std::snprintf(share, sizeof share, "%.1f%%", 100 * w.ring_share);
         if (!w.up) {
           ++down;
-          std::printf("%-22s %-5s %s\n", w.address.c_str(), "down", w.error.c_str());
+          std::printf("%-22s %-5s %s (id %s, share %s)\n", w.address.c_str(), "down", w.error.c_str(), w.id.c_str(), share);
           continue;
         }
         std::string cache = FormatSize(w.cache_used_bytes) + " / " + FormatSize(w.cache_effective_capacity_bytes);
@@ -160,8 +169,8 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         }
         char ratio[16];
         std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * w.hit_ratio());
-        std::printf("%-22s %-5s %-24s %-9s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
-                    FormatSize(w.ufs_read_bytes).c_str());
+        std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
+                    FormatSize(w.ufs_read_bytes).c_str(), share, w.id.c_str());
       }
       *exit_code = down == 0 ? 0 : 5;
     });

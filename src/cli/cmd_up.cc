@@ -6,6 +6,10 @@
 // restarting any worker that dies (WorkerSupervisor). With --fuse it also
 // mounts the namespace (a `shoal fuse --foreground` child); with --s3 PORT it
 // also serves the S3 API (src/s3) over the cluster and prints an `s3:` line first.
+// With --etcd it first starts a local etcd (LocalEtcd: loopback, free ports,
+// data in STATE/etcd) and the workers register in it; with --etcd-endpoints
+// they register in that etcd. Either way the client config then names only
+// the etcd endpoints, no worker list.
 //
 // The state dir holds the configs (mode 0600: mount options may hold
 // secrets), the worker logs and the ports to reuse; it is made private
@@ -20,11 +24,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "cli/commands.h"
 #include "cli/s3_service.h"
 #include "cli/worker_supervisor.h"
+#include "cluster/local_etcd.h"
 #include "common/config.h"
 #include "common/subprocess.h"
 #include "common/units.h"
@@ -54,6 +60,8 @@ struct UpArgs {
   std::string fuse;  // --fuse MOUNTPOINT: also mount the namespace there
   std::string s3_port;         // "" = no S3 endpoint; "0" picks a free port
   std::string s3_credentials;  // "" = STATE/s3-credentials, made on first use
+  bool etcd = false;              // --etcd: membership from a local etcd started here
+  std::string etcd_endpoints;     // --etcd-endpoints URL,...: membership from this etcd
 };
 
 Status MakeDirs(const std::string& dir) {
@@ -219,6 +227,37 @@ int RunUp(const UpArgs& a) {
                                                "; stop it, or pass --state-dir DIR for a second cluster"));
   }
 
+  // Membership from etcd: a local one (stopped with the cluster, after the
+  // workers have left it) or the given endpoints. The client config then
+  // names only etcd; workers register themselves.
+  LocalEtcd local_etcd;
+  if (a.etcd && !a.etcd_endpoints.empty()) {
+    return Fail(Status(Code::kInvalidArgument, "give --etcd (start a local etcd) or --etcd-endpoints URL,..., not both"));
+  }
+  if (!a.etcd_endpoints.empty()) {
+    std::string yaml = "cluster:\n  etcd:\n    endpoints:\n";
+    for (size_t b = 0, e; b <= a.etcd_endpoints.size(); b = e + 1) {
+      e = std::min(a.etcd_endpoints.find(',', b), a.etcd_endpoints.size());
+      if (e > b) yaml += "      - " + Quote(a.etcd_endpoints.substr(b, e - b)) + "\n";
+    }
+    auto parsed = ParseConfig(yaml, "--etcd-endpoints");
+    if (!parsed) return Fail(parsed.error());
+    cfg.cluster.etcd.endpoints = parsed->cluster.etcd.endpoints;
+  } else if (a.etcd) {
+    LocalEtcd::Options eo;
+    eo.data_dir = state + "/etcd";
+    eo.log_file = state + "/etcd.log";
+    // Membership is all it holds, and the workers register again: start empty.
+    std::error_code ec;
+    std::filesystem::remove_all(eo.data_dir, ec);
+    auto started = LocalEtcd::Start(eo);
+    if (!started) return Fail(started.error().WithContext("--etcd"));
+    local_etcd = std::move(*started);
+    cfg.cluster.etcd.endpoints = {local_etcd.endpoint()};
+    std::printf("etcd: %s (data %s, log %s)\n", local_etcd.endpoint().c_str(), eo.data_dir.c_str(), eo.log_file.c_str());
+  }
+  const bool with_etcd = !cfg.cluster.etcd.endpoints.empty();
+
   // Both configs may hold secrets from -o: readable by their owner only.
   std::string worker_config = state + "/worker.yaml";
   if (auto st = WriteFileAtomic(worker_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);
@@ -243,7 +282,7 @@ int RunUp(const UpArgs& a) {
   if (auto st = workers.StartAll(); !st.ok()) return Fail(st);
 
   std::string client_config = state + "/shoal.yaml";
-  cfg.cluster.workers = workers.members();
+  if (!with_etcd) cfg.cluster.workers = workers.members();
   if (auto st = WriteFileAtomic(client_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);
 
   std::printf("mount: %s -> %s\n", mount->path.c_str(), mount->ufs.c_str());
@@ -295,7 +334,7 @@ int RunUp(const UpArgs& a) {
       std::fprintf(stderr, "shoal up: the FUSE mount on %s has ended (unmounted?); its log is %s\n", a.fuse.c_str(),
                    fuse_log.c_str());
     }
-    if (workers.Tick()) {
+    if (workers.Tick() && !with_etcd) {
       // A worker came back on another port: the ring is keyed by id, so it
       // still owns its data; clients started from now on find it there.
       cfg.cluster.workers = workers.members();
@@ -312,6 +351,7 @@ int RunUp(const UpArgs& a) {
     fuse_daemon.Stop(std::chrono::seconds(15));
   }
   workers.StopAll();
+  if (local_etcd.pid() > 0) local_etcd.Stop();
   std::printf("stopped\n");
   std::fflush(stdout);
   return 0;
@@ -343,6 +383,11 @@ void AddUp(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-restart-delay", a->max_restart_delay,
                   "Longest wait before restarting a crashed worker (the wait doubles from 0.5s)")
       ->capture_default_str();
+  cmd->add_flag("--etcd", a->etcd,
+                "Membership from etcd: start a local etcd (/usr/bin/etcd, loopback only, data in the state dir); the "
+                "client config then names only etcd");
+  cmd->add_option("--etcd-endpoints", a->etcd_endpoints,
+                  "Membership from this etcd (URL,...), e.g. http://10.0.0.5:2379, instead of a static list");
   cmd->add_option("--fuse", a->fuse,
                   "Also mount the namespace on this directory (FUSE); unmounted before the workers stop");
   cmd->callback([a, exit_code] { *exit_code = RunUp(*a); });

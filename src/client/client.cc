@@ -6,6 +6,7 @@
 #include <future>
 
 #include "client/client_impl.h"
+#include "cluster/etcd_membership.h"
 #include "common/units.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/uri.h"
@@ -67,13 +68,15 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
 
 namespace detail {
 
-ClientImpl::ClientImpl(Config config)
+ClientImpl::ClientImpl(Config config) : ClientImpl(config, std::make_shared<StaticMembership>(config.cluster.workers)) {}
+
+ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membership)
     : config_(std::move(config)),
       mounts_(config_.mounts),
       caller_(WorkerCaller::Options{config_.client.connect_timeout, config_.client.response_timeout}),
       health_([this](const WorkerEntry& w) { return caller_.Probe(w); },
               WorkerHealth::Options{config_.client.down_backoff, std::chrono::seconds(30)}),
-      router_(std::make_shared<StaticMembership>(config_.cluster.workers), &health_,
+      router_(std::move(membership), &health_,
               Router::Options{config_.client.ufs_fallback, config_.client.timeout, 0}),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
@@ -338,6 +341,7 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
     if (m.down) {  // being probed; asking it again would only wait for it
       WorkerStatus s;
       s.address = m.entry->address;
+      s.id = m.entry->id;
       s.error = "down: " + m.down->message();
       std::promise<WorkerStatus> p;
       p.set_value(std::move(s));
@@ -347,6 +351,7 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
     results.push_back(fanout_pool_.Submit([this, w = m.entry, deadline] {
       WorkerStatus s;
       s.address = w->address;
+      s.id = w->id;
       auto r = caller_.Call(*w, "GET", "/v1/status", deadline, "its status");
       if (r.worker_failed) router_.ReportFailure(*w, r.status);
       if (!r.status.ok()) {
@@ -507,13 +512,17 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
   }
   auto c = LoadConfig(path);
   if (!c) return Err(c.error());
-  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c))));
+  auto m = OpenMembership(*c);
+  if (!m) return Err(m.error().WithContext(path));
+  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m))));
 }
 
 Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const std::string& source) {
   auto c = ParseConfig(yaml, source);
   if (!c) return Err(c.error());
-  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c))));
+  auto m = OpenMembership(*c);
+  if (!m) return Err(m.error().WithContext(source));
+  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m))));
 }
 
 Result<FileStatus> Client::Stat(std::string_view path) { return impl_->Stat(path); }
@@ -526,7 +535,35 @@ Status Client::Delete(std::string_view path) { return impl_->Delete(path); }
 Status Client::Mkdir(std::string_view path) { return impl_->Mkdir(path); }
 Status Client::Rmdir(std::string_view path) { return impl_->Rmdir(path); }
 Status Client::Rename(std::string_view from, std::string_view to) { return impl_->Rename(from, to); }
-std::vector<WorkerStatus> Client::ClusterStatus() { return impl_->ClusterStatus(); }
+std::vector<WorkerStatus> Client::ClusterStatus() {
+  auto out = impl_->ClusterStatus();
+  RingInfo ring = Ring();
+  for (auto& w : out) {
+    w.ring_version = ring.version;
+    for (const auto& m : ring.members) {
+      if (m.id == w.id) {
+        w.ring_weight = m.weight;
+        w.ring_share = m.share;
+      }
+    }
+  }
+  return out;
+}
+
+RingInfo Client::Ring() const {
+  const Router& router = impl_->router();
+  auto [snap, members] = router.Members();
+  RingInfo r;
+  r.membership = std::string(router.membership().Kind());
+  r.version = snap->version;
+  auto shares = snap->ring.Shares();
+  for (size_t i = 0; i < snap->workers.size(); ++i) {
+    r.members.push_back({snap->workers[i].id, snap->workers[i].address, i < snap->weights.size() ? snap->weights[i] : 0,
+                         shares[i]});
+  }
+  return r;
+}
+
 std::vector<WorkerAnswer> Client::CallWorkers(std::string_view method,
                                               const std::function<std::string(const std::string&)>& target_for) {
   return impl_->CallWorkers(method, target_for);

@@ -44,6 +44,9 @@ namespace detail {
 class ClientImpl {
  public:
   explicit ClientImpl(Config config);
+  const Router& router() const { return router_; }
+  // With the membership OpenMembership(config) gave (etcd or static).
+  ClientImpl(Config config, std::shared_ptr<const Membership> membership);
 
   const Config& config() const { return config_; }
   const MountTable& mounts() const { return mounts_; }

@@ -53,6 +53,79 @@ TEST(HashRing, AddingOneWorkerMovesAboutOneOverNPlusOne) {
   std::printf("adding a 101st worker moved %d of %d shards (1/(N+1) = %.0f)\n", moved, kShards, expected);
 }
 
+TEST(HashRing, RemovingOneWorkerMovesOnlyItsKeys) {
+  auto m = Members(50);
+  HashRing before(m);
+  const std::string gone = m[17];
+  m.erase(m.begin() + 17);
+  HashRing after(m);
+  int moved = 0;
+  for (int i = 0; i < kShards / 4; ++i) {
+    const std::string& a = before.members()[before.Owner(Key(i))];
+    const std::string& b = after.members()[after.Owner(Key(i))];
+    if (a != b) {
+      ++moved;
+      EXPECT_EQ(a, gone) << "a key of a remaining worker moved";
+    }
+  }
+  double expected = before.Shares()[17] * (kShards / 4);
+  EXPECT_NEAR(moved, expected, 0.1 * expected);
+}
+
+TEST(HashRing, ExactSharesAreBalancedAtAThousandWorkers) {
+  HashRing ring(Members(1000));
+  auto shares = ring.Shares();
+  double sum = std::accumulate(shares.begin(), shares.end(), 0.0);
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  double max = *std::max_element(shares.begin(), shares.end());
+  EXPECT_LE(max * 1000, 1.05);
+  EXPECT_GT(*std::min_element(shares.begin(), shares.end()) * 1000, 0.5);
+}
+
+TEST(HashRing, SharesMatchWhereKeysGo) {
+  HashRing ring(Members(5), {1, 2, 2, 4, 1});
+  auto shares = ring.Shares();
+  std::vector<int> load(5, 0);
+  for (int i = 0; i < kShards; ++i) load[ring.Owner(Key(i))]++;
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(load[i] / double(kShards), shares[i], 0.01) << "member " << i;
+}
+
+TEST(HashRing, WeightsGiveProportionalShares) {
+  std::vector<uint64_t> w;
+  for (int i = 0; i < 60; ++i) w.push_back((1ull << (i % 3)) << 40);  // 1, 2 and 4 TiB
+  HashRing ring(Members(60), w);
+  auto shares = ring.Shares();
+  double total = std::accumulate(w.begin(), w.end(), 0.0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    double fair = w[i] / total;
+    EXPECT_NEAR(shares[i] / fair, 1.0, 0.15) << "member " << i << " weight " << w[i];
+  }
+  // Per weight class, the mean is fair to within a few percent.
+  for (int cls = 0; cls < 3; ++cls) {
+    double got = 0, want = 0;
+    for (size_t i = cls; i < w.size(); i += 3) got += shares[i], want += w[i] / total;
+    EXPECT_NEAR(got / want, 1.0, 0.03) << "weight class " << cls;
+  }
+}
+
+TEST(HashRing, EqualWeightsGiveEqualPoints) {
+  HashRing a(Members(4));
+  HashRing b(Members(4), {4ull << 40, 4ull << 40, 4ull << 40, 4ull << 40});  // a power of two: the unit
+  HashRing c(Members(4), {5ull << 40, 5ull << 40, 5ull << 40, 5ull << 40});
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(a.Points(i), HashRing::kPointsPerUnit);
+    EXPECT_EQ(b.Points(i), HashRing::kPointsPerUnit);
+    EXPECT_EQ(c.Points(i), c.Points(0));
+  }
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(a.Owner(Key(i)), b.Owner(Key(i)));
+  // A zero weight counts as the mean of the others.
+  HashRing z(Members(3), {2, 0, 2});
+  EXPECT_EQ(z.Points(1), z.Points(0));
+  // A join of the same weight changes no one's points (the unit stays).
+  HashRing d(Members(5), {5ull << 40, 5ull << 40, 5ull << 40, 5ull << 40, 5ull << 40});
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(d.Points(i), c.Points(i));
+}
+
 TEST(HashRing, SameAnswerEverywhereAndOrderIndependent) {
   auto m = Members(10);
   HashRing a(m);
@@ -69,6 +142,14 @@ TEST(HashRing, ReplicasAreDistinctAndStartWithOwner) {
   EXPECT_NE(owners[0], owners[1]);
   EXPECT_NE(owners[1], owners[2]);
   EXPECT_EQ(ring.Owners("k", 10).size(), 5u);
+  for (int i = 0; i < 2000; ++i) {
+    auto all = ring.Owners(Key(i), 5);
+    ASSERT_EQ(all.size(), 5u);
+    EXPECT_EQ(all[0], ring.Owner(Key(i)));
+    EXPECT_EQ(std::set<size_t>(all.begin(), all.end()).size(), 5u);
+    auto two = ring.Owners(Key(i), 2);
+    EXPECT_EQ(two[1], all[1]) << "the replica order does not depend on how many are asked for";
+  }
 }
 
 TEST(HashRing, FirstShardLivesWithTheMetadata) {

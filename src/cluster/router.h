@@ -78,6 +78,9 @@ class Router {
   // Every member of the current snapshot, for fan-out calls.
   std::pair<std::shared_ptr<const RingSnapshot>, std::vector<Member>> Members() const;
 
+  // Where the ring snapshots come from.
+  const Membership& membership() const { return *membership_; }
+
   // A fan-out call found `worker` failing: it is marked down like in Route().
   void ReportFailure(const WorkerEntry& worker, const Status& why) { health_->MarkDown(worker, why); }
 

@@ -188,6 +188,33 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   return {};
 }
 
+Status ParseEtcd(Reader& r, const YAML::Node& n, EtcdConfig* out) {
+  if (!n.IsDefined() || n.IsNull()) return {};
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "cluster.etcd", {"endpoints", "prefix", "lease_ttl", "timeout"}));
+  const auto& eps = n["endpoints"];
+  if (eps.IsDefined() && !eps.IsNull()) {
+    if (!eps.IsSequence()) return r.Fail(eps, "cluster.etcd.endpoints", "expected a list of URLs like http://127.0.0.1:2379");
+    for (const auto& e : eps) {
+      std::string url = e.IsScalar() ? e.as<std::string>() : "";
+      if (!url.starts_with("http://") && !url.starts_with("https://")) {
+        return r.Fail(e, "cluster.etcd.endpoints", "expected a URL like http://127.0.0.1:2379, not '" + url + "'");
+      }
+      while (url.ends_with("/")) url.pop_back();
+      out->endpoints.push_back(std::move(url));
+    }
+  }
+  SHOAL_RETURN_IF_ERROR(r.String(n["prefix"], "cluster.etcd.prefix", &out->prefix));
+  while (out->prefix.size() > 1 && out->prefix.ends_with("/")) out->prefix.pop_back();
+  if (!out->prefix.starts_with("/")) return r.Fail(n["prefix"], "cluster.etcd.prefix", "must start with '/', e.g. /shoal/prod");
+  SHOAL_RETURN_IF_ERROR(r.Duration(n["lease_ttl"], "cluster.etcd.lease_ttl", &out->lease_ttl));
+  if (out->lease_ttl < std::chrono::seconds(1)) {
+    return r.Fail(n["lease_ttl"], "cluster.etcd.lease_ttl", "must be at least 1s (etcd leases count whole seconds)");
+  }
+  SHOAL_RETURN_IF_ERROR(r.Duration(n["timeout"], "cluster.etcd.timeout", &out->timeout));
+  if (out->timeout.count() <= 0) return r.Fail(n["timeout"], "cluster.etcd.timeout", "must be more than 0, e.g. 5s");
+  return {};
+}
+
 }  // namespace
 
 Result<WorkerEntry> ParseWorkerEntry(std::string_view text) {
@@ -259,7 +286,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3"}));
 
   const auto& cl = root["cluster"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd"}));
   if (cl.IsDefined() && cl["workers"].IsDefined() && !cl["workers"].IsNull()) {
     if (!cl["workers"].IsSequence()) {
       return Err(r.Fail(cl["workers"], "cluster.workers", "expected a list of host:port or id@host:port"));
@@ -275,6 +302,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     }
   }
   if (cl.IsDefined()) SHOAL_RETURN_IF_ERROR(r.Size(cl["shard_size"], "cluster.shard_size", &c.cluster.shard_size));
+  if (cl.IsDefined()) SHOAL_RETURN_IF_ERROR(ParseEtcd(r, cl["etcd"], &c.cluster.etcd));
 
   const auto& ms = root["mounts"];
   if (ms.IsDefined() && !ms.IsNull()) {
@@ -441,7 +469,18 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "shard_size" << YAML::Value << std::to_string(c.cluster.shard_size);
   e << YAML::Key << "workers" << YAML::Value << YAML::BeginSeq;
   for (const auto& w : c.cluster.workers) e << FormatWorkerEntry(w);
-  e << YAML::EndSeq << YAML::EndMap;
+  e << YAML::EndSeq;
+  if (!c.cluster.etcd.endpoints.empty()) {
+    e << YAML::Key << "etcd" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "endpoints" << YAML::Value << YAML::BeginSeq;
+    for (const auto& u : c.cluster.etcd.endpoints) e << u;
+    e << YAML::EndSeq;
+    e << YAML::Key << "prefix" << YAML::Value << c.cluster.etcd.prefix;
+    e << YAML::Key << "lease_ttl" << YAML::Value << FormatDuration(c.cluster.etcd.lease_ttl);
+    e << YAML::Key << "timeout" << YAML::Value << FormatDuration(c.cluster.etcd.timeout);
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
   e << YAML::Key << "mounts" << YAML::Value << YAML::BeginSeq;
   for (const auto& m : c.mounts) {
     e << YAML::BeginMap;

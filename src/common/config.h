@@ -74,9 +74,21 @@ std::string FormatWorkerEntry(const WorkerEntry& w);
 std::string ListeningLine(const WorkerEntry& w);
 Result<WorkerEntry> ParseListeningLine(std::string_view line);
 
+// Membership from etcd (cluster/etcd_membership.h) instead of a static list:
+// on when `endpoints` is not empty. Workers register under
+// PREFIX/members/ID with a lease of `lease_ttl`; clients watch that prefix.
+struct EtcdConfig {
+  std::vector<std::string> endpoints;  // "http://127.0.0.1:2379"
+  std::string prefix = "/shoal/default";
+  std::chrono::milliseconds lease_ttl{10'000};
+  std::chrono::milliseconds timeout{5'000};  // the deadline of one etcd call
+  bool operator==(const EtcdConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::vector<WorkerEntry> workers;
   uint64_t shard_size = 64ull << 20;
+  EtcdConfig etcd;
 };
 
 struct WorkerConfig {

@@ -228,4 +228,36 @@ TEST(Config, EvictionPolicyIsReadWrittenAndEmptyByDefault) {
   EXPECT_NE(bad.error().message().find("worker.eviction"), std::string::npos) << bad.error().message();
 }
 
+namespace {
+
+TEST(Config, EtcdMembershipKeysRoundTripAndAreChecked) {
+  auto c = ParseConfig(R"(
+cluster:
+  etcd:
+    endpoints: [http://127.0.0.1:2379/, http://10.0.0.2:2379]
+    prefix: /shoal/prod/
+    lease_ttl: 3s
+    timeout: 2s
+)",
+                       "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->cluster.etcd.endpoints, (std::vector<std::string>{"http://127.0.0.1:2379", "http://10.0.0.2:2379"}));
+  EXPECT_EQ(c->cluster.etcd.prefix, "/shoal/prod");
+  EXPECT_EQ(c->cluster.etcd.lease_ttl, std::chrono::seconds(3));
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->cluster.etcd, c->cluster.etcd);
+  EXPECT_EQ(ParseConfig("", "t.yaml")->cluster.etcd.lease_ttl, std::chrono::seconds(10));
+
+  auto bad_url = ParseConfig("cluster:\n  etcd:\n    endpoints: [127.0.0.1:2379]\n", "t.yaml");
+  ASSERT_FALSE(bad_url);
+  EXPECT_NE(bad_url.error().message().find("cluster.etcd.endpoints"), std::string::npos);
+  auto short_ttl = ParseConfig("cluster:\n  etcd:\n    lease_ttl: 500ms\n", "t.yaml");
+  ASSERT_FALSE(short_ttl);
+  EXPECT_NE(short_ttl.error().message().find("at least 1s"), std::string::npos);
+  EXPECT_FALSE(ParseConfig("cluster:\n  etcd:\n    prefix: shoal\n", "t.yaml"));
+  EXPECT_FALSE(ParseConfig("cluster:\n  etcd:\n    endpoint: [http://x:1]\n", "t.yaml"));  // unknown key
+}
+
+}  // namespace
 }  // namespace shoal

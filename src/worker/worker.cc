@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cache/page_format.h"
+#include "cluster/etcd_membership.h"
 #include "common/metrics.h"
 #include "net/http_server.h"
 #include "ufs/uri.h"
@@ -241,6 +242,17 @@ class Worker::Impl {
     routes.push_back(Routes());
     server_->Serve(std::move(routes));
     spdlog::info("worker {} accepts up to {} connections (worker.max_connections)", id_, server_->max_connections());
+    // Serving first: a client routed here by the new ring finds it answering.
+    if (!config_.cluster.etcd.endpoints.empty()) {
+      uint64_t capacity = 0;
+      for (const auto& d : config_.worker.cache_dirs) capacity += d.capacity;
+      auto reg = EtcdRegistration::Start(config_.cluster.etcd, {id_, address_}, capacity);
+      if (!reg) {
+        server_->Stop();
+        return reg.error();
+      }
+      registration_ = std::move(*reg);
+    }
     return {};
   }
 
@@ -250,6 +262,7 @@ class Worker::Impl {
 
   void Wait() {
     if (server_) server_->Wait();
+    registration_.reset();  // leaves the ring: deletes its etcd key
     local_.reset();
     loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
     pool_.Stop();
@@ -728,6 +741,7 @@ class Worker::Impl {
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
   std::unique_ptr<LoadJobs> loads_;
+  std::unique_ptr<EtcdRegistration> registration_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
 };

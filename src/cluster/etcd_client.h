@@ -1,0 +1,81 @@
+// EtcdClient: the few etcd v3 calls membership needs, over etcd's JSON
+// gateway (POST /v3/..., keys and values base64) on libcurl: lease grant,
+// keepalive and revoke, put, delete, range over a prefix, and watch.
+//
+// Every call has a deadline (`timeout`, cluster.etcd.timeout). A call tries
+// the endpoints in order and fails with kUnavailable naming every endpoint it
+// tried and what each said, so "etcd is down" reads as such. Bodies from etcd
+// are bounded (kMaxBody) and parsed defensively.
+//
+// Thread safety: every method is safe from any thread (each call uses its own
+// curl handle).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shoal/status.h"
+
+namespace shoal {
+
+class EtcdClient {
+ public:
+  static constexpr size_t kMaxBody = 64ull << 20;
+
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+
+  struct KeyValue {
+    std::string key;
+    std::string value;
+    int64_t mod_revision = 0;
+  };
+  struct RangeResult {
+    int64_t revision = 0;  // the store's revision when read
+    std::vector<KeyValue> kvs;
+  };
+  struct Event {
+    bool deleted = false;  // else a put
+    KeyValue kv;
+  };
+
+  // A lease of `ttl` (whole seconds, at least 1): its id.
+  Result<int64_t> GrantLease(std::chrono::seconds ttl);
+  // Refreshes the lease: its remaining TTL in seconds, 0 when it no longer exists.
+  Result<int64_t> KeepAlive(int64_t lease);
+  Status RevokeLease(int64_t lease);
+  // lease 0: no lease.
+  Status Put(std::string_view key, std::string_view value, int64_t lease);
+  Status Delete(std::string_view key);
+  Result<RangeResult> RangePrefix(std::string_view prefix);
+
+  // Watches every key under `prefix` from `start_revision` until `stop` is set,
+  // `max_duration` passes, or the stream breaks. `on_events(events, revision)`
+  // gets each batch with the revision it brings the caller to. Returns OK on a
+  // stop or at max_duration (the caller watches again from revision + 1), an
+  // error when the stream failed; kOutOfRange when start_revision was
+  // compacted away (the caller reads the whole prefix again).
+  Status Watch(std::string_view prefix, int64_t start_revision, std::chrono::milliseconds max_duration,
+               const std::atomic<bool>& stop,
+               const std::function<void(const std::vector<Event>&, int64_t revision)>& on_events);
+
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+  static std::string Base64Encode(std::string_view in);
+  static Result<std::string> Base64Decode(std::string_view in);
+  // The end of the range of every key with this prefix (etcd's range_end).
+  static std::string PrefixEnd(std::string_view prefix);
+
+ private:
+  // POST `body` (JSON) to /v3/<path> on each endpoint in turn; the first 200 answer.
+  Result<std::string> Call(std::string_view path, const std::string& body, std::string_view what);
+
+  std::vector<std::string> endpoints_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace shoal

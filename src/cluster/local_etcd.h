@@ -1,0 +1,64 @@
+// LocalEtcd: a single-member etcd (Debian's etcd-server, /usr/bin/etcd) on
+// loopback, for `shoal up --etcd` and for tests.
+//
+// It listens on 127.0.0.1 only, on a client port and a peer port that were
+// free when it started (taken by binding port 0; if etcd loses the race for
+// one it is started again on new ones), keeps its data in `data_dir`, logs to
+// `log_file`, and is stopped with the object (SIGTERM, then SIGKILL). etcd
+// sends nothing anywhere else: no peers, no telemetry.
+//
+// Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/subprocess.h"
+#include "shoal/status.h"
+
+namespace shoal {
+
+class LocalEtcd {
+ public:
+  static constexpr const char* kDefaultBinary = "/usr/bin/etcd";
+
+  struct Options {
+    std::string binary = kDefaultBinary;
+    std::string data_dir;  // required
+    std::string log_file;  // "" = DATA_DIR.log
+    int client_port = 0;   // 0 = a free one
+    int peer_port = 0;     // 0 = a free one
+    std::chrono::milliseconds startup_timeout{30'000};
+  };
+
+  // Fails with a clear message when the binary is missing (install
+  // etcd-server) or etcd does not answer within startup_timeout.
+  static Result<LocalEtcd> Start(const Options& options);
+
+  LocalEtcd() = default;
+  LocalEtcd(LocalEtcd&&) noexcept = default;
+  LocalEtcd& operator=(LocalEtcd&&) noexcept = default;
+
+  // "http://127.0.0.1:PORT"
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(client_port_); }
+  int client_port() const { return client_port_; }
+  int peer_port() const { return peer_port_; }
+  pid_t pid() const { return process_.pid(); }
+  const Options& options() const { return options_; }
+  bool running() { return process_.running(); }
+  // SIGTERM, then SIGKILL after `grace`.
+  void Stop(std::chrono::milliseconds grace = std::chrono::seconds(5)) { process_.Stop(grace); }
+  // Sends `sig` to etcd (SIGKILL: a crash).
+  void Signal(int sig) { process_.Signal(sig); }
+
+  // Whether etcd answers a read on `endpoint` within `timeout`.
+  static bool Answers(const std::string& endpoint, std::chrono::milliseconds timeout);
+
+ private:
+  Options options_;
+  Subprocess process_;
+  int client_port_ = 0;
+  int peer_port_ = 0;
+};
+
+}  // namespace shoal
