@@ -91,6 +91,10 @@ class WriteModesTest : public ::testing::TestWithParam<std::string> {
     ShoalCluster::Options o;
     o.workers = 3;
     o.mounts = {mount("/th", "th", WriteMode::kThrough), mount("/ct", "ct", WriteMode::kCacheThrough)};
+    // A path rule overrides its mount's write_mode below it.
+    PathRule through_rule = EmptyRule("/ct/scratch");
+    through_rule.write_mode = WriteMode::kThrough;
+    o.rules = {through_rule};
     for (const auto& m : o.mounts) {
       auto s = OpenUnderStore(m);
       ASSERT_TRUE(s) << s.error().ToString();
@@ -170,6 +174,20 @@ TEST_P(WriteModesTest, CacheThroughReadAfterCloseCostsTheStoreNothingThroughCost
   EXPECT_EQ(writer_->stats().cache_pushed_bytes, kBig);
   EXPECT_EQ(writer_->stats().cache_push_failures, 0u);
   EXPECT_GE(Metric("shoal_cache_pushed_bytes_total"), static_cast<double>(kBig));
+}
+
+TEST_P(WriteModesTest, APathRuleWriteModeOverridesTheMounts) {
+  const std::string data = RandomBytes(kPage * 3, 9);
+  auto closed = WriteVia(*writer_, "/ct/scratch/tmp.bin", data);
+  ASSERT_TRUE(closed) << closed.error().ToString();
+  EXPECT_TRUE(ReadStore(*stores_["/ct"], "scratch/tmp.bin") == data);
+  EXPECT_EQ(writer_->stats().cache_pushed_bytes, 0u) << "the rule says through: no page may be pushed";
+  const double ufs_before = Metric("shoal_ufs_read_bytes_total");
+  EXPECT_TRUE(ReadVia(*reader_, "/ct/scratch/tmp.bin") == data);
+  EXPECT_GE(Metric("shoal_ufs_read_bytes_total") - ufs_before, static_cast<double>(data.size()));
+  // Beside the rule's prefix the mount's cache-through still holds.
+  ASSERT_TRUE(WriteVia(*writer_, "/ct/scratchpad.bin", data));
+  EXPECT_EQ(writer_->stats().cache_pushed_bytes, data.size());
 }
 
 TEST_P(WriteModesTest, AWorkerDownDuringThePushDoesNotFailTheWrite) {

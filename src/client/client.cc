@@ -68,11 +68,16 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
 
 namespace detail {
 
+WriteMode ClientImpl::WriteModeFor(const ResolvedPath& rp) const {
+  return rules_.For(rp.ns_path).write_mode.value_or(rp.mount->write_mode);
+}
+
 ClientImpl::ClientImpl(Config config) : ClientImpl(config, std::make_shared<StaticMembership>(config.cluster.workers)) {}
 
 ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membership)
     : config_(std::move(config)),
       mounts_(config_.mounts),
+      rules_(PathRules::Make(config_.rules).value_or(PathRules())),
       caller_(WorkerCaller::Options{config_.client.connect_timeout, config_.client.response_timeout}),
       health_([this](const WorkerEntry& w) { return caller_.Probe(w); },
               WorkerHealth::Options{config_.client.down_backoff, std::chrono::seconds(30)}),

@@ -23,6 +23,7 @@
 #include "cluster/router.h"
 #include "cluster/worker_health.h"
 #include "common/config.h"
+#include "common/path_rules.h"
 #include "common/task_pool.h"
 #include "meta/mount_table.h"
 #include "shoal/client.h"
@@ -50,6 +51,10 @@ class ClientImpl {
 
   const Config& config() const { return config_; }
   const MountTable& mounts() const { return mounts_; }
+  // The config's `rules:` table (common/path_rules.h).
+  const PathRules& rules() const { return rules_; }
+  // How a write to `rp` is acknowledged: its path rule's write_mode, else its mount's.
+  WriteMode WriteModeFor(const ResolvedPath& rp) const;
 
   Result<FileStatus> Stat(std::string_view path);
   // Stat plus the first bytes, in one round trip to the path's owner.
@@ -123,6 +128,7 @@ class ClientImpl {
 
   Config config_;
   MountTable mounts_;
+  PathRules rules_;
   // Declared before health_: the probe thread uses it until health_ is destroyed.
   WorkerCaller caller_;
   WorkerHealth health_;

@@ -114,7 +114,7 @@ class WriterImpl final : public Writer {
       : client_(client),
         rp_(std::move(rp)),
         out_(std::move(out)),
-        spill_(rp_.mount->write_mode == WriteMode::kCacheThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {}
+        spill_(client_.WriteModeFor(rp_) == WriteMode::kCacheThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {}
 
   ~WriterImpl() override { Abort(); }
 

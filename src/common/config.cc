@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -94,6 +95,7 @@ class Reader {
 };
 
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3);
+Status ParseRules(const Reader& r, const YAML::Node& n, std::vector<PathRule>* rules);
 
 }  // namespace
 
@@ -162,15 +164,10 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   SHOAL_RETURN_IF_ERROR(r.Bool(m["read_only"], key + ".read_only", &out->read_only));
   std::string write_mode;
   SHOAL_RETURN_IF_ERROR(r.String(m["write_mode"], key + ".write_mode", &write_mode));
-  if (write_mode == "through") out->write_mode = WriteMode::kThrough;
-  else if (write_mode == "cache-through" || write_mode.empty()) out->write_mode = WriteMode::kCacheThrough;
-  else if (write_mode == "write-back") {
-    return r.Fail(m["write_mode"], key + ".write_mode",
-                  "write-back is not yet supported (acknowledging on workers' disks with a journal is not built); "
-                  "use through or cache-through");
-  } else {
-    return r.Fail(m["write_mode"], key + ".write_mode",
-                  "must be through or cache-through (write-back: not yet supported), not '" + write_mode + "'");
+  if (!write_mode.empty()) {
+    auto wm = ParseWriteMode(write_mode);
+    if (!wm) return r.Fail(m["write_mode"], key + ".write_mode", wm.error().message());
+    out->write_mode = *wm;
   }
   const auto& opts = m["options"];
   if (opts.IsDefined() && !opts.IsNull()) {
@@ -263,6 +260,112 @@ std::string_view ConsistencyName(Consistency c) {
   return "?";
 }
 
+Result<WriteMode> ParseWriteMode(std::string_view text) {
+  if (text == "through") return WriteMode::kThrough;
+  if (text == "cache-through") return WriteMode::kCacheThrough;
+  if (text == "write-back") {
+    return Err(Code::kInvalidArgument,
+               "write-back is not yet supported (acknowledging on workers' disks with a journal is not built); "
+               "use through or cache-through");
+  }
+  return Err(Code::kInvalidArgument,
+             "must be through or cache-through (write-back: not yet supported), not '" + std::string(text) + "'");
+}
+
+std::string_view PriorityName(Priority p) {
+  switch (p) {
+    case Priority::kLow: return "low";
+    case Priority::kMedium: return "medium";
+    case Priority::kHigh: return "high";
+  }
+  return "medium";
+}
+
+const std::vector<std::string>& RuleFieldNames() {
+  static const std::vector<std::string> names = {"pin",       "priority", "ttl",       "quota",
+                                                 "cluster_quota", "admission", "write_mode", "replicas"};
+  return names;
+}
+
+Status SetRuleField(PathRule* rule, std::string_view field, std::string_view value) {
+  const bool unset = value.empty();
+  auto bad = [&](const std::string& what) {
+    return Status(Code::kInvalidArgument, "rule field '" + std::string(field) + "': " + what + ", not '" +
+                                              std::string(value) + "'");
+  };
+  if (field == "pin") {
+    if (unset) rule->pin.reset();
+    else if (value == "true" || value == "yes" || value == "on") rule->pin = true;
+    else if (value == "false" || value == "no" || value == "off") rule->pin = false;
+    else return bad("expected true or false");
+  } else if (field == "priority") {
+    if (unset) rule->priority.reset();
+    else if (value == "low") rule->priority = Priority::kLow;
+    else if (value == "medium") rule->priority = Priority::kMedium;
+    else if (value == "high") rule->priority = Priority::kHigh;
+    else return bad("expected high, medium or low");
+  } else if (field == "ttl") {
+    if (unset) { rule->ttl.reset(); return {}; }
+    auto d = ParseDuration(value);
+    if (!d) return bad(d.error().message());
+    if (d->count() <= 0) return bad("must be more than 0, e.g. 24h");
+    rule->ttl = *d;
+  } else if (field == "quota" || field == "cluster_quota") {
+    auto& out = field == "quota" ? rule->quota : rule->cluster_quota;
+    if (unset) { out.reset(); return {}; }
+    auto v = ParseSize(value);
+    if (!v) return bad(v.error().message());
+    if (*v == 0) return bad("must be more than 0 (use admission: skip to cache nothing)");
+    out = *v;
+  } else if (field == "admission") {
+    if (unset) rule->admit.reset();
+    else if (value == "skip") rule->admit = false;
+    else if (value == "cache") rule->admit = true;
+    else return bad("expected skip (never cache) or cache");
+  } else if (field == "write_mode") {
+    if (unset) { rule->write_mode.reset(); return {}; }
+    auto wm = ParseWriteMode(value);
+    if (!wm) return Status(Code::kInvalidArgument, "rule field 'write_mode': " + wm.error().message());
+    rule->write_mode = *wm;
+  } else if (field == "replicas") {
+    if (unset) { rule->replicas.reset(); return {}; }
+    int n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 16) return bad("expected 1 to 16");
+    rule->replicas = n;
+  } else {
+    std::string list;
+    for (const auto& f : RuleFieldNames()) list += (list.empty() ? "" : ", ") + f;
+    return Status(Code::kInvalidArgument, "unknown rule field '" + std::string(field) + "' (known: path, " + list + ")");
+  }
+  return {};
+}
+
+namespace {
+// A size that ParseSize reads back exactly: "10GiB", "1536KiB", "1000".
+std::string ExactSize(uint64_t bytes) {
+  static const char* kUnits[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t unit = 1ull << (10 * (4 - i));
+    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + kUnits[i];
+  }
+  return std::to_string(bytes);
+}
+}  // namespace
+
+std::vector<std::string> FormatRuleFields(const PathRule& r) {
+  std::vector<std::string> out;
+  if (r.pin) out.push_back(std::string("pin=") + (*r.pin ? "true" : "false"));
+  if (r.priority) out.push_back("priority=" + std::string(PriorityName(*r.priority)));
+  if (r.ttl) out.push_back("ttl=" + FormatDuration(*r.ttl));
+  if (r.quota) out.push_back("quota=" + ExactSize(*r.quota));
+  if (r.cluster_quota) out.push_back("cluster_quota=" + ExactSize(*r.cluster_quota));
+  if (r.admit) out.push_back(std::string("admission=") + (*r.admit ? "cache" : "skip"));
+  if (r.write_mode) out.push_back("write_mode=" + std::string(WriteModeName(*r.write_mode)));
+  if (r.replicas) out.push_back("replicas=" + std::to_string(*r.replicas));
+  return out;
+}
+
 std::string_view WriteModeName(WriteMode m) {
   switch (m) {
     case WriteMode::kThrough: return "through";
@@ -283,7 +386,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   c.source = source;
   if (!root.IsDefined() || root.IsNull()) return c;
   Reader r(source);
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules"}));
 
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd"}));
@@ -378,6 +481,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["verify_checksums"], "client.verify_checksums", &c.client.verify_checksums));
   }
   SHOAL_RETURN_IF_ERROR(ParseS3(r, root["s3"], &c.s3));
+  SHOAL_RETURN_IF_ERROR(ParseRules(r, root["rules"], &c.rules));
   SHOAL_RETURN_IF_ERROR(Validate(c));
   return c;
 }
@@ -421,6 +525,36 @@ Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
     }
   }
   return r.Duration(n["max_clock_skew"], "s3.max_clock_skew", &s3->max_clock_skew);
+}
+
+Status ParseRules(const Reader& r, const YAML::Node& n, std::vector<PathRule>* rules) {
+  if (!n.IsDefined() || n.IsNull()) return {};
+  if (!n.IsSequence()) return r.Fail(n, "rules", "expected a list of {path, pin, priority, ttl, quota, ...}");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string key = "rules[" + std::to_string(i) + "]";
+    const auto& item = n[i];
+    if (!item.IsMap()) return r.Fail(item, key, "expected a mapping such as {path: /data/val, pin: true}");
+    PathRule rule;
+    for (const auto& kv : item) {
+      const auto field = kv.first.as<std::string>();
+      if (!kv.second.IsScalar()) return r.Fail(kv.second, key + "." + field, "expected a single value");
+      const auto value = kv.second.as<std::string>();
+      if (field == "path") {
+        if (value.empty() || value[0] != '/') return r.Fail(kv.second, key + ".path", "must be an absolute path such as /data/val");
+        rule.path = NormaliseMountPath(value);
+        continue;
+      }
+      if (auto st = SetRuleField(&rule, field, value); !st.ok()) return r.Fail(kv.second, key + "." + field, st.message());
+    }
+    if (rule.path.empty()) return r.Fail(item, key + ".path", "missing: give the namespace prefix, e.g. /data/val");
+    if (rule == EmptyRule(rule.path)) return r.Fail(item, key, "sets nothing: give at least one of the rule fields");
+    for (const auto& prev : *rules) {
+      if (prev.path == rule.path) return r.Fail(item, key + ".path", "'" + rule.path + "' has two rules: merge them into one");
+    }
+    rules->push_back(std::move(rule));
+  }
+  std::sort(rules->begin(), rules->end(), [](const PathRule& a, const PathRule& b) { return a.path < b.path; });
+  return {};
 }
 
 }  // namespace
@@ -565,6 +699,18 @@ std::string ToYaml(const Config& c) {
       e << YAML::EndSeq;
     }
     e << YAML::EndMap;
+  }
+  if (!c.rules.empty()) {
+    e << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+    for (const auto& rule : c.rules) {
+      e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << rule.path;
+      for (const auto& f : FormatRuleFields(rule)) {
+        auto eq = f.find('=');
+        e << YAML::Key << f.substr(0, eq) << YAML::Value << f.substr(eq + 1);
+      }
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
   }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,44 @@ enum class WriteMode {
   kCacheThrough,  // as kThrough, and the written pages are cached under the new version (the default)
 };
 std::string_view WriteModeName(WriteMode m);
+// "through" | "cache-through" (what WriteModeName gives); an error lists them.
+Result<WriteMode> ParseWriteMode(std::string_view text);
+
+// How long a cached page of a path is kept against its peers (rules, below).
+enum class Priority { kLow, kMedium, kHigh };
+std::string_view PriorityName(Priority p);
+
+// One rule of the `rules:` table: settings for every path under a namespace
+// prefix (the prefix itself, and below it at a '/' boundary). A field left
+// unset inherits from the next shorter prefix with a rule, then the default.
+// Matched in one place, common/path_rules.h; enforced by the cache (pin,
+// priority, ttl, quota, admission) and the client (write_mode, replicas).
+struct PathRule {
+  std::string path;                              // "/data/val" (normalised like a mount path)
+  std::optional<bool> pin;                       // never evicted
+  std::optional<Priority> priority;              // evicted after lower priorities
+  std::optional<std::chrono::milliseconds> ttl;  // cached pages expire this long after caching
+  std::optional<uint64_t> quota;                 // bytes cached under the prefix, per worker
+  std::optional<uint64_t> cluster_quota;         // bytes cached under the prefix, whole cluster
+  std::optional<bool> admit;                     // false ("admission: skip"): never cached
+  std::optional<WriteMode> write_mode;           // overrides the mount's
+  std::optional<int> replicas;                   // copies of each shard / write-back holders
+  bool operator==(const PathRule&) const = default;
+};
+// A rule for `path` with no field set.
+inline PathRule EmptyRule(std::string path) {
+  PathRule r;
+  r.path = std::move(path);
+  return r;
+}
+// Sets one field of `rule` from text as written in YAML or on the command line
+// ("pin" "true", "ttl" "1h", "quota" "10GiB", "admission" "skip", ...). An
+// error names the field and what it accepts. Empty `value` unsets the field.
+Status SetRuleField(PathRule* rule, std::string_view field, std::string_view value);
+// The fields SetRuleField knows, in the order ToYaml writes them.
+const std::vector<std::string>& RuleFieldNames();
+// The set fields as "field=value" texts that SetRuleField reads back.
+std::vector<std::string> FormatRuleFields(const PathRule& rule);
 
 struct MountConfig {
   std::string path;  // namespace path: "/data" (normalised: leading '/', no trailing '/')
@@ -164,6 +203,7 @@ struct Config {
   WorkerConfig worker;
   ClientConfig client;
   S3Config s3;
+  std::vector<PathRule> rules;  // sorted by path; at most one per path
   std::string source;  // file the config came from, for messages
 };
 

@@ -47,6 +47,7 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
   c->root_ = c->own_root_ ? MakeTempDir("cluster") : o.cache_root;
   if (c->root_.empty()) return Err(Code::kIo, "cannot create a temp dir");
   c->config_.mounts = o.mounts;
+  c->config_.rules = o.rules;
   c->config_.worker.page_size = o.page_size;
   c->config_.cluster.shard_size = o.shard_size;
   c->config_.worker.ufs_threads = 8;

@@ -32,6 +32,7 @@ class ShoalCluster {
   struct Options {
     int workers = 3;
     std::vector<MountConfig> mounts;
+    std::vector<PathRule> rules;  // the `rules:` table of workers and clients
     uint64_t page_size = 256 * 1024;
     uint64_t shard_size = 4ull << 20;
     uint64_t cache_capacity = 256ull << 20;
