@@ -408,6 +408,9 @@ TEST_F(LoadTest, BadArgumentsGetClearErrors) {
   EXPECT_NE(post(ok + "&version=abc&size=99999999999999999999").find("non-negative integer"), std::string::npos);
   EXPECT_NE(post("id=j1&path=/data/ds&members=" + std::string(200, 'a') + "&self=x").find("is not a worker id"),
             std::string::npos);
+  EXPECT_NE(post(ok + "&weights=1,2").find("2 given for 1 members"), std::string::npos);
+  EXPECT_NE(post(ok + "&weights=big").find("weights=big must be a non-negative integer"), std::string::npos);
+  EXPECT_EQ(post(ok + "&id=j2&weights=1073741824").substr(0, 3), "200");
   auto good = post(ok);
   EXPECT_EQ(good.substr(0, 3), "200") << good;
 }

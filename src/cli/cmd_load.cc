@@ -263,7 +263,15 @@ int Load(Client& c, const LoadArgs& a) {
     bandwidth = *n;
   }
   if (a.concurrency > 256) return Fail(Status(Code::kInvalidArgument, "--concurrency must be 1 to 256"));
-  auto members = c.RingMembers();
+  const RingInfo ring_info = c.Ring();
+  std::vector<std::string> members;
+  std::string weights;  // only when some member has a weight (etcd: its cache bytes)
+  bool weighted = false;
+  for (const auto& m : ring_info.members) {
+    members.push_back(m.id);
+    weights += (weights.empty() ? "" : ",") + std::to_string(m.weight);
+    weighted = weighted || m.weight != 0;
+  }
   if (members.empty()) {
     return Fail(Status(Code::kInvalidArgument,
                        "the config names no workers (cluster.workers): `shoal load` loads "
@@ -276,6 +284,7 @@ int Load(Client& c, const LoadArgs& a) {
   for (const auto& m : members) ring += (ring.empty() ? "" : ",") + m;
   uint64_t per_worker = bandwidth ? (bandwidth + members.size() - 1) / members.size() : 0;
   std::string base = "/v1/load?id=" + Enc(id) + "&path=" + Enc(st->path) + "&members=" + Enc(ring);
+  if (weighted) base += "&weights=" + Enc(weights);
   if (a.recursive) base += "&recursive=1";
   if (a.verify) base += "&verify=1";
   if (a.skip_if_exists) base += "&skip_if_exists=1";

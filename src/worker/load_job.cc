@@ -151,7 +151,7 @@ class Loader {
   Loader(WorkerService* svc, std::shared_ptr<LoadJobs::Job> job)
       : svc_(svc),
         job_(std::move(job)),
-        ring_(job_->p.members),
+        ring_(job_->p.members, job_->p.weights),
         page_(svc->config().worker.page_size),
         shard_(svc->config().cluster.shard_size),
         chunk_(std::max<uint64_t>(page_, 8ull << 20)),
@@ -523,7 +523,7 @@ Status LoadJobs::CheckId(const std::string& id) {
 
 Result<LoadJobs::Params> LoadJobs::ParseParams(const std::map<std::string, std::string>& q) const {
   static const char* known[] = {"id",      "path", "recursive", "verify", "skip_if_exists", "bandwidth", "concurrency",
-                                "members", "self", "version",   "size"};
+                                "members", "self", "version",   "size",           "weights"};
   for (const auto& [k, v] : q) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char* n) { return k == n; }) == std::end(known)) {
       return Err(Bad("unknown query parameter '" + k.substr(0, 64) + "' for /v1/load; see docs/protocol.md"));
@@ -583,6 +583,21 @@ Result<LoadJobs::Params> LoadJobs::ParseParams(const std::map<std::string, std::
     if (p.members.size() > kMaxMembers)
       return Err(Bad("members: more than " + std::to_string(kMaxMembers) + " workers"));
     at = comma + 1;
+  }
+  // The ring's weights, so that the job's owners are the clients' owners
+  // when members have different capacities (etcd membership).
+  if (auto w = get("weights"); w && !w->empty()) {
+    for (size_t at = 0; at <= w->size();) {
+      size_t comma = std::min(w->find(',', at), w->size());
+      auto n = Number("weights", w->substr(at, comma - at));
+      if (!n) return Err(n.error());
+      p.weights.push_back(*n);
+      at = comma + 1;
+    }
+    if (p.weights.size() != p.members.size()) {
+      return Err(Bad("weights: " + std::to_string(p.weights.size()) + " given for " +
+                     std::to_string(p.members.size()) + " members (one per member, in the same order)"));
+    }
   }
   auto self = get("self");
   if (!self) return Err(Bad("missing query parameter 'self' (this worker's id among the members)"));

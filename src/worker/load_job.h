@@ -55,6 +55,7 @@ class LoadJobs {
     uint64_t bandwidth = 0;            // bytes/s for this worker's fetches; 0: no cap
     uint64_t concurrency = 0;          // fetches in flight; 0: worker.ufs_threads
     std::vector<std::string> members;  // the ring: member names (worker ids) in order
+    std::vector<uint64_t> weights;     // parallel to members (etcd: cache bytes); empty = equal
     std::string self;                  // this worker's name among them
     // For a file: its version and size as the client's stat gave them (the
     // worker then needs no stat of a file whose first shard it may not own).
