@@ -1,6 +1,6 @@
 """PyTorch datasets over Shoal, and a sampler that prefetches the epoch's order.
 
-    from shoal.torch import ShoalMapDataset, ShoalIterableDataset, ShoalSampler
+    from shoal.torch import ShoalMapDataset, ShoalIterableDataset, ShoalSampler, save, load
 
     ds = ShoalMapDataset("/data/train", transform=decode)   # every file under the prefix
     loader = DataLoader(ds, batch_size=32, num_workers=4, sampler=ShoalSampler(ds, shuffle=True))
@@ -22,6 +22,35 @@ from .client import Client
 
 def _client(client, config):
     return client if client is not None else Client(config)
+
+
+# Reads of a checkpoint come in records of a tensor each: a large buffer keeps
+# the small ones (pickled metadata) from costing a round trip apiece.
+_LOAD_BUFFER = 4 << 20
+
+
+def save(obj, path, client=None, config=None, **kwargs):
+    """torch.save(obj) into a Shoal path, through the writer (the mount's or the path
+    rule's write_mode: with cache-through, a load right after reads from the cache).
+
+    Nothing is visible under `path` until the save finished: an exception from
+    torch.save leaves the old file (if any) in place. Returns the new FileStatus.
+    kwargs go to torch.save (e.g. pickle_protocol).
+    """
+    c = _client(client, config)
+    with c.open(path, "wb") as f:
+        torch.save(obj, f, **kwargs)
+    return f.status
+
+
+def load(path, client=None, config=None, map_location=None, **kwargs):
+    """torch.load of a Shoal path (a file written by save() or any torch.save).
+
+    kwargs go to torch.load (e.g. weights_only where torch has it).
+    """
+    c = _client(client, config)
+    with c.open(path, "rb", buffering=_LOAD_BUFFER) as f:
+        return torch.load(f, map_location=map_location, **kwargs)
 
 
 def _list_paths(client, prefix_or_paths):

@@ -141,3 +141,49 @@ def test_sampler_with_dataloader_workers_reads_everything_once_from_the_store(cl
     assert sampler.last_prefetcher.errors == 0
     # Egress 1.0: the prefetch and the readers together read each file from the store once.
     assert cluster.ufs_read_bytes() - before == _sizes(cluster, ds.paths)
+
+
+def test_save_then_load_round_trips_a_state_dict_from_another_client(cluster, client):
+    from shoal.torch import load, save
+
+    gen = torch.Generator().manual_seed(7)
+    state = {
+        "model": {"w": torch.randn(256, 1024, generator=gen), "b": torch.arange(1024, dtype=torch.int64)},
+        "optimizer": {"step": 1234, "lr": 3e-4, "moments": [torch.randn(4096, generator=gen) for _ in range(8)]},
+        "name": "epoch-3",
+    }
+    st = save(state, "/data/ckpt/rank-0.pt", client=client)
+    assert st.size > 256 * 1024 * 4, st
+    assert client.stat("/data/ckpt/rank-0.pt").version == st.version
+
+    # Another process's client (a restarted rank) reads it back.
+    other = shoal.Client(cluster.config)
+    back = load("/data/ckpt/rank-0.pt", client=other)
+    assert back["name"] == "epoch-3"
+    assert back["optimizer"]["step"] == 1234
+    assert torch.equal(back["model"]["w"], state["model"]["w"])
+    assert torch.equal(back["model"]["b"], state["model"]["b"])
+    for a, b in zip(back["optimizer"]["moments"], state["optimizer"]["moments"]):
+        assert torch.equal(a, b)
+
+    # The bytes Shoal stored are a checkpoint plain torch can read too.
+    import io
+
+    raw = other.read("/data/ckpt/rank-0.pt")
+    assert torch.equal(torch.load(io.BytesIO(raw))["model"]["w"], state["model"]["w"])
+
+
+def test_a_failed_save_leaves_the_previous_checkpoint(cluster, client):
+    from shoal.torch import load, save
+
+    save({"v": torch.ones(16)}, "/data/ckpt/keep.pt", client=client)
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("cannot pickle this")
+
+    with pytest.raises(RuntimeError, match="cannot pickle this"):
+        save({"v": torch.zeros(16), "bad": Unpicklable()}, "/data/ckpt/keep.pt", client=client)
+    assert torch.equal(load("/data/ckpt/keep.pt", client=client)["v"], torch.ones(16))
+    with pytest.raises(FileNotFoundError):
+        load("/data/ckpt/never-saved.pt", client=client)
