@@ -285,7 +285,12 @@ TEST_F(CliTest, CacheSizeHasOneDefault) {
   ASSERT_TRUE(line) << line.error().ToString() << Slurp(dir_ + "/lone.err");
   auto entry = ParseListeningLine(*line);
   ASSERT_TRUE(entry) << entry.error().ToString();
-  auto body = WorkerGet(entry->address, "/v1/status");
+  // The config `shoal up` wrote carries its cluster secret: the worker asks for it.
+  auto worker_cfg = LoadConfig(state_ + "/worker.yaml");
+  ASSERT_TRUE(worker_cfg) << worker_cfg.error().ToString();
+  EXPECT_FALSE(worker_cfg->cluster.secret.empty()) << "shoal up must protect its workers with a secret";
+  EXPECT_FALSE(WorkerGet(entry->address, "/v1/status").has_value()) << "served without the cluster secret";
+  auto body = WorkerGet(entry->address, "/v1/status", worker_cfg->cluster.secret);
   ASSERT_TRUE(body) << body.error().ToString();
   EXPECT_NE(body->find("\"cache_capacity_bytes\":2147483648"), std::string::npos) << *body;
   w->Stop();

@@ -178,7 +178,7 @@ TEST_F(UpTest, CrashedWorkerComesBackEveryTimeAndEachRestartIsLogged) {
     pid_t next = -1;
     ASSERT_TRUE(WaitFor([&] {
       next = WorkerPid(cache0);
-      return next > 1 && next != pid && WorkerGet(address, "/v1/status").has_value();
+      return next > 1 && next != pid && WorkerGet(address, "/v1/health").has_value();
     })) << "worker 0 did not come back after crash " << k << ":\n" << up_.err();
     pid = next;
     std::string back = "worker 0 is back (restart " + std::to_string(k) + "): " + started_[0].id + "@" + address +

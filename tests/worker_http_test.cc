@@ -294,6 +294,75 @@ TEST_F(WorkerHttpTest, EveryAnswerCarriesTheHandshakeHeaders) {
   }
 }
 
+// A worker's routes are reachable by anyone who can reach its port. With
+// cluster.secret set (`shoal up` always sets one), only requests that carry it
+// are served: reads, stats, page pushes, load jobs. Health and metrics stay
+// open for probes and scrapers.
+TEST_F(WorkerHttpTest, WithAClusterSecretOnlyRequestsThatCarryItAreServed) {
+  const std::string secret = "6b1f0c4a9e2d47f3a8c5b0e1d2f3a4b5";
+  ASSERT_TRUE(WriteFile(ufs_ + "/f", "0123456789").ok());
+  ShoalCluster::Options o;
+  o.workers = 1;
+  o.mounts = {FileMount(ufs_)};
+  o.secret = secret;
+  auto c = ShoalCluster::Start(o);
+  ASSERT_TRUE(c) << c.error().ToString();
+  cluster_ = std::move(*c);
+  addr_ = cluster_->addresses()[0];
+
+  // The cluster's own client carries the secret: it reads.
+  auto client = cluster_->NewClient();
+  ASSERT_TRUE(client) << client.error().ToString();
+  auto st = (*client)->Stat("/data/f");
+  ASSERT_TRUE(st) << st.error().ToString();
+  const std::string v = st->version;
+
+  auto answer = [&](const std::string& request) {
+    auto conn = RawConnection::Connect(addr_);
+    EXPECT_TRUE(conn && conn->Send(request));
+    auto r = conn ? conn->ReadResponse(30s) : std::nullopt;
+    EXPECT_TRUE(r) << request;
+    return r ? *r : RawConnection::Response{};
+  };
+  const std::string read = "/v1/read?path=/data/f&version=" + v + "&size=10&offset=0&length=10";
+  const std::string wrong = "Authorization: Bearer " + std::string(secret.size(), 'x') + "\r\n";
+  for (const std::string& target : {read, std::string("/v1/stat?path=/data/f"), std::string("/v1/status"),
+                                    std::string("/v1/load")}) {
+    for (const std::string& extra : {std::string(), wrong, std::string("Authorization: Bearer short\r\n"),
+                                     "Authorization: Basic " + secret + "\r\n"}) {
+      auto r = answer(HttpGet(target, extra));
+      EXPECT_EQ(r.status, 403) << target << " with '" << extra << "': " << r.head;
+      EXPECT_NE(r.body.find("cluster.secret"), std::string::npos) << r.body;
+      EXPECT_EQ(r.body.find(secret), std::string::npos) << "an answer must not show the secret";
+    }
+  }
+  // A page push without the secret is refused before its body is looked at.
+  auto push = answer("POST /v1/page?path=/data/f&version=" + v +
+                     "&size=10&offset=0 HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nAAAAAAAAAA");
+  EXPECT_EQ(push.status, 403) << push.head;
+  EXPECT_GE(Metric("shoal_auth_refused_total"), 17);
+
+  // With it, the same raw request is served.
+  auto ok = answer(HttpGet(read, "Authorization: Bearer " + secret + "\r\n"));
+  EXPECT_EQ(ok.status, 200) << ok.head << ok.body;
+  EXPECT_EQ(ok.body, "0123456789");
+  for (const std::string target : {"/v1/health", "/health", "/metrics"}) {
+    EXPECT_EQ(answer(HttpGet(target)).status, 200) << target;
+  }
+
+  // A client configured with another secret gets an error that says what to fix.
+  std::string yaml = cluster_->ClientYaml();
+  auto at = yaml.find(secret);
+  ASSERT_NE(at, std::string::npos) << yaml;
+  yaml.replace(at, secret.size(), std::string(secret.size(), '0'));
+  auto stranger = Client::FromYaml(yaml, "stranger");
+  ASSERT_TRUE(stranger) << stranger.error().ToString();
+  auto denied = (*stranger)->Stat("/data/g");
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().code(), Code::kPermissionDenied) << denied.error().ToString();
+  EXPECT_NE(denied.error().message().find("cluster.secret"), std::string::npos) << denied.error().ToString();
+}
+
 // Issue 8 item 5: a worker waiting on its store is alive. Clients that speak
 // the protocol get 102 heartbeats until the answer; others get none.
 TEST_F(WorkerHttpTest, HeartbeatsWhileTheUnderStoreIsSlow) {

@@ -14,6 +14,7 @@
 // The state dir holds the configs (mode 0600: mount options may hold
 // secrets), the worker logs and the ports to reuse; it is made private
 // (0700) to its owner.
+#include <openssl/rand.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -204,6 +205,17 @@ int RunUp(const UpArgs& a) {
   cfg.worker.page_size = *page;
   cfg.cluster.shard_size = *shard;
   cfg.source = "command line";
+  // A new cluster secret each start (both configs below carry it, mode 0600):
+  // a process on this host or network that has not read them gets 403.
+  unsigned char secret[16];
+  if (RAND_bytes(secret, sizeof secret) != 1) {
+    return Fail(Status(Code::kInternal, "cannot generate the cluster secret: no randomness from OpenSSL"));
+  }
+  for (unsigned char b : secret) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    cfg.cluster.secret += hex;
+  }
   if (auto st = Validate(cfg); !st.ok()) return Fail(st);
   if (auto st = ValidateMounts(cfg); !st.ok()) return Fail(st);
   if (!a.no_check) {

@@ -76,6 +76,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
       }
       conn = std::move(*c);
     }
+    conn->set_secret(options_.secret);
     Status st = conn->SendRequest(method, target, limits, request_body);
     Result<ResponseHead> head = st.ok() ? conn->ReadHead(limits) : Result<ResponseHead>(Err(st));
     if (!head) {

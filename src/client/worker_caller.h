@@ -43,8 +43,9 @@ class WorkerCaller {
   struct Options {
     std::chrono::milliseconds connect_timeout{1'000};
     std::chrono::milliseconds response_timeout{1'500};
+    std::string secret;  // cluster.secret, sent with every request
   };
-  explicit WorkerCaller(Options options) : options_(options) {}
+  explicit WorkerCaller(Options options) : options_(std::move(options)) {}
 
   // Sends `method target` (with `request_body` when not empty) to `worker`
   // and reads the answer. A 2xx body goes into `body_out` when it is

@@ -56,6 +56,10 @@ class WorkerConnection {
  public:
   // `deadline` bounds the TCP connect.
   static Result<std::unique_ptr<WorkerConnection>> Connect(const std::string& address, Deadline deadline);
+  // Sent as `Authorization: Bearer SECRET` on every request (cluster.secret); "" sends none.
+  void set_secret(std::string_view secret) {
+    if (secret_ != secret) secret_ = secret;
+  }
   ~WorkerConnection();
 
   const std::string& address() const { return address_; }
@@ -105,6 +109,7 @@ class WorkerConnection {
 
   int fd_;
   std::string address_;
+  std::string secret_;
   std::string buffered_;  // bytes received past the response head
   bool reusable_ = false;
   uint64_t responses_ = 0;

@@ -389,7 +389,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules"}));
 
   const auto& cl = root["cluster"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd", "secret"}));
   if (cl.IsDefined() && cl["workers"].IsDefined() && !cl["workers"].IsNull()) {
     if (!cl["workers"].IsSequence()) {
       return Err(r.Fail(cl["workers"], "cluster.workers", "expected a list of host:port or id@host:port"));
@@ -406,6 +406,20 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
   if (cl.IsDefined()) SHOAL_RETURN_IF_ERROR(r.Size(cl["shard_size"], "cluster.shard_size", &c.cluster.shard_size));
   if (cl.IsDefined()) SHOAL_RETURN_IF_ERROR(ParseEtcd(r, cl["etcd"], &c.cluster.etcd));
+  if (cl.IsDefined()) {
+    SHOAL_RETURN_IF_ERROR(r.String(cl["secret"], "cluster.secret", &c.cluster.secret_written));
+    auto expanded = ExpandEnvReferences(c.cluster.secret_written);
+    if (!expanded) return Err(r.Fail(cl["secret"], "cluster.secret", expanded.error().message()));
+    c.cluster.secret = std::move(*expanded);
+    if (!c.cluster.secret.empty() && c.cluster.secret.size() < 16) {
+      return Err(r.Fail(cl["secret"], "cluster.secret", "too short: give at least 16 characters (e.g. openssl rand -hex 16)"));
+    }
+    for (unsigned char ch : c.cluster.secret) {
+      if (ch <= ' ' || ch >= 0x7f) {
+        return Err(r.Fail(cl["secret"], "cluster.secret", "may hold only printable ASCII without spaces"));
+      }
+    }
+  }
 
   const auto& ms = root["mounts"];
   if (ms.IsDefined() && !ms.IsNull()) {
@@ -613,6 +627,10 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "lease_ttl" << YAML::Value << FormatDuration(c.cluster.etcd.lease_ttl);
     e << YAML::Key << "timeout" << YAML::Value << FormatDuration(c.cluster.etcd.timeout);
     e << YAML::EndMap;
+  }
+  if (!c.cluster.secret.empty()) {
+    e << YAML::Key << "secret" << YAML::Value
+      << (c.cluster.secret_written.empty() ? c.cluster.secret : c.cluster.secret_written);
   }
   e << YAML::EndMap;
   e << YAML::Key << "mounts" << YAML::Value << YAML::BeginSeq;

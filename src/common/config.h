@@ -128,6 +128,13 @@ struct ClusterConfig {
   std::vector<WorkerEntry> workers;
   uint64_t shard_size = 64ull << 20;
   EtcdConfig etcd;
+  // The shared secret of the cluster's processes: when set, a worker answers
+  // only requests that carry it (`Authorization: Bearer SECRET`), except
+  // health, metrics and status; clients send it. `shoal up` makes one.
+  // ${NAME} references are expanded; `secret_written` keeps the text as
+  // written, so ToYaml never copies a secret kept in the environment.
+  std::string secret;
+  std::string secret_written;
 };
 
 struct WorkerConfig {

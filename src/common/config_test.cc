@@ -83,6 +83,33 @@ TEST(Config, WriteModePerMountDefaultsToCacheThroughAndRefusesWriteBack) {
   EXPECT_NE(bad.error().message().find("'sometimes'"), std::string::npos) << bad.error().message();
 }
 
+TEST(Config, ClusterSecretIsCheckedExpandedAndNeverCopiedFromTheEnvironment) {
+  auto c = ParseConfig("cluster:\n  secret: 0123456789abcdef0123\n", "s.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->cluster.secret, "0123456789abcdef0123");
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->cluster.secret, c->cluster.secret);
+
+  ::setenv("SHOAL_TEST_SECRET", "fedcba9876543210fedcba", 1);
+  auto env = ParseConfig("cluster:\n  secret: ${SHOAL_TEST_SECRET}\n", "env.yaml");
+  ASSERT_TRUE(env) << env.error().ToString();
+  EXPECT_EQ(env->cluster.secret, "fedcba9876543210fedcba");
+  EXPECT_EQ(ToYaml(*env).find("fedcba"), std::string::npos) << ToYaml(*env);
+  EXPECT_NE(ToYaml(*env).find("${SHOAL_TEST_SECRET}"), std::string::npos) << ToYaml(*env);
+  ::unsetenv("SHOAL_TEST_SECRET");
+
+  EXPECT_EQ(ParseConfig("", "e.yaml")->cluster.secret, "") << "no secret unless configured";
+  for (auto [bad, expect] : {std::pair{"cluster:\n  secret: short\n", "at least 16"},
+                             std::pair{"cluster:\n  secret: 'has a space in it 0123'\n", "printable"},
+                             std::pair{"cluster:\n  secret: ${SHOAL_UNSET_SECRET_X}\n", "SHOAL_UNSET_SECRET_X"}}) {
+    auto r = ParseConfig(bad, "bad.yaml");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message().find("cluster.secret"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find(expect), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(Config, ErrorsNameKeyAndLine) {
   auto c = ParseConfig("worker:\n  page_size: 1MiB\n  cache_dirz: []\n", "t.yaml");
   ASSERT_FALSE(c);

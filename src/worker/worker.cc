@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
 #include <optional>
 #include <random>
 #include <thread>
@@ -275,8 +276,22 @@ class Worker::Impl {
   // The worker's native API (docs/protocol.md) as a route table.
   net::Router Routes() {
     net::Router r;
+    // With cluster.secret set, every route but health and metrics (what
+    // probes and scrapers call) answers only requests that carry it.
     auto route = [this, &r](const char* method, const char* path, void (Impl::*h)(const HttpRequest&, Responder)) {
-      r.Add(method, path, [this, h](const HttpRequest& req, Responder res) { (this->*h)(req, std::move(res)); });
+      const std::string_view p(path);
+      const bool open = p == "/v1/health" || p == "/health" || p == "/metrics";
+      r.Add(method, path, [this, h, open](const HttpRequest& req, Responder res) {
+        if (!open && !Authorized(req)) {
+          auth_refused_->Add();
+          res.Respond(ErrorAnswer(Status(Code::kPermissionDenied,
+                                         "this worker requires the cluster secret: the request carried none or a "
+                                         "wrong one (set cluster.secret in the client's config to the workers' "
+                                         "value; `shoal up` writes it into STATE/shoal.yaml)")));
+          return;
+        }
+        (this->*h)(req, std::move(res));
+      });
     };
     route("GET", "/v1/read", &Impl::HandleRead);
     route("GET", "/v1/open", &Impl::HandleOpen);
@@ -362,6 +377,17 @@ class Worker::Impl {
       svc_->CountServed(hit, 0, std::chrono::duration<double>(Clock::now() - started).count());
     }
     return out;
+  }
+
+  // True when no secret is set, or the request carries it (compared in
+  // constant time: the answer's timing says nothing of the secret).
+  bool Authorized(const HttpRequest& req) const {
+    const std::string& secret = config_.cluster.secret;
+    if (secret.empty()) return true;
+    const std::string* h = req.Header("Authorization");
+    static constexpr std::string_view kBearer = "Bearer ";
+    if (h == nullptr || h->size() != kBearer.size() + secret.size() || !h->starts_with(kBearer)) return false;
+    return CRYPTO_memcmp(h->data() + kBearer.size(), secret.data(), secret.size()) == 0;
   }
 
   // The body of /v1/status.
@@ -744,6 +770,8 @@ class Worker::Impl {
   std::unique_ptr<EtcdRegistration> registration_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
+  Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");
 };
 
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

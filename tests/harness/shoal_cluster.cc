@@ -48,6 +48,7 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
   if (c->root_.empty()) return Err(Code::kIo, "cannot create a temp dir");
   c->config_.mounts = o.mounts;
   c->config_.rules = o.rules;
+  c->config_.cluster.secret = o.secret;
   c->config_.worker.page_size = o.page_size;
   c->config_.cluster.shard_size = o.shard_size;
   c->config_.worker.ufs_threads = 8;
@@ -136,10 +137,11 @@ Status ShoalCluster::Restart(size_t i) {
   return StartWorker(i, config_.cluster.workers[i].address);
 }
 
-Result<std::string> WorkerGet(const std::string& address, const std::string& target) {
+Result<std::string> WorkerGet(const std::string& address, const std::string& target, const std::string& secret) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto conn = WorkerConnection::Connect(address, deadline);
   if (!conn) return Err(conn.error());
+  (*conn)->set_secret(secret);
   SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", target, deadline));
   auto head = (*conn)->ReadHead(deadline);
   if (!head) return Err(head.error());
@@ -169,7 +171,7 @@ Result<double> WorkerMetricSum(const std::vector<std::string>& addresses, const 
 }
 
 Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const {
-  return WorkerGet(config_.cluster.workers[i].address, target);
+  return WorkerGet(config_.cluster.workers[i].address, target, config_.cluster.secret);
 }
 
 Result<double> ShoalCluster::MetricSum(const std::string& name) const { return WorkerMetricSum(addresses(), name); }

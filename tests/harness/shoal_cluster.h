@@ -22,7 +22,8 @@
 namespace shoal::testing {
 
 // GET http://address/target from a worker: the body, or an error naming the status.
-Result<std::string> WorkerGet(const std::string& address, const std::string& target);
+// `secret`: the cluster secret to send (cluster.secret), "" for none.
+Result<std::string> WorkerGet(const std::string& address, const std::string& target, const std::string& secret = "");
 // A counter or gauge summed over the workers' /metrics: "name" matches "name"
 // and "name{...}"; "name{a=..}" matches exactly.
 Result<double> WorkerMetricSum(const std::vector<std::string>& addresses, const std::string& name);
@@ -33,6 +34,7 @@ class ShoalCluster {
     int workers = 3;
     std::vector<MountConfig> mounts;
     std::vector<PathRule> rules;  // the `rules:` table of workers and clients
+    std::string secret;           // cluster.secret of workers and clients ("" = none)
     uint64_t page_size = 256 * 1024;
     uint64_t shard_size = 4ull << 20;
     uint64_t cache_capacity = 256ull << 20;
