@@ -115,8 +115,8 @@ std::optional<std::pair<Retention::ClassId, PageId>> Retention::VictimAmong(size
   for (size_t i = 0; i < classes_.size(); ++i) {
     const auto& s = classes_[i];
     if (s.key.pin || s.policy[dir]->size() == 0) continue;
-    if (quota_path && std::find(s.key.quota_paths.begin(), s.key.quota_paths.end(), *quota_path) ==
-                          s.key.quota_paths.end()) {
+    if (quota_path &&
+        std::find(s.key.quota_paths.begin(), s.key.quota_paths.end(), *quota_path) == s.key.quota_paths.end()) {
       continue;
     }
     if (!best) {
