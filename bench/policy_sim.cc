@@ -263,9 +263,10 @@ int Main(int argc, char** argv) {
   std::printf("- epoch policy never worse than LRU on the Zipf traces (the condition to make it the default): %s\n",
               epoch_never_worse_on_zipf ? "yes" : "no");
 
-  std::printf("\nA validation set (cache/5 pages) read after each shuffled scan of a training set 3x the cache, "
-              "through the rules layer (cache/rules/retention.h); hit ratio of the validation reads from the "
-              "second round:\n\n| policy | not pinned | pinned (`pin: true` on its prefix) |\n|---|---|---|\n");
+  std::printf(
+      "\nA validation set (cache/5 pages) read after each shuffled scan of a training set 3x the cache, "
+      "through the rules layer (cache/rules/retention.h); hit ratio of the validation reads from the "
+      "second round:\n\n| policy | not pinned | pinned (`pin: true` on its prefix) |\n|---|---|---|\n");
   for (const char* name : {"lru", "epoch"}) {
     std::printf("| %s | %.4f | %.4f |\n", name, PinnedValidationHits(name, false, cache, seed),
                 PinnedValidationHits(name, true, cache, seed));

@@ -605,9 +605,10 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
       refused_pinned_->Add(1);
       if (!logged_pinned_full_) {
         logged_pinned_full_ = true;
-        spdlog::warn("cache dir {}: pinned pages fill it ({} pinned, capacity {}): new pages are served but not "
-                     "cached; unpin a path (shoal unpin PATH) or add capacity",
-                     dir.path, FormatSize(retention_->pinned_bytes()), FormatSize(dir.effective_capacity));
+        spdlog::warn(
+            "cache dir {}: pinned pages fill it ({} pinned, capacity {}): new pages are served but not "
+            "cached; unpin a path (shoal unpin PATH) or add capacity",
+            dir.path, FormatSize(retention_->pinned_bytes()), FormatSize(dir.effective_capacity));
       }
       return Status(Code::kNoSpace, "cache directory '" + dir.path + "' is full of pinned pages");
     }
@@ -692,9 +693,10 @@ bool PageStore::MakeQuotaRoomLocked(uint16_t cls, uint64_t bytes, const std::str
       refused_quota_->Add(1);
       if (!logged_quota_full_) {
         logged_quota_full_ = true;
-        spdlog::warn("path rule {}: its quota is full of pinned pages; new pages of {} are served but not cached "
-                     "(raise the quota or unpin)",
-                     *quota, path);
+        spdlog::warn(
+            "path rule {}: its quota is full of pinned pages; new pages of {} are served but not cached "
+            "(raise the quota or unpin)",
+            *quota, path);
       }
       return false;
     }
@@ -731,7 +733,8 @@ void PageStore::SetRules(PathRules rules, double cluster_share) {
       }
     }
   }
-  if (dropped) spdlog::info("path rules: dropped {} cached pages of paths whose rule now says admission: skip", dropped);
+  if (dropped)
+    spdlog::info("path rules: dropped {} cached pages of paths whose rule now says admission: skip", dropped);
   // A quota lowered below what its prefix holds: evict down to it now.
   for (const auto& q : retention_->quotas()) {
     while (retention_->QuotaUsed(q.path) > q.limit) {
@@ -771,7 +774,9 @@ void PageStore::UpdateRuleGauges() {
   std::lock_guard lock(mu_);
   pinned_gauge_->Set(static_cast<int64_t>(retention_->pinned_bytes()));
   for (const auto& q : retention_->quotas()) {
-    metrics_->GetGauge("shoal_cache_quota_bytes", "Bytes cached under a quota rule's prefix on this worker", {{"rule", q.path}})
+    metrics_
+        ->GetGauge("shoal_cache_quota_bytes", "Bytes cached under a quota rule's prefix on this worker",
+                   {{"rule", q.path}})
         .Set(static_cast<int64_t>(q.used));
     metrics_->GetGauge("shoal_cache_quota_limit_bytes", "A quota rule's limit on this worker", {{"rule", q.path}})
         .Set(static_cast<int64_t>(q.limit));
@@ -788,7 +793,8 @@ uint64_t PageStore::BytesUnder(const std::string& prefix) const {
   };
   if (auto it = by_path_.find(prefix); it != by_path_.end()) add(it->second);
   std::string under = prefix == "/" ? "/" : prefix + "/";
-  for (auto it = by_path_.lower_bound(under); it != by_path_.end() && it->first.starts_with(under); ++it) add(it->second);
+  for (auto it = by_path_.lower_bound(under); it != by_path_.end() && it->first.starts_with(under); ++it)
+    add(it->second);
   return n;
 }
 

@@ -369,7 +369,8 @@ class Worker::Impl {
 
   static Json QuotasJson(const PageStore::Stats& st) {
     Json out = Json::array();
-    for (const auto& q : st.quotas) out.push_back(Json{{"rule", q.path}, {"used_bytes", q.used}, {"limit_bytes", q.limit}});
+    for (const auto& q : st.quotas)
+      out.push_back(Json{{"rule", q.path}, {"used_bytes", q.used}, {"limit_bytes", q.limit}});
     return out;
   }
 

@@ -31,11 +31,11 @@
 #include <vector>
 
 #include "cache/page_store.h"
-#include "worker/rules_route.h"
 #include "common/config.h"
 #include "meta/metadata_cache.h"
 #include "meta/mount_table.h"
 #include "ufs/under_store.h"
+#include "worker/rules_route.h"
 
 namespace shoal {
 
