@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cache/policy/registry.h"
+#include "cache/rules/retention.h"
 #include "common/metrics.h"
 #include "common/units.h"
 
@@ -70,7 +71,6 @@ struct PageStore::Dir {
   std::chrono::steady_clock::time_point full_since;  // when it was lowered
   bool logged_enospc = false;
   uint64_t used = 0;
-  std::unique_ptr<EvictionPolicy> policy;
 };
 
 struct PageStore::Slot {
@@ -79,6 +79,8 @@ struct PageStore::Slot {
   bool live = false;
   uint32_t header_len = 0;
   uint32_t data_len = 0;
+  Retention::ClassId cls = 0;        // its rule class
+  EvictionPolicy::Time cached_at{};  // when it was written (its file's mtime after a restart)
   PageKey key;
   uint64_t bytes() const { return header_len + data_len; }
 };
@@ -170,6 +172,18 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->clock_ = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
   s->old_format_ = &m.GetCounter("shoal_cache_old_format_pages_total",
                                  "Pages of an older page file format dropped at start (fetched again when read)");
+  s->metrics_ = &m;
+  s->expired_ = &m.GetCounter("shoal_cache_expired_pages_total", "Pages dropped because their path rule's ttl passed");
+  s->admission_skips_ = &m.GetCounter("shoal_cache_admission_skips_total",
+                                      "Pages served but not cached because their path rule says admission: skip");
+  const char* refused_help = "Pages served but not cached because pinned pages fill the cache or a quota";
+  s->refused_pinned_ = &m.GetCounter("shoal_cache_rule_refusals_total", refused_help, {{"reason", "pinned"}});
+  s->refused_quota_ = &m.GetCounter("shoal_cache_rule_refusals_total", refused_help, {{"reason", "quota"}});
+  s->pinned_gauge_ = &m.GetGauge("shoal_cache_pinned_bytes", "Bytes of cached pages that path rules pin");
+  auto retention = Retention::Make(options.policy, options.dirs.size());
+  if (!retention) return Err(retention.error());  // names worker.eviction and the choices
+  s->retention_ = std::move(*retention);
+  s->retention_->SetRules(std::move(options.rules), options.cluster_share);
 
   for (const auto& d : options.dirs) {
     SHOAL_RETURN_IF_ERROR(MakeDir(d.path));
@@ -178,9 +192,6 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
     auto dir = std::make_unique<Dir>();
     dir->path = d.path;
     dir->capacity = dir->effective_capacity = d.capacity;
-    auto policy = MakeEvictionPolicy(options.policy);
-    if (!policy) return Err(policy.error());  // names worker.eviction and the choices
-    dir->policy = std::move(*policy);
     s->dirs_.push_back(std::move(dir));
   }
 
@@ -218,7 +229,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
     // A capacity lowered since the last run: evict down to it now.
     auto& dir = *s->dirs_[i];
     s->MeasureDirLocked(dir, "at start");
-    while (dir.used > dir.capacity && s->EvictOneLocked(dir)) {
+    while (dir.used > dir.capacity && s->EvictOneLocked(i)) {
     }
   }
   uint64_t cap = 0, effective = 0;
@@ -237,10 +248,34 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
       }
     });
   }
+  if (auto every = options.ttl_sweep_interval; every.count() > 0) {
+    // Bounded work per lock hold (kSweepBatch slots), the whole table per pass.
+    s->sweeper_ = std::jthread([store = s.get(), every](std::stop_token stop) {
+      constexpr size_t kSweepBatch = 4096;
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock l(m);
+      while (!cv.wait_for(l, stop, every, [] { return false; }) && !stop.stop_requested()) {
+        size_t total;
+        {
+          std::lock_guard lock(store->mu_);
+          if (!store->retention_->any_ttl()) continue;
+          total = store->slots_.size();
+        }
+        for (size_t done = 0; done < total && !stop.stop_requested(); done += kSweepBatch) {
+          store->SweepExpired(kSweepBatch);
+        }
+      }
+    });
+  }
   return s;
 }
 
 PageStore::~PageStore() {
+  if (sweeper_.joinable()) {
+    sweeper_.request_stop();
+    sweeper_.join();
+  }
   if (saver_.joinable()) {
     saver_.request_stop();
     saver_.join();
@@ -253,22 +288,22 @@ PageStore::~PageStore() {
 void PageStore::RestorePolicyLocked(size_t i, std::vector<std::pair<int64_t, uint32_t>>& found,
                                     const Result<policy_state::Saved>& saved) {
   auto& dir = *dirs_[i];
-  auto& policy = *dir.policy;
+  const std::string policy_name(retention_->policy_name());
   const auto now = clock_();
   std::unordered_set<Id, IdHash> restored;
-  if (saved && saved->policy == policy.name()) {
+  if (saved && saved->policy == policy_name) {
     for (auto e : saved->entries) {
       auto it = index_.find(e.id);
       // Pages gone while the worker was down, or named twice, are skipped.
       if (it == index_.end() || slots_[it->second].dir != i || !restored.insert(e.id).second) continue;
       e.bytes = slots_[it->second].bytes();
-      policy.Restore(e, now);
+      retention_->Restore(i, slots_[it->second].cls, e, now);
     }
-    spdlog::info("cache dir {}: {} eviction order of {} of {} pages restored from {}", dir.path, policy.name(),
+    spdlog::info("cache dir {}: {} eviction order of {} of {} pages restored from {}", dir.path, policy_name,
                  restored.size(), found.size(), StatePath(dir));
   } else if (saved) {
     spdlog::info("cache dir {}: {} was written by eviction policy {}, now {}: pages are ordered by their mtimes",
-                 dir.path, StatePath(dir), saved->policy, policy.name());
+                 dir.path, StatePath(dir), saved->policy, policy_name);
   } else if (saved.error().code() != Code::kNotFound) {
     spdlog::warn("cache dir {}: {}; pages are ordered by their mtimes (it is rewritten at the next save)", dir.path,
                  saved.error().message());
@@ -276,21 +311,22 @@ void PageStore::RestorePolicyLocked(size_t i, std::vector<std::pair<int64_t, uin
   std::sort(found.begin(), found.end());
   for (auto [mtime, slot] : found) {
     const auto& s = slots_[slot];
-    if (!restored.contains(s.id)) policy.Insert(s.id, s.bytes(), now);
+    if (!restored.contains(s.id)) retention_->Insert(i, s.cls, s.id, s.bytes(), now);
   }
 }
 
 std::string PageStore::StatePath(const Dir& dir) const { return dir.path + "/policy.state"; }
 
-bool PageStore::EvictOneLocked(Dir& dir) {
+bool PageStore::EvictOneLocked(size_t dir_index) {
   // A victim the index does not hold is a policy bug: drop it and ask again
   // (bounded: each pass removes an id from the policy).
-  while (auto v = dir.policy->Victim()) {
-    auto it = index_.find(*v);
-    if (it == index_.end() || dirs_[slots_[it->second].dir].get() != &dir) {
-      spdlog::error("cache dir {}: eviction policy {} named a page it does not hold; skipped", dir.path,
-                    dir.policy->name());
-      dir.policy->Erase(*v);
+  while (auto v = retention_->Victim(dir_index)) {
+    auto [cls, id] = *v;
+    auto it = index_.find(id);
+    if (it == index_.end() || slots_[it->second].dir != dir_index || slots_[it->second].cls != cls) {
+      spdlog::error("cache dir {}: eviction policy {} named a page it does not hold; skipped", dirs_[dir_index]->path,
+                    retention_->policy_name());
+      retention_->Erase(dir_index, cls, id, 0);
       continue;
     }
     evicted_bytes_->Add(slots_[it->second].bytes());
@@ -308,8 +344,8 @@ Status PageStore::SaveState() {
     std::string name;
     {
       std::lock_guard lock(mu_);
-      entries = d->policy->Save();
-      name = d->policy->name();
+      entries = retention_->Save(static_cast<size_t>(&d - dirs_.data()));
+      name = retention_->policy_name();
     }
     Status st = policy_state::Write(StatePath(*d), name, entries);
     if (!st.ok() && first.ok()) {
@@ -401,9 +437,12 @@ void PageStore::ScanBucket(size_t dir_index, int bucket, std::vector<std::pair<i
       s.live = true;
       s.header_len = h->header_len();
       s.data_len = h->data_len();
-      s.key = std::move(key);
+      s.cached_at = EvictionPolicy::Time(std::chrono::duration_cast<EvictionPolicy::Time::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
       std::lock_guard lock(mu_);
       if (index_.contains(id)) continue;
+      s.cls = retention_->ClassFor(key.path);
+      s.key = std::move(key);
       uint32_t slot = AddSlotLocked(std::move(s));
       found->emplace_back(static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, slot);
     }
@@ -434,7 +473,7 @@ void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
   auto& s = slots_[slot];
   if (!s.live) return;
   auto& dir = *dirs_[s.dir];
-  dir.policy->Erase(s.id);
+  retention_->Erase(s.dir, s.cls, s.id, s.bytes());
   dir.used -= s.bytes();
   used_gauge_->Add(-static_cast<int64_t>(s.bytes()));
   pages_gauge_->Add(-1);
@@ -464,7 +503,13 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
     if (it == index_.end()) return std::nullopt;
     uint32_t slot = it->second;
     auto& s = slots_[slot];
-    dirs_[s.dir]->policy->Touch(s.id, clock_());
+    const auto now = clock_();
+    if (retention_->Expired(s.cls, s.cached_at, now)) {  // a read of an expired page is a miss
+      expired_->Add(1);
+      RemoveSlotLocked(slot, true);
+      return std::nullopt;
+    }
+    retention_->Touch(s.dir, s.cls, s.id, now);
     path = PathOf(*dirs_[s.dir], s.id);
     data_off = s.header_len;
     len = s.data_len;
@@ -527,10 +572,19 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   std::string header = page_format::EncodeHeader(key, data);
   uint64_t bytes = header.size() + data.size();
   size_t dir_index;
+  Retention::ClassId cls;
   std::string tmp, final_path;
   {
     std::lock_guard lock(mu_);
     if (index_.contains(id)) return {};
+    cls = retention_->ClassFor(key.path);
+    if (!retention_->class_of(cls).admit) {
+      admission_skips_->Add(1);
+      return {};
+    }
+    if (!MakeQuotaRoomLocked(cls, bytes, key.path)) {
+      return Status(Code::kNoSpace, "the quota of a path rule over " + key.path + " is full of pinned pages");
+    }
     // A disk that was full may have room again (files deleted by others): try
     // the configured capacity again now and then.
     auto now = std::chrono::steady_clock::now();
@@ -543,9 +597,24 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
       return Status(Code::kNoSpace, "cache directory '" + dir.path + "' has no room for a page");
     }
     // Reserve the space now, evicting as needed, so concurrent Puts cannot overshoot.
-    while (dir.used + bytes > dir.effective_capacity && EvictOneLocked(dir)) {
+    while (dir.used + bytes > dir.effective_capacity && EvictOneLocked(dir_index)) {
     }
+    if (dir.used + bytes > dir.effective_capacity && retention_->pinned_bytes() > 0) {
+      // Nothing evictable is left: pinned pages fill the dir. New pages are
+      // served but not cached until something is unpinned.
+      refused_pinned_->Add(1);
+      if (!logged_pinned_full_) {
+        logged_pinned_full_ = true;
+        spdlog::warn(
+            "cache dir {}: pinned pages fill it ({} pinned, capacity {}): new pages are served but not "
+            "cached; unpin a path (shoal unpin PATH) or add capacity",
+            dir.path, FormatSize(retention_->pinned_bytes()), FormatSize(dir.effective_capacity));
+      }
+      return Status(Code::kNoSpace, "cache directory '" + dir.path + "' is full of pinned pages");
+    }
+    logged_pinned_full_ = false;
     dir.used += bytes;
+    retention_->Reserve(cls, static_cast<int64_t>(bytes));
     tmp = dir.path + "/tmp/" + std::to_string(tmp_counter_.fetch_add(1)) + ".pg";
     final_path = PathOf(dir, id);
   }
@@ -556,6 +625,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   std::lock_guard lock(mu_);
   auto& dir = *dirs_[dir_index];
   dir.used -= bytes;
+  retention_->Reserve(cls, -static_cast<int64_t>(bytes));
   if (!st.ok()) {
     ::unlink(tmp.c_str());
     if (st.code() == Code::kNoSpace) {
@@ -579,8 +649,10 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   s.header_len = static_cast<uint32_t>(header.size());
   s.data_len = static_cast<uint32_t>(data.size());
   s.key = key;
+  s.cls = cls;
+  s.cached_at = clock_();
   AddSlotLocked(std::move(s));
-  dir.policy->Insert(id, bytes, clock_());
+  retention_->Insert(dir_index, cls, id, bytes, clock_());
   return {};
 }
 
@@ -613,6 +685,119 @@ size_t PageStore::DropOtherVersions(const std::string& path, const std::string& 
   return victims.size();
 }
 
+bool PageStore::MakeQuotaRoomLocked(uint16_t cls, uint64_t bytes, const std::string& path) {
+  // Bounded: each pass evicts a page, or stops.
+  while (auto quota = retention_->OverQuota(cls, bytes)) {
+    auto v = retention_->QuotaVictim(*quota);
+    if (!v) {
+      refused_quota_->Add(1);
+      if (!logged_quota_full_) {
+        logged_quota_full_ = true;
+        spdlog::warn(
+            "path rule {}: its quota is full of pinned pages; new pages of {} are served but not cached "
+            "(raise the quota or unpin)",
+            *quota, path);
+      }
+      return false;
+    }
+    auto it = index_.find(v->id);
+    if (it == index_.end()) {  // a policy bug, as in EvictOneLocked
+      retention_->Erase(v->dir, v->cls, v->id, 0);
+      continue;
+    }
+    evicted_bytes_->Add(slots_[it->second].bytes());
+    RemoveSlotLocked(it->second, true);
+  }
+  logged_quota_full_ = false;
+  return true;
+}
+
+void PageStore::SetRules(PathRules rules, double cluster_share) {
+  std::lock_guard lock(mu_);
+  retention_->SetRules(std::move(rules), cluster_share);
+  const auto now = clock_();
+  size_t dropped = 0;
+  for (auto& [path, versions] : std::map(by_path_)) {
+    auto cls = retention_->ClassFor(path);
+    bool admit = retention_->class_of(cls).admit;
+    for (const auto& [v, slots] : versions) {
+      for (uint32_t slot : slots) {
+        auto& s = slots_[slot];
+        if (!admit) {
+          RemoveSlotLocked(slot, true);
+          ++dropped;
+          continue;
+        }
+        retention_->Move(s.dir, s.cls, cls, s.id, s.bytes(), now);
+        s.cls = cls;
+      }
+    }
+  }
+  if (dropped)
+    spdlog::info("path rules: dropped {} cached pages of paths whose rule now says admission: skip", dropped);
+  // A quota lowered below what its prefix holds: evict down to it now.
+  for (const auto& q : retention_->quotas()) {
+    while (retention_->QuotaUsed(q.path) > q.limit) {
+      auto v = retention_->QuotaVictim(q.path);
+      auto it = v ? index_.find(v->id) : index_.end();
+      if (it == index_.end()) break;
+      evicted_bytes_->Add(slots_[it->second].bytes());
+      RemoveSlotLocked(it->second, true);
+    }
+  }
+}
+
+bool PageStore::Admits(const std::string& path) {
+  std::lock_guard lock(mu_);
+  return retention_->class_of(retention_->ClassFor(path)).admit;
+}
+
+size_t PageStore::SweepExpired(size_t max_pages) {
+  std::lock_guard lock(mu_);
+  if (!retention_->any_ttl() || slots_.empty()) return 0;
+  const auto now = clock_();
+  size_t dropped = 0;
+  for (size_t n = 0; n < max_pages && n < slots_.size(); ++n) {
+    if (sweep_cursor_ >= slots_.size()) sweep_cursor_ = 0;
+    auto slot = static_cast<uint32_t>(sweep_cursor_++);
+    const auto& s = slots_[slot];
+    if (s.live && retention_->Expired(s.cls, s.cached_at, now)) {
+      RemoveSlotLocked(slot, true);
+      ++dropped;
+    }
+  }
+  expired_->Add(dropped);
+  return dropped;
+}
+
+void PageStore::UpdateRuleGauges() {
+  std::lock_guard lock(mu_);
+  pinned_gauge_->Set(static_cast<int64_t>(retention_->pinned_bytes()));
+  for (const auto& q : retention_->quotas()) {
+    metrics_
+        ->GetGauge("shoal_cache_quota_bytes", "Bytes cached under a quota rule's prefix on this worker",
+                   {{"rule", q.path}})
+        .Set(static_cast<int64_t>(q.used));
+    metrics_->GetGauge("shoal_cache_quota_limit_bytes", "A quota rule's limit on this worker", {{"rule", q.path}})
+        .Set(static_cast<int64_t>(q.limit));
+  }
+}
+
+uint64_t PageStore::BytesUnder(const std::string& prefix) const {
+  std::lock_guard lock(mu_);
+  uint64_t n = 0;
+  auto add = [&](const std::map<std::string, std::set<uint32_t>>& versions) {
+    for (const auto& [v, slots] : versions) {
+      for (auto slot : slots) n += slots_[slot].bytes();
+    }
+  };
+  if (auto it = by_path_.find(prefix); it != by_path_.end()) add(it->second);
+  std::string under = prefix == "/" ? "/" : prefix + "/";
+  for (auto it = by_path_.lower_bound(under); it != by_path_.end() && it->first.starts_with(under); ++it)
+    add(it->second);
+  return n;
+}
+
 bool PageStore::HasPath(const std::string& path) const {
   std::lock_guard lock(mu_);
   return by_path_.contains(path);
@@ -630,6 +815,11 @@ PageStore::Stats PageStore::stats() const {
   s.evicted_bytes = evicted_bytes_->value();
   s.dropped_corrupt = corrupt_->value();
   s.dropped_old_format = old_format_->value();
+  s.pinned_bytes = retention_->pinned_bytes();
+  s.expired_pages = expired_->value();
+  s.admission_skips = admission_skips_->value();
+  s.rule_refusals = refused_pinned_->value() + refused_quota_->value();
+  for (const auto& q : retention_->quotas()) s.quotas.push_back({q.path, q.used, q.limit});
   return s;
 }
 

@@ -56,6 +56,7 @@
 #include "cache/policy/eviction_policy.h"
 #include "cache/policy/policy_state.h"
 #include "common/config.h"
+#include "common/path_rules.h"
 #include "shoal/status.h"
 
 namespace shoal {
@@ -63,6 +64,7 @@ namespace shoal {
 class MetricsRegistry;
 class Counter;
 class Gauge;
+class Retention;
 
 // An open page file, positioned by data_offset. Move-only; closes on destruction.
 class PageRef {
@@ -105,6 +107,13 @@ class PageStore {
     MetricsRegistry* metrics = nullptr;      // null: MetricsRegistry::Global()
     // Bytes the file system holding `dir` can still take; null: statvfs(2).
     std::function<Result<uint64_t>(const std::string& dir)> free_bytes;
+    // The path rules (cache/rules/retention.h) and this worker's share of
+    // each cluster_quota; SetRules replaces them while running.
+    PathRules rules;
+    double cluster_share = 1;
+    // How often the ttl sweep runs (only while a rule has a ttl); 0: never
+    // (expired pages are then only dropped when read).
+    std::chrono::milliseconds ttl_sweep_interval{1'000};
   };
 
   struct Stats {
@@ -115,6 +124,15 @@ class PageStore {
     uint64_t evicted_bytes = 0;
     uint64_t dropped_corrupt = 0;     // failed a checksum (at the scan, or reported by a reader)
     uint64_t dropped_old_format = 0;  // found at Open() in an older page format
+    uint64_t pinned_bytes = 0;        // held by pinned rules (never evicted)
+    uint64_t expired_pages = 0;       // dropped by a rule's ttl
+    uint64_t admission_skips = 0;     // pages not cached: their rule says admission: skip
+    uint64_t rule_refusals = 0;       // pages not cached: quota or cache full of pinned pages
+    struct Quota {
+      std::string path;
+      uint64_t used = 0, limit = 0;
+    };
+    std::vector<Quota> quotas;  // per quota rule: bytes held here and this worker's limit
   };
 
   static Result<std::unique_ptr<PageStore>> Open(Options options);
@@ -142,6 +160,19 @@ class PageStore {
 
   // Whether any page of any version of `path` is cached.
   bool HasPath(const std::string& path) const;
+  // Bytes of the pages of `prefix` and every path under it.
+  uint64_t BytesUnder(const std::string& prefix) const;
+
+  // Replaces the path rules: every cached page moves to its new rule class;
+  // pages of a path that is no longer admitted are dropped.
+  void SetRules(PathRules rules, double cluster_share);
+  // Whether pages of `path` are cached at all (its rule's admission).
+  bool Admits(const std::string& path);
+  // Drops expired pages: at most `max_pages` slots looked at from where the
+  // last call stopped. Returns the pages dropped. The sweep thread calls it.
+  size_t SweepExpired(size_t max_pages);
+  // Sets the rule gauges (pinned bytes, per-quota bytes) to what is held now.
+  void UpdateRuleGauges();
 
   Stats stats() const;
 
@@ -168,8 +199,12 @@ class PageStore {
   // logging a change. REQUIRES: mu_ held.
   void MeasureDirLocked(Dir& dir, const char* when);
   void SetEffectiveLocked(Dir& dir, uint64_t effective, const std::string& why);
-  // Evicts the policy's victim in `dir`; false when it holds none. REQUIRES: mu_ held.
-  bool EvictOneLocked(Dir& dir);
+  // Evicts the retention layer's victim in dirs_[dir]; false when it holds
+  // none (empty, or only pinned pages). REQUIRES: mu_ held.
+  bool EvictOneLocked(size_t dir);
+  // Evicts the pages of quota rule `quota` (and the others of class `cls`)
+  // until `bytes` more fit; false (logged, counted) when pinned pages fill it.
+  bool MakeQuotaRoomLocked(uint16_t cls, uint64_t bytes, const std::string& path);
   // Adds the pages a scan found to the policy of dirs_[i]: those named in its
   // saved state in the saved order, then the rest oldest mtime first.
   void RestorePolicyLocked(size_t i, std::vector<std::pair<int64_t, uint32_t>>& found,
@@ -201,6 +236,17 @@ class PageStore {
   std::mutex save_mu_;   // one SaveState at a time
   bool opened_ = false;  // Open() finished: only then is there a policy state worth saving
   std::jthread saver_;   // saves the policy state every state_save_interval
+
+  std::unique_ptr<Retention> retention_;  // the rule classes and their policies
+  size_t sweep_cursor_ = 0;
+  bool logged_pinned_full_ = false, logged_quota_full_ = false;
+  Counter* expired_ = nullptr;
+  Counter* admission_skips_ = nullptr;
+  Counter* refused_pinned_ = nullptr;
+  Counter* refused_quota_ = nullptr;
+  Gauge* pinned_gauge_ = nullptr;
+  MetricsRegistry* metrics_ = nullptr;
+  std::jthread sweeper_;  // the ttl sweep
 };
 
 }  // namespace shoal

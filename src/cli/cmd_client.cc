@@ -172,6 +172,8 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
                     FormatSize(w.ufs_read_bytes).c_str(), share, w.id.c_str());
       }
+      std::printf("path rules (shoal rules):\n");
+      PrintRuleUsage(**c);
       *exit_code = down == 0 ? 0 : 5;
     });
   }

@@ -23,6 +23,9 @@ void AddWriteCommands(CLI::App& app, int* exit_code);   // put, rm, mkdir, rmdir
 void AddFuse(CLI::App& app, int* exit_code);            // fuse (mount, --unmount)
 void AddS3(CLI::App& app, int* exit_code);              // s3 (the S3 endpoint)
 void AddLoadCommands(CLI::App& app, int* exit_code);    // load, free
+void AddRulesCommands(CLI::App& app, int* exit_code);   // pin, unpin, rules [set|rm] (cmd_rules.cc)
+// Per worker: bytes pinned and per quota rule (used / limit); for shoal status.
+void PrintRuleUsage(Client& c);
 
 // Prints "shoal: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   shoal::cli::AddFuse(app, &exit_code);
   shoal::cli::AddS3(app, &exit_code);
   shoal::cli::AddLoadCommands(app, &exit_code);
+  shoal::cli::AddRulesCommands(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

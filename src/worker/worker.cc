@@ -307,6 +307,9 @@ class Worker::Impl {
     route("GET", "/v1/load", &Impl::HandleLoad);
     route("POST", "/v1/load/stop", &Impl::HandleLoad);
     route("POST", "/v1/free", &Impl::HandleLoad);
+    route("GET", "/v1/rules", &Impl::HandleRules);
+    route("POST", "/v1/rules", &Impl::HandleRules);
+    route("POST", "/v1/rules/rm", &Impl::HandleRules);
     return r;
   }
 
@@ -390,6 +393,13 @@ class Worker::Impl {
     return CRYPTO_memcmp(h->data() + kBearer.size(), secret.data(), secret.size()) == 0;
   }
 
+  static Json QuotasJson(const PageStore::Stats& st) {
+    Json out = Json::array();
+    for (const auto& q : st.quotas)
+      out.push_back(Json{{"rule", q.path}, {"used_bytes", q.used}, {"limit_bytes", q.limit}});
+    return out;
+  }
+
   // The body of /v1/status.
   Json StatusJson() const {
     auto st = svc_->pages().stats();
@@ -404,6 +414,9 @@ class Worker::Impl {
                 {"miss_bytes", t.miss_bytes},
                 {"ufs_read_bytes", t.ufs_read_bytes},
                 {"evicted_bytes", st.evicted_bytes},
+                {"pinned_bytes", st.pinned_bytes},
+                {"quotas", QuotasJson(st)},
+                {"rules_version", svc_->rules().version()},
                 {"local_socket", local_ ? local_->path() : std::string()},
                 {"local_token", local_ ? local_token_ : std::string()}};
   }
@@ -431,6 +444,7 @@ class Worker::Impl {
   void HandleHealth(const HttpRequest&, Responder res) { res.Respond(HttpResponse::Text(200, "ok\n", "text/plain")); }
 
   void HandleMetrics(const HttpRequest&, Responder res) {
+    svc_->pages().UpdateRuleGauges();
     res.Respond(HttpResponse::Text(200, MetricsRegistry::Global().RenderPrometheus(), "text/plain; version=0.0.4"));
   }
 
@@ -518,6 +532,16 @@ class Worker::Impl {
     auto p = loads_->ParseParams(q.params);
     if (!p) return answer(Err(p.error()));
     answer(loads_->Start(std::move(*p)));
+  }
+
+  // The path rules routes (worker/rules_route.h, docs/protocol.md).
+  void HandleRules(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    pool_.Post([this, q = std::move(q), method = std::string(req.method), route = std::string(req.path()), res] {
+      auto r = HandleRulesRoute(*svc_, svc_->rules(), method, route, q.params, ClusterShare(config_));
+      res.Respond(r ? HttpResponse::Text(200, *r + "\n", "application/json") : ErrorAnswer(r.error()));
+    });
   }
 
   // GET /v1/read?path=P&version=V&size=S&offset=O&length=L. Every parameter is

@@ -88,6 +88,11 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   o.dirs = config.worker.cache_dirs;
   o.page_size = config.worker.page_size;
   o.policy = config.worker.eviction;
+  auto book = RuleBook::Open(config.worker.cache_dirs.at(0).path, config.rules);
+  if (!book) return Err(book.error());
+  s->rules_ = std::move(*book);
+  o.rules = s->rules_->Effective();
+  o.cluster_share = ClusterShare(config);
   auto store = PageStore::Open(o);
   if (!store) return Err(store.error());
   s->pages_ = std::move(*store);

@@ -35,6 +35,7 @@
 #include "meta/metadata_cache.h"
 #include "meta/mount_table.h"
 #include "ufs/under_store.h"
+#include "worker/rules_route.h"
 
 namespace shoal {
 
@@ -93,6 +94,8 @@ class WorkerService {
   const Config& config() const { return config_; }
   const MountTable& mounts() const { return mounts_; }
   PageStore& pages() { return *pages_; }
+  // The path rules (config and CLI) the page store enforces.
+  RuleBook& rules() { return *rules_; }
 
   // Blocking (call from the UFS executor).
   Result<FileInfo> Stat(const ResolvedPath& p);
@@ -172,6 +175,7 @@ class WorkerService {
   MountTable mounts_;
   Executor ufs_executor_;
   std::unique_ptr<PageStore> pages_;
+  std::unique_ptr<RuleBook> rules_;
   MetadataCache meta_;
   uint64_t page_size_;
   uint64_t max_fetch_bytes_;
