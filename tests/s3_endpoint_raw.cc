@@ -63,8 +63,7 @@ class Socket {
 
 }  // namespace
 
-Cmd RunCmd(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
-           std::chrono::seconds timeout) {
+Cmd RunCmd(std::vector<std::string> argv, const std::map<std::string, std::string>& env, std::chrono::seconds timeout) {
   Subprocess::Options o;
   o.argv = std::move(argv);
   o.env = env;

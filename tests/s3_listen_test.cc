@@ -98,9 +98,12 @@ class S3ListenTest : public ::testing::Test {
   }
 
   static std::map<std::string, std::string> AwsEnv() {
-    return {{"AWS_ACCESS_KEY_ID", kAccessKey},      {"AWS_SECRET_ACCESS_KEY", kSecretKey},
-            {"AWS_DEFAULT_REGION", "us-east-1"},    {"AWS_CONFIG_FILE", "/dev/null"},
-            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"}, {"AWS_EC2_METADATA_DISABLED", "true"},
+    return {{"AWS_ACCESS_KEY_ID", kAccessKey},
+            {"AWS_SECRET_ACCESS_KEY", kSecretKey},
+            {"AWS_DEFAULT_REGION", "us-east-1"},
+            {"AWS_CONFIG_FILE", "/dev/null"},
+            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+            {"AWS_EC2_METADATA_DISABLED", "true"},
             {"AWS_PAGER", ""}};
   }
   Cmd Aws(size_t worker, std::vector<std::string> args) const {
@@ -196,10 +199,10 @@ TEST_F(S3ListenTest, TamperedChunkOrWrongPayloadHashStoresNothing) {
   // body, nothing stored.
   const std::string body = RandomBytes(5 << 20, 34);
   const std::string other_hash = s3::Sha256Hex(std::string_view("not the body"));
-  auto wrong = Exchange(host, SignedRequest("PUT", "/data/hash/bad.bin", host, kAccessKey, kSecretKey,
-                                            {{"x-amz-content-sha256", other_hash},
-                                             {"Content-Length", std::to_string(body.size())}}) +
-                                  body);
+  auto wrong = Exchange(
+      host, SignedRequest("PUT", "/data/hash/bad.bin", host, kAccessKey, kSecretKey,
+                          {{"x-amz-content-sha256", other_hash}, {"Content-Length", std::to_string(body.size())}}) +
+                body);
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 400) << wrong->body;
   EXPECT_NE(wrong->body.find("<Code>XAmzContentSHA256Mismatch</Code>"), std::string::npos) << wrong->body;
@@ -273,9 +276,9 @@ TEST_F(S3ListenTest, RedirectModeSendsPresignedReadsToTheOwner) {
       "    assert r.url.startswith(sys.argv[3]), r.url\n"
       "assert body == open(sys.argv[4], 'rb').read(), 'different bytes'\n"
       "print('boto3 redirect: ok')\n";
-  auto py = RunCmd({"/usr/bin/python3", "-c", script, "http://" + endpoints_[0], key, "http://" + endpoints_[1] + "/",
-                    Key(k)},
-                   AwsEnv());
+  auto py = RunCmd(
+      {"/usr/bin/python3", "-c", script, "http://" + endpoints_[0], key, "http://" + endpoints_[1] + "/", Key(k)},
+      AwsEnv());
   EXPECT_EQ(py.exit_code, 0) << py.out;
   EXPECT_NE(py.out.find("boto3 redirect: ok"), std::string::npos) << py.out;
 

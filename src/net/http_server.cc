@@ -26,12 +26,12 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
-#include <optional>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/metrics.h"

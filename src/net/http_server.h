@@ -84,7 +84,7 @@ struct HttpRequest {
   std::string method;  // "GET", "HEAD", "POST", ... (a HEAD is routed as a GET and answered without body)
   std::string target;  // as sent: "/v1/read?path=%2Fdata%2Fx&offset=0"
   Headers headers;     // as sent (names in their original case)
-  std::string body;  // empty when body_stream is set
+  std::string body;    // empty when body_stream is set
   // Set instead of `body` by a route table that streams bodies; it stays
   // readable until the handler answers. A handler that answers before the
   // end of the body gets the connection closed after its answer.

@@ -252,9 +252,9 @@ std::string Authenticator::Presign(std::string_view method, std::string_view hos
   query.emplace_back("X-Amz-SignedHeaders", "host");
   std::string canonical_query = CanonicalQuery(std::move(query));
   CanonicalHeaders canon = CanonicalizeHeaders(Headers{{"host", std::string(host)}});
-  std::string sig = HmacHex(SigningKey(keys_.at(access_key), date, region, "s3"),
-                            StringToSign(amz_date, scope,
-                                         CanonicalRequest(method, path, canonical_query, canon, kUnsignedPayload)));
+  std::string sig =
+      HmacHex(SigningKey(keys_.at(access_key), date, region, "s3"),
+              StringToSign(amz_date, scope, CanonicalRequest(method, path, canonical_query, canon, kUnsignedPayload)));
   return std::string(path) + "?" + canonical_query + "&X-Amz-Signature=" + sig;
 }
 

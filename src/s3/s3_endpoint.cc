@@ -117,10 +117,10 @@ class S3Endpoint::Impl {
         public_(config.public_buckets.begin(), config.public_buckets.end()),
         auth_(std::move(keys), config.max_clock_skew),
         redirector_(auth_, config.region, hooks_.self_id),
-        staging_(!config.staging_dir.empty() ? config.staging_dir
-                                             : (std::filesystem::temp_directory_path() /
-                                                ("shoal-s3-uploads-" + std::to_string(::getuid())))
-                                                   .string()),
+        staging_(!config.staging_dir.empty()
+                     ? config.staging_dir
+                     : (std::filesystem::temp_directory_path() / ("shoal-s3-uploads-" + std::to_string(::getuid())))
+                           .string()),
         pool_(kThreads),
         started_ns_(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -431,8 +431,8 @@ class S3Endpoint::Impl {
   Redirector redirector_;
   std::string staging_;
   std::mutex client_mu_;
-  Client* client_ = nullptr;                // set once by GetClient, then read only
-  std::unique_ptr<ObjectWrites> writes_;    // made with client_
+  Client* client_ = nullptr;              // set once by GetClient, then read only
+  std::unique_ptr<ObjectWrites> writes_;  // made with client_
   std::atomic<uint64_t> next_id_{1};
   TaskPool pool_;  // last: its threads stop first
   int64_t started_ns_;

@@ -188,8 +188,8 @@ S3Result<bool> PayloadReader::NextChunk() {
   }
   if (size > kMaxChunk) {
     return S3Err(400, "InvalidArgument",
-                 "an aws-chunked chunk of " + std::to_string(size) + " bytes is over the " +
-                     std::to_string(kMaxChunk) + " this endpoint takes: send smaller chunks");
+                 "an aws-chunked chunk of " + std::to_string(size) + " bytes is over the " + std::to_string(kMaxChunk) +
+                     " this endpoint takes: send smaller chunks");
   }
   std::string given(head.substr(semi + 17));
   s.raw_at = eol + 2;

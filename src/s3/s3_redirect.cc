@@ -1,7 +1,7 @@
 #include "s3/s3_redirect.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 

@@ -89,7 +89,8 @@ S3Result<bool> StreamToStagingFile(const std::string& path, PayloadReader& in) {
     }
   }
   fs::rename(tmp, path, ec);
-  if (ec) return std::unexpected(FromStatus(Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message())));
+  if (ec)
+    return std::unexpected(FromStatus(Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message())));
   return true;
 }
 

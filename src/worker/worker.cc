@@ -314,7 +314,9 @@ class Worker::Impl {
       s3_client_ = std::move(*c);
       return s3_client_.get();
     };
-    hooks.local_pages = [this](const FileStatus& st, uint64_t offset, uint64_t end) { return S3LocalPages(st, offset, end); };
+    hooks.local_pages = [this](const FileStatus& st, uint64_t offset, uint64_t end) {
+      return S3LocalPages(st, offset, end);
+    };
     std::vector<std::string> mounts;
     for (const auto& m : config_.mounts) mounts.push_back(m.path);
     auto endpoint = s3::S3Endpoint::Create(std::move(hooks), mounts, config_.s3);
@@ -826,7 +828,7 @@ class Worker::Impl {
   std::string local_token_;
   std::unique_ptr<LoadJobs> loads_;
   std::unique_ptr<EtcdRegistration> registration_;
-  std::unique_ptr<Client> s3_client_;           // opened by the S3 endpoint's first request
+  std::unique_ptr<Client> s3_client_;  // opened by the S3 endpoint's first request
   std::unique_ptr<s3::S3Endpoint> s3_;
   std::unique_ptr<net::HttpServer> s3_server_;  // worker.s3_listen
   std::string s3_address_;
