@@ -341,9 +341,16 @@ class Worker::Impl {
 
   // The pages of [offset, end) of `st` this worker holds, from `offset` on,
   // as checked sendfile parts (the same sending as /v1/read); none when the
-  // first page is not here.
+  // first page is not here. Stops at the end of offset's shard (the next one
+  // may be another worker's).
   std::vector<BodyPart> S3LocalPages(const FileStatus& st, uint64_t offset, uint64_t end) {
     std::vector<BodyPart> parts;
+    // Only for the shards this worker owns: asking the page store about
+    // another's would start read-ahead into this cache for a sequential reader.
+    auto owner = s3_client_ ? s3_client_->OwnerOf(st, offset) : Result<RingMember>(Err(Code::kUnavailable, ""));
+    if (!owner || owner->id != id_) return parts;
+    const uint64_t shard = config_.cluster.shard_size;
+    end = std::min(end, (offset / shard + 1) * shard);
     auto rp = svc_->mounts().Resolve(st.path);
     if (!rp || st.version.empty()) return parts;
     auto file = std::make_shared<const FileRef>(FileRef{*rp, st.version, st.size});
