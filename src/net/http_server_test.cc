@@ -211,7 +211,6 @@ TEST_F(HttpServerTest, BodyPartsAreSentInOrderAndDeferredPartsSpliceIn) {
   EXPECT_TRUE(c->received().ends_with("head-23456-defer"));
 }
 
-
 // A route table that streams bodies: the handler's own thread pulls the body
 // in pieces (chunked transfer coding undone), 100 Continue goes out when the
 // client asked, a body over the table's limit is 413, and a stalled body is
