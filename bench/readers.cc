@@ -65,6 +65,9 @@ class HttpReader : public Reader {
     curl_easy_setopt(curl_, CURLOPT_PROXY, "");  // loopback only, never an environment proxy
     curl_easy_setopt(curl_, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(curl_, CURLOPT_TIMEOUT, 600L);
+    // An S3 endpoint in redirect mode answers 307 to the owning worker.
+    curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl_, CURLOPT_MAXREDIRS, 2L);
     std::string range;
     if (offset != 0 || length != file.size) {
       range = std::to_string(offset) + "-" + std::to_string(offset + length - 1);

@@ -10,6 +10,11 @@
 # `shoal up` on the same directory, its bucket public so that loadgen's plain
 # HTTP reader can GET it (the only difference from a signed GET is one HMAC
 # check per request). Prints a Markdown table of medians over the rounds.
+#
+# Then proxy mode against redirect mode (s3.mode): a 2-worker cluster whose
+# workers serve S3 themselves (worker.s3_listen), every GET sent to worker 0,
+# which owns about half of the objects: the other half it proxies from
+# worker 1, or answers 307 to worker 1 (loadgen's reader follows it).
 {
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,6 +85,43 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
 done
 
+# start_listen_cluster MODE: two `shoal worker`s with S3 listeners in MODE;
+# sets LISTEN_S3 to worker 0's S3 endpoint (host:port).
+start_listen_cluster() {
+  local mode=$1 i line members=""
+  cat >"$WORK/lw-$mode.yaml" <<YAML
+mounts:
+  - {path: /data, ufs: "file://$DATA/", consistency: immutable}
+worker:
+  s3_listen: 127.0.0.1:0
+s3:
+  public_buckets: [data]
+  mode: $mode
+  client_config: $WORK/lc-$mode.yaml
+YAML
+  for i in 0 1; do
+    bg "lw-$mode-$i" "$BUILD_DIR/shoal" worker --config "$WORK/lw-$mode.yaml" --cache-dir "$WORK/lcache-$mode-$i" \
+      --cache-size 4GiB
+    line=$(wait_for_line "$WORK/lw-$mode-$i.log" '^listening: ' 60 "$BG_PID")
+    line=${line#listening: }
+    members+="    - ${line#* id=}@${line%% *}"$'\n'
+    line=$(wait_for_line "$WORK/lw-$mode-$i.log" '^s3: endpoint=' 60 "$BG_PID")
+    [[ $i == 0 ]] && LISTEN_S3=${line#s3: endpoint=http://}
+  done
+  { cat "$WORK/lw-$mode.yaml"; printf 'cluster:\n  workers:\n%s' "$members"; } >"$WORK/lc-$mode.yaml"
+}
+for mode in proxy redirect; do
+  log "worker S3 listeners, $mode mode"
+  start_listen_cluster "$mode"
+  SPEC[$mode]="http:http://$LISTEN_S3/data"
+  run "$mode" warm 0 "$WORK/large.manifest" --workload whole --readers 4
+  run "$mode" warm 0 "$WORK/small.manifest" --workload whole --readers 8
+  for ((r = 1; r <= ROUNDS; r++)); do
+    run "$mode" large "$r" "$WORK/large.manifest" --workload whole --readers 4
+    run "$mode" small "$r" "$WORK/small.manifest" --workload whole --readers 8
+  done
+done
+
 median() {  # median ROW CONTENDER COLUMN(3=mbps 4=ops)
   awk -F'\t' -v row="$1" -v c="$2" -v col="$3" '$1==row && $2==c {print $col}' "$RESULTS" | sort -g |
     awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
@@ -91,6 +133,12 @@ echo "| workload | nginx (sendfile) | Shoal S3 endpoint | endpoint / nginx | dir
 echo "|---|---|---|---|---|---|"
 echo "| warm 64 MiB objects, 4 readers, MB/s | $LN | $LS | $(ratio "$LS" "$LN") | | |"
 echo "| warm 110-150 KiB objects, 8 readers, GET/s | $SN | $SS | $(ratio "$SS" "$SN") | $SD | $(ratio "$SS" "$SD") |"
+echo
+LP=$(median large proxy 3); LR=$(median large redirect 3); SP=$(median small proxy 4); SR=$(median small redirect 4)
+echo "| GETs sent to worker 0 (it owns about half) | proxy mode | redirect mode (307 to the owner) | redirect / proxy |"
+echo "|---|---|---|---|"
+echo "| warm 64 MiB objects, 4 readers, MB/s | $LP | $LR | $(ratio "$LR" "$LP") |"
+echo "| warm 110-150 KiB objects, 8 readers, GET/s | $SP | $SR | $(ratio "$SR" "$SP") |"
 echo
 echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); medians of $ROUNDS rounds; $LARGE_N x 64 MiB, $SMALL_N small objects; $(date -u '+%Y-%m-%d %H:%M UTC')"
 exit 0

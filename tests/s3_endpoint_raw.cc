@@ -4,9 +4,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+
+#include "common/sigv4.h"
+#include "common/subprocess.h"
 
 namespace shoal::testing {
 namespace {
@@ -59,6 +63,24 @@ class Socket {
 
 }  // namespace
 
+Cmd RunCmd(std::vector<std::string> argv, const std::map<std::string, std::string>& env, std::chrono::seconds timeout) {
+  Subprocess::Options o;
+  o.argv = std::move(argv);
+  o.env = env;
+  o.stderr_to_stdout = true;
+  Cmd c;
+  auto p = Subprocess::Start(o);
+  if (!p) {
+    c.out = p.error().ToString();
+    return c;
+  }
+  int st = p->Wait(timeout);
+  if (st == -1) p->Stop(std::chrono::seconds(5));
+  c.exit_code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  c.out = p->output();
+  return c;
+}
+
 std::optional<RawAnswer> Exchange(const std::string& address, const std::string& request) {
   Socket s(address);
   if (!s.ok() || !s.Send(request)) return std::nullopt;
@@ -78,6 +100,90 @@ std::optional<RawAnswer> Exchange(const std::string& address, const std::string&
   }
   a.body = in.substr(head_end + 4, length);
   return a;
+}
+
+std::string SignedRequest(const std::string& method, const std::string& target, const std::string& host,
+                          const std::string& ak, const std::string& sk, const s3::Headers& extra) {
+  s3::SigningInput in;
+  in.method = method;
+  in.host = host;
+  auto q = target.find('?');
+  in.canonical_uri = target.substr(0, q);
+  for (std::string rest = q == std::string::npos ? "" : target.substr(q + 1); !rest.empty();) {
+    auto amp = rest.find('&');
+    std::string item = rest.substr(0, amp);
+    auto eq = item.find('=');
+    in.query.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    rest = amp == std::string::npos ? "" : rest.substr(amp + 1);
+  }
+  in.payload_hash = std::string(s3::kUnsignedPayload);
+  in.region = "us-east-1";
+  s3::Headers h;
+  for (const auto& [k, v] : extra) {
+    if (k == "x-amz-content-sha256") {
+      in.payload_hash = v;
+    } else {
+      h.emplace_back(k, v);
+    }
+  }
+  s3::SignV4(in, s3::Credentials{ak, sk, "", "test"}, std::chrono::system_clock::now(), h);
+  std::string req = method + " " + target + " HTTP/1.1\r\n";
+  for (const auto& [k, v] : h) req += k + ": " + v + "\r\n";
+  return req + "\r\n";
+}
+
+std::string ChunkedPut(const std::string& target, const std::string& host, const std::string& ak, const std::string& sk,
+                       const std::vector<std::string>& chunks, bool tamper, size_t tamper_chunk) {
+  const auto now = std::chrono::system_clock::now();
+  size_t total = 0;
+  for (const auto& c : chunks) total += c.size();
+  s3::SigningInput in;
+  in.method = "PUT";
+  in.host = host;
+  in.canonical_uri = target;
+  in.payload_hash = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+  in.region = "us-east-1";
+  s3::Headers h{{"Content-Encoding", "aws-chunked"}, {"x-amz-decoded-content-length", std::to_string(total)}};
+  s3::SignV4(in, s3::Credentials{ak, sk, "", "test"}, now, h);
+  std::string auth, amz_date;
+  for (const auto& [k, v] : h) {
+    if (k == "Authorization") auth = v;
+    if (k == "x-amz-date") amz_date = v;
+  }
+  std::string prev = auth.substr(auth.find("Signature=") + 10);
+  const std::string date = amz_date.substr(0, 8);
+  const std::string scope = s3::CredentialScope(date, "us-east-1", "s3");
+  const std::string& key = s3::SigningKey(sk, date, "us-east-1", "s3");
+  std::string body;
+  std::vector<std::string> all = chunks;
+  all.push_back("");
+  size_t tamper_at = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string& c = all[i];
+    prev = s3::HmacHex(key, "AWS4-HMAC-SHA256-PAYLOAD\n" + amz_date + "\n" + scope + "\n" + prev + "\n" +
+                                s3::Sha256Hex(std::string_view()) + "\n" + s3::Sha256Hex(c));
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx", c.size());
+    body += std::string(size) + ";chunk-signature=" + prev + "\r\n";
+    if (i == tamper_chunk) tamper_at = body.size() + c.size() / 2;
+    body += c + "\r\n";
+  }
+  if (tamper) body[tamper_at] ^= 1;
+  std::string req = "PUT " + target + " HTTP/1.1\r\n";
+  for (const auto& [k, v] : h) req += k + ": " + v + "\r\n";
+  return req + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+double SecondsUntilClosed(const std::string& address, const std::string& request, std::chrono::seconds timeout) {
+  Socket s(address);
+  auto start = Clock::now();
+  if (!s.ok() || !s.Send(request)) return -1;
+  auto deadline = start + timeout;
+  std::string in;
+  while (s.Recv(&in, deadline)) {
+  }
+  if (Clock::now() >= deadline) return -1;
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 bool SendAndHangUp(const std::string& address, const std::string& request) {

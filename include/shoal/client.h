@@ -176,6 +176,11 @@ class Client {
   // etcd it changes as workers join and leave.
   RingInfo Ring() const;
   std::vector<MountInfo> Mounts() const;
+  // The live worker that serves the bytes at `offset` of the file `status`
+  // (from Stat or OpenFile): its shard's first live candidate on the ring
+  // (id and address). kUnavailable when none is live. For front ends that
+  // send a reader to the owner (the S3 endpoint's redirect mode).
+  Result<RingMember> OwnerOf(const FileStatus& status, uint64_t offset) const;
 
   // Admin fan-out (load jobs, free; docs/protocol.md): sends `method` with
   // the target `target_for(member)` (a route and its query) to every worker

@@ -62,6 +62,7 @@ void AddWorker(CLI::App& app, int* exit_code) {
       return;
     }
     std::printf("%s\n", ListeningLine({(*worker)->id(), (*worker)->address()}).c_str());
+    if (!(*worker)->s3_address().empty()) std::printf("s3: endpoint=http://%s\n", (*worker)->s3_address().c_str());
     std::fflush(stdout);
     spdlog::info("worker serving on {} ({} mounts)", (*worker)->address(), config->mounts.size());
     (*worker)->Wait();

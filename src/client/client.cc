@@ -575,6 +575,16 @@ std::vector<WorkerAnswer> Client::CallWorkers(std::string_view method,
   return impl_->CallWorkers(method, target_for);
 }
 std::vector<std::string> Client::RingMembers() const { return impl_->RingMembers(); }
+
+Result<RingMember> Client::OwnerOf(const FileStatus& status, uint64_t offset) const {
+  const uint64_t shard = offset / impl_->config().cluster.shard_size;
+  auto c = impl_->router().For(HashRing::DataKey(status.path, status.version, shard));
+  if (c.live.empty()) return Err(Code::kUnavailable, "no live worker serves " + status.path);
+  RingMember m;
+  m.id = c.live.front()->id;
+  m.address = c.live.front()->address;
+  return m;
+}
 ClientStats Client::stats() const { return impl_->stats(); }
 
 std::vector<MountInfo> Client::Mounts() const {

@@ -436,7 +436,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
                                                   "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
                                                   "header_timeout", "idle_timeout", "write_timeout",
                                                   "heartbeat_interval", "max_connections", "verify_checksums",
-                                                  "eviction"}));
+                                                  "eviction", "s3_listen", "body_read_timeout"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -452,11 +452,13 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
+    SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
     for (auto [key, out] : {std::pair{"header_timeout", &c.worker.header_timeout},
                             std::pair{"idle_timeout", &c.worker.idle_timeout},
                             std::pair{"write_timeout", &c.worker.write_timeout},
+                            std::pair{"body_read_timeout", &c.worker.body_read_timeout},
                             std::pair{"heartbeat_interval", &c.worker.heartbeat_interval}}) {
       std::string name = std::string("worker.") + key;
       SHOAL_RETURN_IF_ERROR(r.Duration(w[key], name, out));
@@ -522,13 +524,18 @@ Status StringMap(const Reader& r, const YAML::Node& n, const std::string& key, b
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "s3",
                                     {"listen", "region", "credentials", "credentials_file", "buckets", "public_buckets",
-                                     "max_clock_skew", "staging_dir"}));
+                                     "max_clock_skew", "staging_dir", "mode", "client_config"}));
   if (!n.IsDefined() || n.IsNull()) return {};
   SHOAL_RETURN_IF_ERROR(r.String(n["listen"], "s3.listen", &s3->listen));
   SHOAL_RETURN_IF_ERROR(r.String(n["region"], "s3.region", &s3->region));
   SHOAL_RETURN_IF_ERROR(StringMap(r, n["credentials"], "s3.credentials", true, &s3->credentials));
   SHOAL_RETURN_IF_ERROR(r.String(n["credentials_file"], "s3.credentials_file", &s3->credentials_file));
   SHOAL_RETURN_IF_ERROR(r.String(n["staging_dir"], "s3.staging_dir", &s3->staging_dir));
+  SHOAL_RETURN_IF_ERROR(r.String(n["mode"], "s3.mode", &s3->mode));
+  if (s3->mode != "proxy" && s3->mode != "redirect") {
+    return r.Fail(n["mode"], "s3.mode", "expected proxy (the default) or redirect, not '" + s3->mode + "'");
+  }
+  SHOAL_RETURN_IF_ERROR(r.String(n["client_config"], "s3.client_config", &s3->client_config));
   SHOAL_RETURN_IF_ERROR(StringMap(r, n["buckets"], "s3.buckets", false, &s3->buckets));
   const auto& pb = n["public_buckets"];
   if (pb.IsDefined() && !pb.IsNull()) {
@@ -670,6 +677,8 @@ std::string ToYaml(const Config& c) {
   for (auto [key, value, fallback] : {std::tuple{"header_timeout", c.worker.header_timeout, defaults.header_timeout},
                                       std::tuple{"idle_timeout", c.worker.idle_timeout, defaults.idle_timeout},
                                       std::tuple{"write_timeout", c.worker.write_timeout, defaults.write_timeout},
+                                      std::tuple{"body_read_timeout", c.worker.body_read_timeout,
+                                                 defaults.body_read_timeout},
                                       std::tuple{"heartbeat_interval", c.worker.heartbeat_interval,
                                                  defaults.heartbeat_interval}}) {
     if (value != fallback) e << YAML::Key << key << YAML::Value << FormatDuration(value);
@@ -677,6 +686,7 @@ std::string ToYaml(const Config& c) {
   if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
   e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
   if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
+  if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value
@@ -705,6 +715,8 @@ std::string ToYaml(const Config& c) {
       e << YAML::Key << "credentials_file" << YAML::Value << c.s3.credentials_file;
     }
     if (!c.s3.staging_dir.empty()) e << YAML::Key << "staging_dir" << YAML::Value << c.s3.staging_dir;
+    if (c.s3.mode != "proxy") e << YAML::Key << "mode" << YAML::Value << c.s3.mode;
+    if (!c.s3.client_config.empty()) e << YAML::Key << "client_config" << YAML::Value << c.s3.client_config;
     for (auto [key, map] : {std::pair{"credentials", &c.s3.credentials}, std::pair{"buckets", &c.s3.buckets}}) {
       if (map->empty()) continue;
       e << YAML::Key << key << YAML::Value << YAML::BeginMap;

@@ -156,6 +156,8 @@ struct WorkerConfig {
   std::chrono::milliseconds header_timeout{10'000};  // a request must arrive within this of its first byte
   std::chrono::milliseconds idle_timeout{120'000};   // a keep-alive connection idle this long is closed
   std::chrono::milliseconds write_timeout{60'000};   // a client that takes no bytes this long is cut off
+  // An upload to the S3 listener whose body sends no byte this long is cut off.
+  std::chrono::milliseconds body_read_timeout{30'000};
   std::chrono::milliseconds heartbeat_interval{300}; // 102 Processing interval while an answer is not ready
   size_t max_connections = 0;                         // 0: derived from the open-files limit
   // Check every cached byte against its page's chunk checksums before sending
@@ -166,6 +168,9 @@ struct WorkerConfig {
   // (epoch, lru, fifo, lfu, s3fifo, sieve); "": the default. Checked when the
   // worker opens its cache.
   std::string eviction;
+  // host:port on which this worker also serves the S3 API (the `s3:`
+  // section; port 0 picks a free one); "" (the default): off.
+  std::string s3_listen;
 };
 
 struct ClientConfig {
@@ -201,6 +206,14 @@ struct S3Config {
   std::vector<std::string> public_buckets;         // readable without a signature
   std::chrono::milliseconds max_clock_skew{900'000};
   std::string staging_dir;  // multipart parts until completed; "" = $TMPDIR/shoal-s3-uploads-UID
+  // How a node answers a read of a key another worker owns: "proxy" (the
+  // default: streams the bytes through itself) or "redirect" (307 to the
+  // owner's S3 listener, for presigned and anonymous reads).
+  std::string mode = "proxy";
+  // The client config a worker's S3 listener reads the cluster from, opened
+  // at its first request ("": the worker's own config, which must then list
+  // cluster.workers or use etcd).
+  std::string client_config;
   bool operator==(const S3Config&) const = default;
 };
 

@@ -25,11 +25,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/metrics.h"
@@ -58,8 +60,20 @@ constexpr uint64_t kMaxSendfile = 1ull << 30;
 
 bool HasLineBreak(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
 
-enum class CloseReason { kNone, kHeaderTimeout, kIdleTimeout, kEvictedIdle, kOverLimit, kWriteTimeout, kCount };
-constexpr const char* kReasonNames[] = {"", "header_timeout", "idle_timeout", "evicted_idle", "over_limit", "write_timeout"};
+enum class CloseReason {
+  kNone,
+  kHeaderTimeout,
+  kIdleTimeout,
+  kEvictedIdle,
+  kOverLimit,
+  kWriteTimeout,
+  kBodyTimeout,
+  kCount
+};
+constexpr const char* kReasonNames[] = {"",           "header_timeout", "idle_timeout", "evicted_idle",
+                                        "over_limit", "write_timeout",  "body_timeout"};
+// One streamed-body read moves at most this much through the connection's buffer.
+constexpr size_t kMaxStreamRead = 1 << 20;
 
 }  // namespace
 
@@ -85,6 +99,17 @@ struct ServerCore {
 
   void CountClose(CloseReason r) { closed[static_cast<int>(r)]->Add(1); }
 
+  // The body limit of a streaming route table serving (method, path); 0 when
+  // the body is read whole.
+  uint64_t StreamLimit(std::string_view method, std::string_view path) const {
+    const Handler* handler = nullptr;
+    for (const auto& r : routers) {
+      auto m = r.Find(method, path, &handler);
+      if (m == Router::Match::kFound) return r.stream_limit();
+    }
+    return 0;
+  }
+
   HttpResponse Error(int http_status, const Status& st) const {
     return opts.error_response ? opts.error_response(http_status, st) : DefaultErrorResponse(http_status, st);
   }
@@ -102,6 +127,8 @@ struct ServerCore {
     return h;
   }
 };
+
+class StreamingBody;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -160,6 +187,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
+  friend class StreamingBody;
   enum class State { kIdle, kReading, kBusy };
 
   void EnterIdle() {
@@ -210,16 +238,151 @@ class Connection : public std::enable_shared_from_this<Connection> {
   State state_ = State::kIdle;
   CloseReason closed_ = CloseReason::kNone;
   std::string target_;  // of the request being served, for log lines
+  beast::flat_buffer buf_;  // bytes read from the socket and not parsed yet
   // Guarded by core_.mu.
   bool admitted_ = false;
   bool in_idle_list_ = false;
   std::list<std::weak_ptr<Connection>>::iterator idle_pos_, all_pos_;
 };
 
+// A streamed request body: the handler's threads ask for bytes, and the
+// connection's strand reads them from the socket (through Beast's parser, so
+// chunked transfer coding is undone) into a buffer of its own, which the
+// reader copies out: a reader that gives up never leaves the strand writing
+// into memory it no longer owns.
+class StreamingBody : public BodyReader, public std::enable_shared_from_this<StreamingBody> {
+ public:
+  using Parser = http::request_parser<http::buffer_body>;
+
+  StreamingBody(std::shared_ptr<Connection> conn, std::unique_ptr<Parser> parser, bool expect_continue)
+      : conn_(std::move(conn)), parser_(std::move(parser)), expect_continue_(expect_continue) {}
+
+  Result<size_t> Read(std::span<char> out) override {
+    if (out.empty()) return size_t{0};
+    std::unique_lock lock(mu_);
+    if (closed_) return Err(Code::kInvalidArgument, "the request body cannot be read once the answer is given");
+    if (failed_) return Err(*failed_);
+    if (done_ && pending_.empty()) return size_t{0};
+    if (pending_.empty()) {
+      want_ = std::min(out.size(), kMaxStreamRead);
+      arrived_ = false;
+      asio::co_spawn(conn_->executor(), ReadOnStrand(shared_from_this()), asio::detached);
+      // The strand's read is bounded by body_read_timeout (the sweep closes
+      // the connection); this wait only guards against a stopped server.
+      auto limit = conn_->core_.opts.body_read_timeout * 2 + std::chrono::seconds(5);
+      if (!cv_.wait_for(lock, limit, [this] { return arrived_; })) {
+        failed_ = Status(Code::kTimeout, "the request body stopped arriving (the server is stopping?)");
+        return Err(*failed_);
+      }
+      if (failed_) return Err(*failed_);
+      if (pending_.empty()) return size_t{0};
+    }
+    size_t n = std::min(out.size(), pending_.size() - pending_at_);
+    std::memcpy(out.data(), pending_.data() + pending_at_, n);
+    pending_at_ += n;
+    if (pending_at_ == pending_.size()) {
+      pending_.clear();
+      pending_at_ = 0;
+    }
+    return n;
+  }
+
+  // On the strand (Run), before the handler has the request.
+  const Parser::value_type& header() const { return parser_->get(); }
+
+  // On the strand, once the answer is out: whether the connection may serve
+  // another request (the body was read to its end and no read is running).
+  bool Close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    return done_ && !reading_ && !failed_;
+  }
+
+ private:
+  static awaitable<void> ReadOnStrand(std::shared_ptr<StreamingBody> self) {
+    Connection& c = *self->conn_;
+    size_t want;
+    {
+      std::lock_guard lock(self->mu_);
+      if (self->closed_) {
+        self->Finish(Status(Code::kInvalidArgument, "the answer was given before the body was read"), {}, false);
+        co_return;
+      }
+      self->reading_ = true;
+      want = self->want_;
+    }
+    if (self->expect_continue_) {
+      self->expect_continue_ = false;
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      if (!co_await c.Write(kContinue, std::string_view(), false)) {
+        self->Finish(Status(Code::kUnavailable, "the client left before sending the request body"), {}, false);
+        co_return;
+      }
+    }
+    std::string data(want, '\0');
+    Parser& p = *self->parser_;
+    c.Arm(c.core_.opts.body_read_timeout, CloseReason::kBodyTimeout);
+    boost::system::error_code ec;
+    size_t got = 0;
+    while (!p.is_done() && got == 0) {
+      p.get().body().data = data.data();
+      p.get().body().size = data.size();
+      p.get().body().more = true;
+      auto [rec, n] = co_await http::async_read_some(c.sock_, c.buf_, p, kTuple);
+      got = data.size() - p.get().body().size;
+      if (rec == http::error::need_buffer) rec = {};
+      if (rec) {
+        ec = rec;
+        break;
+      }
+    }
+    c.Disarm();
+    data.resize(got);
+    if (ec) {
+      std::string why;
+      if (c.closed_ == CloseReason::kBodyTimeout) {
+        why = "no byte of the request body arrived within " + std::to_string(c.core_.opts.body_read_timeout.count()) +
+              " ms (" + c.core_.opts.settings_prefix + ".body_read_timeout); the connection is closed";
+      } else if (ec == http::error::body_limit) {
+        why = "the request body is over the limit of this endpoint";
+      } else {
+        why = "the request body could not be read: " + ec.message();
+      }
+      self->Finish(Status(ec == http::error::body_limit ? Code::kOutOfRange : Code::kUnavailable, why), {}, false);
+      co_return;
+    }
+    self->Finish({}, std::move(data), p.is_done());
+  }
+
+  void Finish(Status st, std::string data, bool done) {
+    {
+      std::lock_guard lock(mu_);
+      reading_ = false;
+      if (!st.ok()) failed_ = std::move(st);
+      pending_ = std::move(data);
+      pending_at_ = 0;
+      done_ = done_ || done;
+      arrived_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  std::shared_ptr<Connection> conn_;
+  std::unique_ptr<Parser> parser_;  // used on the strand only
+  bool expect_continue_;            // strand only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false, reading_ = false, done_ = false, arrived_ = false;
+  std::optional<Status> failed_;
+  size_t want_ = 0;
+  std::string pending_;  // bytes read and not yet copied out
+  size_t pending_at_ = 0;
+};
+
 awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
   Connection& c = *self;
   const ServerOptions& o = c.core_.opts;
-  beast::flat_buffer buf;
+  beast::flat_buffer& buf = c.buf_;
   for (;;) {
     if (c.closed_ != CloseReason::kNone) break;  // evicted before its session began
     if (buf.size() == 0) {
@@ -233,18 +396,44 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
     } else {
       c.state_ = State::kReading;  // a pipelined request is already here
     }
-    // The whole request (head, and body if any) within header_timeout of its first byte.
+    // The whole request (head, and body if any) within header_timeout of its
+    // first byte; a streamed body's reads have deadlines of their own.
     c.Arm(o.header_timeout, CloseReason::kHeaderTimeout);
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(o.header_limit));
-    parser.body_limit(o.body_limit);
+    http::request_parser<http::empty_body> head;
+    head.header_limit(static_cast<uint32_t>(o.header_limit));
+    head.body_limit(boost::none);  // checked below, once the route (and so the limit) is known
     // What has arrived is parsed at once (the socket is non-blocking: this
     // never waits); only a request still on its way goes through the reactor.
     boost::system::error_code ec;
-    http::read(c.sock_, buf, parser, ec);
+    http::read_header(c.sock_, buf, head, ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      auto [aec, n] = co_await http::async_read(c.sock_, buf, parser, kTuple);
+      auto [aec, n] = co_await http::async_read_header(c.sock_, buf, head, kTuple);
       ec = aec;
+    }
+    uint64_t stream_limit = 0;
+    if (!ec && !head.is_done()) {
+      std::string_view method(head.get().method_string().data(), head.get().method_string().size());
+      std::string_view target(head.get().target().data(), head.get().target().size());
+      stream_limit = c.core_.StreamLimit(method, target.substr(0, target.find('?')));
+    }
+    const uint64_t body_limit = stream_limit > 0 ? stream_limit : o.body_limit;
+    if (!ec && head.content_length() && *head.content_length() > body_limit) ec = http::error::body_limit;
+    std::shared_ptr<StreamingBody> stream;
+    http::request_parser<http::string_body> parser(std::move(head));
+    if (!ec && stream_limit > 0) {
+      auto sp = std::make_unique<StreamingBody::Parser>(std::move(parser));
+      sp->body_limit(stream_limit);
+      const auto& h = sp->get();
+      auto expect = h.find(http::field::expect);
+      bool cont = expect != h.end() && beast::iequals(expect->value(), "100-continue");
+      stream = std::make_shared<StreamingBody>(self, std::move(sp), cont);
+    } else if (!ec) {
+      parser.body_limit(o.body_limit);
+      http::read(c.sock_, buf, parser, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        auto [aec, n] = co_await http::async_read(c.sock_, buf, parser, kTuple);
+        ec = aec;
+      }
     }
     c.Disarm();
     if (c.closed_ != CloseReason::kNone) break;
@@ -257,23 +446,37 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
       int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
       std::string msg = "malformed HTTP request: " + ec.message();
       if (status == 431) msg += " (the request head is limited to " + std::to_string(o.header_limit) + " bytes)";
-      if (status == 413) msg += " (a request body is limited to " + std::to_string(o.body_limit) + " bytes)";
+      if (status == 413) msg += " (a request body is limited to " + std::to_string(body_limit) + " bytes)";
       Status st(Code::kInvalidArgument, msg);
       HttpResponse err = c.core_.Error(status, st);
       co_await c.Send(err, false, false);
       break;
     }
-    bool keep = parser.get().keep_alive();
-    auto msg = parser.release();
     HttpRequest req;
-    req.method.assign(msg.method_string().data(), msg.method_string().size());
-    req.target.assign(msg.target().data(), msg.target().size());
-    for (const auto& f : msg) {
-      req.headers.emplace_back(std::string(f.name_string().data(), f.name_string().size()),
-                               std::string(f.value().data(), f.value().size()));
+    bool keep;
+    auto take_head = [&](const auto& msg) {
+      keep = msg.keep_alive();
+      req.method.assign(msg.method_string().data(), msg.method_string().size());
+      req.target.assign(msg.target().data(), msg.target().size());
+      for (const auto& f : msg) {
+        req.headers.emplace_back(std::string(f.name_string().data(), f.name_string().size()),
+                                 std::string(f.value().data(), f.value().size()));
+      }
+    };
+    if (stream) {
+      take_head(stream->header());
+    } else {
+      take_head(parser.get());
     }
-    req.body = std::move(msg.body());
+    if (stream) {
+      req.body_stream = stream;
+    } else {
+      req.body = std::move(parser.get().body());
+    }
     bool ok = co_await c.Serve(req, keep);
+    // A body the handler did not read to its end is still on its way: the
+    // connection cannot serve another request.
+    if (stream && !stream->Close()) keep = false;
     if (!ok || !keep) break;
   }
   boost::system::error_code ignored;
@@ -621,7 +824,7 @@ class HttpServer::Impl {
   // the shortest timeout (10 ms to 1 s): deadlines hold to within a tick.
   awaitable<void> Sweep() {
     const ServerOptions& o = core_.opts;
-    auto shortest = std::min({o.header_timeout, o.idle_timeout, o.write_timeout});
+    auto shortest = std::min({o.header_timeout, o.idle_timeout, o.write_timeout, o.body_read_timeout});
     auto tick = std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
                                                       std::chrono::milliseconds(1000));
     std::vector<std::shared_ptr<Connection>> alive;

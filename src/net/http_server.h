@@ -28,7 +28,10 @@
 //             connection goes first ("evicted_idle");
 //   reading   a request's head and body must arrive within header_timeout of
 //             its first byte ("header_timeout"); over header_limit -> 431,
-//             over body_limit -> 413;
+//             over body_limit -> 413. A route table that streams bodies
+//             (Router::StreamBodies) gets the head only: its handler reads the
+//             body through HttpRequest::body_stream, and every read must see
+//             a byte within body_read_timeout ("body_timeout");
 //   busy      waiting for the handler (heartbeats), then writing the answer;
 //             every wait for the peer to take more bytes is bounded by
 //             write_timeout ("write_timeout").
@@ -47,6 +50,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -58,11 +63,32 @@ namespace shoal::net {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// The body of a request whose route table streams bodies
+// (Router::StreamBodies), read by the handler in pieces, so that a large
+// upload never sits whole in memory.
+//
+// Thread safety: one reader at a time, from the handler's own threads (Read
+// blocks; never call it on an I/O thread, i.e. inside the handler itself).
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  // Up to out.size() bytes of the body (fewer when fewer have arrived): the
+  // count, 0 at the end of the body, or why it cannot go on: no byte within
+  // body_read_timeout (the connection is then closed), the peer left, a
+  // malformed body, the body over the route table's limit, or the answer was
+  // already given. Answers `100 Continue` first when the client asked for it.
+  virtual Result<size_t> Read(std::span<char> out) = 0;
+};
+
 struct HttpRequest {
   std::string method;  // "GET", "HEAD", "POST", ... (a HEAD is routed as a GET and answered without body)
   std::string target;  // as sent: "/v1/read?path=%2Fdata%2Fx&offset=0"
   Headers headers;     // as sent (names in their original case)
-  std::string body;
+  std::string body;    // empty when body_stream is set
+  // Set instead of `body` by a route table that streams bodies; it stays
+  // readable until the handler answers. A handler that answers before the
+  // end of the body gets the connection closed after its answer.
+  std::shared_ptr<BodyReader> body_stream;
 
   std::string_view path() const;   // the target up to '?', not decoded
   std::string_view query() const;  // after '?' ("" if none), not decoded
@@ -152,6 +178,13 @@ class Router {
   void Add(std::string method, std::string path, Handler handler);
   void SetFallback(Handler handler);
 
+  // The handlers of this table read request bodies themselves
+  // (HttpRequest::body_stream), up to `max_body` bytes each (the stream fails
+  // past it); ServerOptions::body_limit does not apply to them.
+  void StreamBodies(uint64_t max_body) { stream_limit_ = max_body; }
+  // 0 when bodies arrive whole.
+  uint64_t stream_limit() const { return stream_limit_; }
+
   enum class Match { kFound, kWrongMethod, kNone };
   // The handler for (method, path); HEAD finds GET routes.
   Match Find(std::string_view method, std::string_view path, const Handler** handler) const;
@@ -163,6 +196,7 @@ class Router {
   };
   std::vector<Route> routes_;
   Handler fallback_;
+  uint64_t stream_limit_ = 0;
 };
 
 struct ServerOptions {
@@ -171,6 +205,9 @@ struct ServerOptions {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{120'000};
   std::chrono::milliseconds write_timeout{60'000};
+  // Each read of a streamed body (Router::StreamBodies) waits at most this
+  // long for a byte: a client that stalls mid-body cannot hold a thread.
+  std::chrono::milliseconds body_read_timeout{30'000};
   std::chrono::milliseconds heartbeat_interval{300};
   size_t max_connections = 0;  // 0: DefaultMaxConnections()
   size_t header_limit = 16 * 1024;

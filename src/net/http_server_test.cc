@@ -211,5 +211,84 @@ TEST_F(HttpServerTest, BodyPartsAreSentInOrderAndDeferredPartsSpliceIn) {
   EXPECT_TRUE(c->received().ends_with("head-23456-defer"));
 }
 
+// A route table that streams bodies: the handler's own thread pulls the body
+// in pieces (chunked transfer coding undone), 100 Continue goes out when the
+// client asked, a body over the table's limit is 413, and a stalled body is
+// cut off by body_read_timeout while the handler learns why.
+TEST_F(HttpServerTest, StreamedBodiesArriveInPiecesAndStalledOnesAreCutOff) {
+  std::mutex mu;
+  std::vector<std::thread> readers;
+  std::vector<std::string> errors;
+  std::condition_variable cv;
+  Router r;
+  r.StreamBodies(1 << 20);
+  r.Add("PUT", "/up", [&](const HttpRequest& req, Responder res) {
+    std::lock_guard lock(mu);
+    readers.emplace_back([&, stream = req.body_stream, res] {
+      std::string got;
+      int reads = 0;
+      char buf[1000];
+      for (;;) {
+        auto n = stream->Read(std::span<char>(buf, sizeof buf));
+        if (!n) {
+          std::lock_guard l(mu);
+          errors.push_back(n.error().message());
+          cv.notify_all();
+          return res.Respond(HttpResponse::Text(400, n.error().message(), "text/plain"));
+        }
+        if (*n == 0) break;
+        ++reads;
+        got.append(buf, *n);
+      }
+      EXPECT_GT(reads, 1);
+      res.Respond(HttpResponse::Text(200, got, "text/plain"));
+    });
+  });
+  ServerOptions o;
+  o.body_read_timeout = 300ms;
+  Start(std::move(r), o);
+
+  // Chunked transfer coding, then a second request on the same connection.
+  std::string body(5000, 'x');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  auto c = RawConnection::Connect(server_->address());
+  ASSERT_TRUE(c && c->Send("PUT /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  ASSERT_TRUE(c->Send("bb8\r\n" + body.substr(0, 3000) + "\r\n7d0\r\n" + body.substr(3000) + "\r\n0\r\n\r\n"));
+  auto a = c->ReadResponse(30s);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_TRUE(a->body == body);
+  ASSERT_TRUE(c->Send("PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2500\r\n\r\n"));
+  auto interim = c->ReadResponse(30s);
+  ASSERT_TRUE(interim);
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(c->Send(body.substr(0, 2500)));
+  a = c->ReadResponse(30s);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_TRUE(a->body == body.substr(0, 2500));
+
+  // Over the table's limit: refused before the handler runs.
+  auto big = Ask("PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+
+  // A body that stalls: the connection is closed, the handler's read fails.
+  auto slow = RawConnection::Connect(server_->address());
+  ASSERT_TRUE(slow && slow->Send("PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789"));
+  EXPECT_TRUE(slow->WaitClosed(30s));
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return !errors.empty(); }));
+    EXPECT_NE(errors[0].find("body_read_timeout"), std::string::npos) << errors[0];
+  }
+  std::vector<std::thread> done;
+  {
+    std::lock_guard lock(mu);
+    done.swap(readers);
+  }
+  for (auto& t : done) t.join();
+}
+
 }  // namespace
 }  // namespace shoal::net

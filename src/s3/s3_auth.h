@@ -18,6 +18,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,7 @@ namespace shoal::s3 {
 struct AuthInfo {
   std::string access_key;  // "" for an anonymous request
   bool presigned = false;
+  std::chrono::system_clock::time_point expires_at;  // presigned only
   bool streaming = false;  // the body is aws-chunked: DecodeChunked it
   // What the chunk signatures chain from (streaming only).
   std::string signing_key, scope, amz_date, seed_signature;
@@ -49,6 +51,14 @@ class Authenticator {
   // order against the chain that starts at the request's signature.
   static S3Result<std::string> DecodeChunked(std::string_view body, const AuthInfo& auth);
 
+  // The path and query of a presigned URL for `method` of `path` (as it will
+  // be sent, already %-encoded) on `host` ("127.0.0.1:9001"), signed with
+  // `access_key`'s secret for `expires` from `now`. `query` holds the
+  // request's own parameters (no X-Amz-* auth ones). REQUIRES: a known key.
+  std::string Presign(std::string_view method, std::string_view host, std::string_view path, QueryParams query,
+                      const std::string& access_key, const std::string& region, std::chrono::seconds expires,
+                      std::chrono::system_clock::time_point now) const;
+
  private:
   S3Result<AuthInfo> VerifyHeader(const net::HttpRequest& request, const QueryParams& query, const std::string& auth,
                                   std::chrono::system_clock::time_point now) const;
@@ -64,6 +74,10 @@ class Authenticator {
   std::map<std::string, std::string> keys_;
   std::chrono::milliseconds max_skew_;
 };
+
+// The signature of one aws-chunked chunk holding `data`, chained from `prev`
+// (the request's signature for the first chunk).
+std::string ChunkSignature(const AuthInfo& auth, std::string_view prev, std::span<const char> data);
 
 // "20240517T123456Z" -> time point; nullopt when malformed.
 std::optional<std::chrono::system_clock::time_point> ParseAmzDate(std::string_view s);

@@ -20,6 +20,7 @@
 #include "s3/s3_errors.h"
 #include "s3/s3_listing.h"
 #include "s3/s3_objects.h"
+#include "s3/s3_redirect.h"
 #include "s3/s3_writes.h"
 #include "ufs/http/xml.h"
 #include "ufs/uri.h"
@@ -30,6 +31,7 @@ namespace {
 constexpr size_t kThreads = 16;
 constexpr size_t kMaxQueryParams = 64;
 constexpr size_t kMaxKeyLength = 1024;
+constexpr size_t kMaxWholeBody = 16ull << 20;
 
 S3Result<QueryParams> ParseQuery(std::string_view query) {
   QueryParams out;
@@ -107,17 +109,18 @@ std::optional<std::string> Unhex(std::string_view s) {
 
 class S3Endpoint::Impl {
  public:
-  Impl(Client& client, const S3Config& config, std::map<std::string, std::string> keys,
+  Impl(S3Hooks hooks, const S3Config& config, std::map<std::string, std::string> keys,
        std::map<std::string, std::string> buckets)
-      : client_(client),
+      : hooks_(std::move(hooks)),
         config_(config),
         buckets_(std::move(buckets)),
         public_(config.public_buckets.begin(), config.public_buckets.end()),
         auth_(std::move(keys), config.max_clock_skew),
-        writes_(client, !config.staging_dir.empty() ? config.staging_dir
-                                                    : (std::filesystem::temp_directory_path() /
-                                                       ("shoal-s3-uploads-" + std::to_string(::getuid())))
-                                                          .string()),
+        redirector_(auth_, config.region, hooks_.self_id),
+        staging_(!config.staging_dir.empty()
+                     ? config.staging_dir
+                     : (std::filesystem::temp_directory_path() / ("shoal-s3-uploads-" + std::to_string(::getuid())))
+                           .string()),
         pool_(kThreads),
         started_ns_(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -126,6 +129,17 @@ class S3Endpoint::Impl {
   void Handle(const net::HttpRequest& request, net::Responder responder) {
     auto req = std::make_shared<net::HttpRequest>(request);
     pool_.Submit([this, req, responder] { responder.Respond(Serve(*req)); });
+  }
+
+  // The client, opened on first use; then kept.
+  Result<Client*> GetClient() {
+    std::lock_guard lock(client_mu_);
+    if (client_) return client_;
+    auto c = hooks_.client();
+    if (!c) return Err(c.error());
+    client_ = *c;
+    writes_ = std::make_unique<ObjectWrites>(*client_, staging_);
+    return client_;
   }
 
   const std::map<std::string, std::string>& buckets() const { return buckets_; }
@@ -137,11 +151,20 @@ class S3Endpoint::Impl {
     std::string resource;  // "/bucket/key" for errors
   };
 
-  net::HttpResponse Serve(const net::HttpRequest& req) {
+  net::HttpResponse Serve(net::HttpRequest& req) {
     std::string id = Hex(std::string_view(reinterpret_cast<const char*>(&started_ns_), 4)) + "-" +
                      std::to_string(next_id_.fetch_add(1));
     Target t;
-    auto res = Dispatch(req, &t);
+    S3Result<net::HttpResponse> res = S3Err(500, "InternalError", "not served");
+    auto client = GetClient();
+    if (!client) {
+      res = S3Err(503, "ServiceUnavailable",
+                  "the S3 endpoint cannot reach the cluster: " + client.error().message() +
+                      " (check s3.client_config, cluster.workers or cluster.etcd)");
+    } else {
+      res = ReadSmallBody(req);
+      if (res) res = Dispatch(req, &t);
+    }
     if (!res) {
       if (res.error().http_status >= 500) {
         spdlog::warn("s3: {} {}: {} {}", req.method, t.resource, res.error().code, res.error().message);
@@ -150,6 +173,29 @@ class S3Endpoint::Impl {
     }
     res->headers.emplace_back("x-amz-request-id", id);
     return std::move(*res);
+  }
+
+  // Every body but a PutObject's or UploadPart's is read whole here (XML
+  // documents), before the signature check that covers its hash.
+  static S3Result<net::HttpResponse> ReadSmallBody(net::HttpRequest& req) {
+    if (!req.body_stream) return net::HttpResponse{};
+    if (req.method == "PUT" && !req.Header("x-amz-copy-source")) return net::HttpResponse{};
+    std::string body;
+    for (;;) {
+      size_t at = body.size();
+      if (at > kMaxWholeBody) {
+        return S3Err(400, "EntityTooLarge",
+                     "a " + req.method + " body is limited to " + std::to_string(kMaxWholeBody) + " bytes");
+      }
+      body.resize(at + 256 * 1024);
+      auto n = req.body_stream->Read(std::span<char>(body.data() + at, body.size() - at));
+      if (!n) return S3Err(400, "IncompleteBody", n.error().message());
+      body.resize(at + *n);
+      if (*n == 0) break;
+    }
+    req.body = std::move(body);
+    req.body_stream.reset();
+    return net::HttpResponse{};
   }
 
   S3Result<net::HttpResponse> Dispatch(const net::HttpRequest& req, Target* t) {
@@ -219,7 +265,7 @@ class S3Endpoint::Impl {
   S3Result<net::HttpResponse> BucketOperation(const net::HttpRequest& req, const QueryParams& q,
                                               const std::string& bucket, const std::string& root,
                                               const WriteRequest& w) {
-    if (req.method == "POST" && Param(q, "delete")) return writes_.DeleteObjects(w, root);
+    if (req.method == "POST" && Param(q, "delete")) return writes_->DeleteObjects(w, root);
     if (req.method == "HEAD") {
       net::HttpResponse r;
       r.headers.emplace_back("x-amz-bucket-region", config_.region);
@@ -233,7 +279,7 @@ class S3Endpoint::Impl {
       return XmlResponse(
           200, "<LocationConstraint" + std::string(kS3Xmlns) + ">" + XmlEscape(region) + "</LocationConstraint>");
     }
-    if (Param(q, "uploads")) return writes_.ListUploads(bucket, q);
+    if (Param(q, "uploads")) return writes_->ListUploads(bucket, q);
     for (const char* sub : {"acl", "policy", "versioning", "tagging", "cors", "lifecycle", "website", "logging",
                             "notification", "replication", "encryption", "object-lock", "versions", "accelerate",
                             "requestPayment", "ownershipControls", "publicAccessBlock"}) {
@@ -277,7 +323,7 @@ class S3Endpoint::Impl {
     } else {
       lr.after = marker;
     }
-    auto result = ListObjects(client_, lr);
+    auto result = ListObjects(*client_, lr);
     if (!result) return std::unexpected(result.error());
 
     std::string body =
@@ -316,15 +362,20 @@ class S3Endpoint::Impl {
     w.path = *path;
     const bool upload = Param(q, "uploadId") != nullptr;
     if (req.method == "GET" || req.method == "HEAD") {
-      if (upload && req.method == "GET") return writes_.ListParts(w);
+      if (upload && req.method == "GET") return writes_->ListParts(w);
       for (const char* sub : {"acl", "tagging", "uploadId", "attributes", "retention", "legal-hold", "torrent"}) {
         if (Param(q, sub)) {
           return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
         }
       }
       if (key.ends_with('/')) return S3Err(404, "NoSuchKey", "no object '" + key + "' (a directory)");
-      ObjectRequest o{&req, &q, *path};
-      return GetObject(client_, pool_, o);
+      if (config_.mode == "redirect") {
+        if (auto st = client_->Stat(*path); st && !st->is_dir) {
+          if (auto r = redirector_.For(*client_, req, q, *w.auth, *st)) return std::move(*r);
+        }
+      }
+      ObjectRequest o{&req, &q, *path, hooks_.local_pages ? &hooks_.local_pages : nullptr};
+      return GetObject(*client_, pool_, o);
     }
     const std::string* copy_source = req.Header("x-amz-copy-source");
     if (req.method == "PUT") {
@@ -335,19 +386,19 @@ class S3Endpoint::Impl {
       }
       if (upload) {
         if (copy_source) return S3Err(501, "NotImplemented", "UploadPartCopy is not implemented");
-        return writes_.UploadPart(w);
+        return writes_->UploadPart(w);
       }
       if (copy_source) {
         auto source = CopySourcePath(*copy_source);
         if (!source) return std::unexpected(source.error());
-        return writes_.Copy(w, *source);
+        return writes_->Copy(w, *source);
       }
-      return writes_.Put(w);
+      return writes_->Put(w);
     }
-    if (req.method == "DELETE") return upload ? writes_.AbortUpload(w) : writes_.Delete(w);
+    if (req.method == "DELETE") return upload ? writes_->AbortUpload(w) : writes_->Delete(w);
     if (req.method == "POST") {
-      if (Param(q, "uploads")) return writes_.CreateUpload(w);
-      if (upload) return writes_.CompleteUpload(w);
+      if (Param(q, "uploads")) return writes_->CreateUpload(w);
+      if (upload) return writes_->CompleteUpload(w);
     }
     return S3Err(
         501, "NotImplemented",
@@ -372,12 +423,16 @@ class S3Endpoint::Impl {
     return KeyPath(root->second, s.substr(slash + 1));
   }
 
-  Client& client_;
+  S3Hooks hooks_;
   S3Config config_;
   std::map<std::string, std::string> buckets_;
   std::set<std::string> public_;
   Authenticator auth_;
-  ObjectWrites writes_;
+  Redirector redirector_;
+  std::string staging_;
+  std::mutex client_mu_;
+  Client* client_ = nullptr;              // set once by GetClient, then read only
+  std::unique_ptr<ObjectWrites> writes_;  // made with client_
   std::atomic<uint64_t> next_id_{1};
   TaskPool pool_;  // last: its threads stop first
   int64_t started_ns_;
@@ -410,15 +465,27 @@ S3Endpoint::S3Endpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 S3Endpoint::~S3Endpoint() = default;
 
 Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(Client& client, const S3Config& config) {
+  std::vector<std::string> mounts;
+  for (const auto& m : client.Mounts()) mounts.push_back(m.path);
+  S3Hooks hooks;
+  hooks.client = [&client]() -> Result<Client*> { return &client; };
+  return Create(std::move(hooks), mounts, config);
+}
+
+Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(S3Hooks hooks, const std::vector<std::string>& mount_paths,
+                                                       const S3Config& config) {
+  if (config.mode != "proxy" && config.mode != "redirect") {
+    return Err(Code::kInvalidArgument, "s3.mode is '" + config.mode + "': give proxy (the default) or redirect");
+  }
   std::map<std::string, std::string> keys = config.credentials;
   if (!config.credentials_file.empty()) SHOAL_RETURN_IF_ERROR(LoadCredentialsFile(config.credentials_file, &keys));
   std::map<std::string, std::string> buckets = config.buckets;
   if (buckets.empty()) {
-    for (const auto& m : client.Mounts()) {
-      std::string_view name(m.path);
+    for (const auto& mount_path : mount_paths) {
+      std::string_view name(mount_path);
       name.remove_prefix(1);
       if (name.empty() || name.find('/') != std::string_view::npos) continue;  // "/" or nested: use s3.buckets
-      buckets[std::string(name)] = m.path;
+      buckets[std::string(name)] = mount_path;
     }
   }
   for (const auto& [name, path] : buckets) {
@@ -441,12 +508,15 @@ Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(Client& client, const S3C
                "for anonymous reads)");
   }
   return std::unique_ptr<S3Endpoint>(
-      new S3Endpoint(std::make_unique<Impl>(client, config, std::move(keys), std::move(buckets))));
+      new S3Endpoint(std::make_unique<Impl>(std::move(hooks), config, std::move(keys), std::move(buckets))));
 }
 
 net::Router S3Endpoint::Routes() {
   net::Router r;
   r.SetFallback([impl = impl_.get()](const net::HttpRequest& req, net::Responder res) { impl->Handle(req, res); });
+  // A single PutObject or UploadPart is up to 5 GiB of payload; aws-chunked
+  // framing adds under 1% (the payload itself is limited by PayloadReader).
+  r.StreamBodies((5ull << 30) + (64ull << 20));
   return r;
 }
 
@@ -454,7 +524,6 @@ net::ServerOptions S3Endpoint::ServerOptionsFor(const std::string& listen) {
   net::ServerOptions o;
   o.listen = listen;
   o.settings_prefix = "s3";
-  o.body_limit = 16ull << 20;
   o.error_response = ServerErrorResponse;
   return o;
 }

@@ -13,13 +13,22 @@
 // (s3_auth.h) except reads of a bucket listed in s3.public_buckets.
 //
 // Handlers run on the endpoint's own threads (the client calls block), never
-// on the server's I/O threads.
+// on the server's I/O threads. Request bodies stream (Router::StreamBodies):
+// PutObject and UploadPart go to the writer in pieces (s3_payload.h), up to
+// 5 GiB each; other bodies (XML documents) are read whole, up to 16 MiB.
+//
+// In a worker (worker.s3_listen) the endpoint has hooks: the client is opened
+// on first use (the membership may be known only once the workers run), the
+// worker's own cached pages go out with sendfile, and in redirect mode
+// (s3.mode: redirect) a read of a key owned by another worker with an S3
+// listener is answered 307 to that worker (s3_redirect.h).
 //
 // Thread safety: safe from any thread. REQUIRES: the HttpServer serving
 // Routes() is stopped before the endpoint is destroyed, and the endpoint is
 // destroyed before the Client.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,17 +40,31 @@
 
 namespace shoal::s3 {
 
+// What a worker gives the endpoint that runs inside it.
+struct S3Hooks {
+  // The client over the cluster: called for each request until it gives one,
+  // which is then kept (an error is answered 503 with its message).
+  std::function<Result<Client*>()> client;
+  // This worker's own cached bytes as zero-copy parts (s3_objects.h); optional.
+  std::function<std::vector<net::BodyPart>(const FileStatus& status, uint64_t offset, uint64_t end)> local_pages;
+  // This worker's id on the ring (redirect mode never redirects to itself).
+  std::string self_id;
+};
+
 class S3Endpoint {
  public:
   // Loads the keys (s3.credentials and s3.credentials_file, which must not be
   // readable by group or others) and the bucket table. An endpoint with no key
   // and no public bucket is refused: nobody could use it.
   static Result<std::unique_ptr<S3Endpoint>> Create(Client& client, const S3Config& config);
+  // The same inside a worker: `mount_paths` are the top-level mounts of its
+  // config (the buckets unless s3.buckets names them).
+  static Result<std::unique_ptr<S3Endpoint>> Create(S3Hooks hooks, const std::vector<std::string>& mount_paths,
+                                                    const S3Config& config);
   ~S3Endpoint();
 
   net::Router Routes();
-  // Server options for an endpoint listening on `listen`: S3 XML errors, and
-  // a body limit for uploads.
+  // Server options for an endpoint listening on `listen`: S3 XML errors.
   static net::ServerOptions ServerOptionsFor(const std::string& listen);
 
   // bucket -> namespace path

@@ -107,38 +107,70 @@ struct Buffer {
   size_t size;
 };
 
-// One chunk being read on the pool.
+// One step of a streamed body: local page parts, or a chunk read on the pool.
 struct Fetch {
   std::mutex mu;
   bool done = false;
-  Result<std::shared_ptr<Buffer>> data;
+  uint64_t length = 0;
+  Result<std::vector<net::BodyPart>> parts;
   net::BodyPart::Ready ready;
 };
 
 // Streams [begin, end) of an open file as a chain of deferred body parts:
-// when the server takes one chunk, the next starts reading.
+// when the server takes one step, the next starts. A step is the bytes this
+// process holds itself from there (zero-copy), else one chunk read through
+// the client.
 class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
  public:
-  ObjectStream(std::unique_ptr<File> file, TaskPool& pool) : file_(std::move(file)), pool_(pool) {}
+  ObjectStream(std::unique_ptr<File> file, TaskPool& pool, const LocalPages* local)
+      : file_(std::move(file)), pool_(pool), local_(local ? *local : LocalPages()) {}
 
-  net::BodyPart Body(uint64_t begin, uint64_t end) { return Part(begin, end, Start(begin, end)); }
+  // The whole body: the first step here, on the caller's thread (a small
+  // object is then one read and no hand-off), the rest deferred.
+  Result<std::vector<net::BodyPart>> Body(uint64_t begin, uint64_t end) {
+    std::vector<net::BodyPart> parts = Local(begin, end);
+    uint64_t got = 0;
+    for (const auto& p : parts) got += p.length();
+    if (got == 0) {
+      auto first = std::make_shared<Buffer>(static_cast<size_t>(std::min(kStreamChunk, end - begin)));
+      if (Status rs = ReadFully(*file_, begin, first->span()); !rs.ok()) return Err(rs);
+      got = first->size;
+      parts.push_back(Buffer::Part(std::move(first)));
+    }
+    if (begin + got < end) parts.push_back(Part(begin + got, end, Start(begin + got, end)));
+    return parts;
+  }
 
  private:
+  std::vector<net::BodyPart> Local(uint64_t off, uint64_t end) {
+    if (!local_) return {};
+    return local_(file_->status(), off, std::min(end, off + kStreamChunk));
+  }
+
   std::shared_ptr<Fetch> Start(uint64_t off, uint64_t end) {
     auto f = std::make_shared<Fetch>();
+    auto local = Local(off, end);
+    if (!local.empty()) {
+      for (const auto& p : local) f->length += p.length();
+      f->parts = std::move(local);
+      f->done = true;
+      return f;
+    }
     size_t len = static_cast<size_t>(std::min(kStreamChunk, end - off));
+    f->length = len;
     pool_.Submit([self = shared_from_this(), f, off, len] {
       auto buf = std::make_shared<Buffer>(len);
-      Result<std::shared_ptr<Buffer>> r;
+      Result<std::vector<net::BodyPart>> r;
       if (Status st = ReadFully(*self->file_, off, buf->span()); st.ok()) {
-        r = std::move(buf);
+        r = std::vector<net::BodyPart>{};
+        r->push_back(Buffer::Part(std::move(buf)));
       } else {
         r = Err(st);
       }
       net::BodyPart::Ready ready;
       {
         std::lock_guard lock(f->mu);
-        f->data = std::move(r);
+        f->parts = std::move(r);
         f->done = true;
         ready = std::move(f->ready);
       }
@@ -148,7 +180,6 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
   }
 
   net::BodyPart Part(uint64_t off, uint64_t end, std::shared_ptr<Fetch> f) {
-    uint64_t len = std::min(kStreamChunk, end - off);
     return net::BodyPart::Deferred(
         end - off,
         [f](net::BodyPart::Ready ready) {
@@ -160,17 +191,18 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
           lock.unlock();
           ready();
         },
-        [self = shared_from_this(), f, off, len, end]() -> Result<std::vector<net::BodyPart>> {
-          if (!f->data) return Err(f->data.error());
-          std::vector<net::BodyPart> parts;
-          parts.push_back(Buffer::Part(std::move(*f->data)));
-          if (off + len < end) parts.push_back(self->Part(off + len, end, self->Start(off + len, end)));
+        [self = shared_from_this(), f, off, end]() -> Result<std::vector<net::BodyPart>> {
+          if (!f->parts) return Err(f->parts.error());
+          std::vector<net::BodyPart> parts = std::move(*f->parts);
+          uint64_t next = off + f->length;
+          if (next < end) parts.push_back(self->Part(next, end, self->Start(next, end)));
           return parts;
         });
   }
 
   std::unique_ptr<File> file_;
   TaskPool& pool_;
+  LocalPages local_;
 };
 
 }  // namespace
@@ -289,16 +321,11 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
           end - begin, [](net::BodyPart::Ready) {},
           []() -> Result<std::vector<net::BodyPart>> { return Err(Code::kInternal, "a HEAD has no body"); }));
     } else {
-      // The first chunk here, on the endpoint's thread (a small object is then
-      // one read and no hand-off); the rest streams, read one chunk ahead.
-      auto first = std::make_shared<Buffer>(static_cast<size_t>(std::min(kStreamChunk, end - begin)));
-      if (Status rs = ReadFully(*file, begin, first->span()); !rs.ok()) return std::unexpected(FromStatus(rs));
-      uint64_t rest = begin + first->size;
-      res.parts.push_back(Buffer::Part(std::move(first)));
-      if (rest < end) {
-        auto stream = std::make_shared<ObjectStream>(std::move(file), pool);
-        res.parts.push_back(stream->Body(rest, end));
-      }
+      // The rest streams, one step ahead of the server.
+      auto stream = std::make_shared<ObjectStream>(std::move(file), pool, req.local);
+      auto parts = stream->Body(begin, end);
+      if (!parts) return std::unexpected(FromStatus(parts.error()));
+      res.parts = std::move(*parts);
     }
   }
   return res;

@@ -5,7 +5,9 @@
 // the whole object in memory.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "common/task_pool.h"
 #include "net/http_server.h"
@@ -18,14 +20,21 @@ namespace shoal::s3 {
 // Bytes read from the client library per step of a streamed body.
 inline constexpr uint64_t kStreamChunk = 4ull << 20;
 
+// This process's own cached bytes of [offset, end) of the file `status`, as
+// zero-copy body parts (sendfile from page files) covering a prefix of the
+// range; empty when it holds none at `offset`.
+using LocalPages = std::function<std::vector<net::BodyPart>(const FileStatus& status, uint64_t offset, uint64_t end)>;
+
 struct ObjectRequest {
   const net::HttpRequest* http = nullptr;
   const QueryParams* query = nullptr;
   std::string path;  // the namespace path of the key
+  const LocalPages* local = nullptr;  // optional
 };
 
 // The answer to a GET or HEAD of an object (an error is returned for the
-// caller to render).
+// caller to render). Bytes held by this process (request.local) go out
+// zero-copy; the rest is read through the client.
 S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const ObjectRequest& request);
 
 // "Wed, 21 Oct 2015 07:28:00 GMT"

@@ -11,6 +11,7 @@
 #include "common/sigv4.h"
 #include "s3/s3_common.h"
 #include "s3/s3_objects.h"
+#include "s3/s3_payload.h"
 #include "ufs/http/xml.h"
 
 namespace shoal::s3 {
@@ -20,6 +21,10 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxParts = 10000;
 constexpr size_t kMaxDeleteKeys = 1000;
+// S3's own limits: one PutObject or UploadPart takes at most 5 GiB.
+constexpr uint64_t kMaxSinglePut = 5ull << 30;
+// A body read whole (XML documents, a directory marker).
+constexpr uint64_t kMaxWholeBody = 16ull << 20;
 
 std::string Unquote(std::string_view s) {
   std::string out;
@@ -42,6 +47,51 @@ S3Result<int> PartNumber(const std::string* p) {
   int n = std::stoi(*p);
   if (n < 1 || n > kMaxParts) return S3Err(400, "InvalidArgument", "partNumber must be between 1 and 10000");
   return n;
+}
+
+// Refuses at once a body whose declared size is over `limit`
+// (x-amz-decoded-content-length for aws-chunked, else Content-Length).
+S3Result<bool> DeclaredOverLimit(const net::HttpRequest& http, uint64_t limit) {
+  const std::string* len = http.Header("x-amz-decoded-content-length");
+  if (!len) len = http.Header("Content-Length");
+  if (!len || len->empty() || len->size() > 19 || len->find_first_not_of("0123456789") != std::string::npos) {
+    return true;
+  }
+  if (std::stoull(*len) > limit) {
+    return S3Err(400, "EntityTooLarge",
+                 "the object is " + *len + " bytes, over the " + std::to_string(limit) +
+                     " one PutObject or UploadPart takes: use a multipart upload");
+  }
+  return true;
+}
+
+// The payload into `path` (through a temp name), never whole in memory.
+S3Result<bool> StreamToStagingFile(const std::string& path, PayloadReader& in) {
+  std::string tmp = path + ".tmp";
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
+    for (;;) {
+      auto n = in.Read(std::span<char>(buf.get(), kStreamChunk));
+      if (!n) {
+        out.close();
+        fs::remove(tmp, ec);
+        return std::unexpected(n.error());
+      }
+      if (*n == 0) break;
+      out.write(buf.get(), static_cast<std::streamsize>(*n));
+      if (!out) {
+        out.close();
+        fs::remove(tmp, ec);
+        return std::unexpected(FromStatus(Status(Code::kIo, "cannot write staging file " + tmp + " (disk full?)")));
+      }
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return std::unexpected(FromStatus(Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message())));
+  return true;
 }
 
 Status WriteStagingFile(const std::string& path, std::string_view data) {
@@ -76,24 +126,8 @@ net::HttpResponse WithETag(net::HttpResponse r, const FileStatus& st) {
 }  // namespace
 
 S3Result<std::string> Payload(const net::HttpRequest& http, const AuthInfo& auth) {
-  std::string body;
-  if (auth.streaming) {
-    auto decoded = Authenticator::DecodeChunked(http.body, auth);
-    if (!decoded) return std::unexpected(decoded.error());
-    body = std::move(*decoded);
-    if (const std::string* want = http.Header("x-amz-decoded-content-length");
-        want && *want != std::to_string(body.size())) {
-      return S3Err(400, "IncompleteBody",
-                   "the aws-chunked body holds " + std::to_string(body.size()) +
-                       " bytes, not the x-amz-decoded-content-length " + *want);
-    }
-  } else {
-    body = http.body;
-  }
-  if (const std::string* md5 = http.Header("Content-MD5"); md5 && *md5 != Md5Base64(body)) {
-    return S3Err(400, "BadDigest", "the Content-MD5 you sent does not match the body");
-  }
-  return body;
+  PayloadReader in(http, auth, kMaxWholeBody);
+  return in.ReadAll();
 }
 
 ObjectWrites::ObjectWrites(Client& client, std::string staging_dir)
@@ -113,9 +147,9 @@ Status ObjectWrites::PrepareStaging() {
 }
 
 S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
-  auto body = Payload(*r.http, *r.auth);
-  if (!body) return std::unexpected(body.error());
   if (r.key.ends_with('/')) {
+    auto body = Payload(*r.http, *r.auth);
+    if (!body) return std::unexpected(body.error());
     if (!body->empty()) return S3Err(400, "InvalidArgument", "a key ending in '/' is a directory and takes no bytes");
     Status st = client_.Mkdir(r.path);
     if (!st.ok() && st.code() != Code::kAlreadyExists) return std::unexpected(FromStatus(st));
@@ -123,9 +157,22 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
     res.headers.emplace_back("ETag", "\"d41d8cd98f00b204e9800998ecf8427e\"");
     return res;
   }
+  if (auto big = DeclaredOverLimit(*r.http, kMaxSinglePut); !big) return std::unexpected(big.error());
   auto w = client_.Create(r.path);
   if (!w) return std::unexpected(FromStatus(w.error()));
-  if (Status st = (*w)->Write(*body); !st.ok()) return std::unexpected(FromStatus(st));
+  PayloadReader in(*r.http, *r.auth, kMaxSinglePut);
+  auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
+  for (;;) {
+    auto n = in.Read(std::span<char>(buf.get(), kStreamChunk));
+    if (!n) {
+      (*w)->Abort();  // a failed check stores nothing
+      return std::unexpected(n.error());
+    }
+    if (*n == 0) break;
+    if (Status st = (*w)->Write(std::span<const char>(buf.get(), *n)); !st.ok()) {
+      return std::unexpected(FromStatus(st));
+    }
+  }
   auto done = (*w)->Close();
   if (!done) return std::unexpected(FromStatus(done.error()));
   return WithETag(net::HttpResponse{}, *done);
@@ -234,11 +281,13 @@ S3Result<net::HttpResponse> ObjectWrites::UploadPart(const WriteRequest& r) {
   if (!n) return std::unexpected(n.error());
   auto dir = UploadDir(r);
   if (!dir) return std::unexpected(dir.error());
-  auto body = Payload(*r.http, *r.auth);
-  if (!body) return std::unexpected(body.error());
-  std::string etag = Md5Hex(*body);
+  if (auto big = DeclaredOverLimit(*r.http, kMaxSinglePut); !big) return std::unexpected(big.error());
+  // Streamed into the staging file; renamed into place only once every check passed.
   std::string base = *dir + "/" + std::to_string(*n);
-  if (Status st = WriteStagingFile(base + ".part", *body); !st.ok()) return std::unexpected(FromStatus(st));
+  PayloadReader in(*r.http, *r.auth, kMaxSinglePut);
+  auto copied = StreamToStagingFile(base + ".part", in);
+  if (!copied) return std::unexpected(copied.error());
+  std::string etag = in.Md5Hex();
   if (Status st = WriteStagingFile(base + ".etag", etag); !st.ok()) return std::unexpected(FromStatus(st));
   net::HttpResponse res;
   res.headers.emplace_back("ETag", "\"" + etag + "\"");

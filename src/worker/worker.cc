@@ -20,6 +20,8 @@
 #include "cluster/etcd_membership.h"
 #include "common/metrics.h"
 #include "net/http_server.h"
+#include "s3/s3_endpoint.h"
+#include "shoal/client.h"
 #include "ufs/uri.h"
 #include "worker/http_status.h"
 #include "worker/load_job.h"
@@ -243,6 +245,12 @@ class Worker::Impl {
     routes.push_back(Routes());
     server_->Serve(std::move(routes));
     spdlog::info("worker {} accepts up to {} connections (worker.max_connections)", id_, server_->max_connections());
+    if (!w.s3_listen.empty()) {
+      if (Status st = StartS3(handle_signals); !st.ok()) {
+        server_->Stop();
+        return st;
+      }
+    }
     // Serving first: a client routed here by the new ring finds it answering.
     if (!config_.cluster.etcd.endpoints.empty()) {
       uint64_t capacity = 0;
@@ -258,11 +266,20 @@ class Worker::Impl {
   }
 
   void Stop() {
+    if (s3_server_) s3_server_->Stop();
     if (server_) server_->Stop();
   }
 
   void Wait() {
     if (server_) server_->Wait();
+    // The S3 listener, then its endpoint, then the client it reads through.
+    if (s3_server_) {
+      s3_server_->Stop();
+      s3_server_->Wait();
+    }
+    s3_server_.reset();
+    s3_.reset();
+    s3_client_.reset();
     registration_.reset();  // leaves the ring: deletes its etcd key
     local_.reset();
     loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
@@ -271,8 +288,83 @@ class Worker::Impl {
 
   const std::string& address() const { return address_; }
   const std::string& id() const { return id_; }
+  const std::string& s3_address() const { return s3_address_; }
 
  private:
+  // worker.s3_listen: the S3 API on a second listener of the same server
+  // code, with the S3 route table. It reads through a client over the
+  // cluster (opened at the first request: in `shoal up` and the tests the
+  // members are known only once every worker runs) and sends the pages this
+  // worker holds itself with sendfile.
+  Status StartS3(bool handle_signals) {
+    s3::S3Hooks hooks;
+    hooks.self_id = id_;
+    hooks.client = [this]() -> Result<Client*> {
+      if (s3_client_) return s3_client_.get();
+      Result<std::unique_ptr<Client>> c = Err(Code::kInvalidArgument, "");
+      if (!config_.s3.client_config.empty()) {
+        c = Client::Open(config_.s3.client_config);
+      } else if (!config_.cluster.workers.empty() || !config_.cluster.etcd.endpoints.empty()) {
+        c = Client::FromYaml(ToYaml(config_), config_.source.empty() ? "worker config" : config_.source);
+      } else {
+        return Err(Code::kUnavailable,
+                   "worker.s3_listen: the worker's config names no cluster (cluster.workers or cluster.etcd); set "
+                   "s3.client_config to the cluster's client config");
+      }
+      if (!c) return Err(c.error());
+      s3_client_ = std::move(*c);
+      return s3_client_.get();
+    };
+    hooks.local_pages = [this](const FileStatus& st, uint64_t offset, uint64_t end) {
+      return S3LocalPages(st, offset, end);
+    };
+    std::vector<std::string> mounts;
+    for (const auto& m : config_.mounts) mounts.push_back(m.path);
+    auto endpoint = s3::S3Endpoint::Create(std::move(hooks), mounts, config_.s3);
+    if (!endpoint) return endpoint.error().WithContext("worker.s3_listen");
+    s3_ = std::move(*endpoint);
+    net::ServerOptions o = s3::S3Endpoint::ServerOptionsFor(config_.worker.s3_listen);
+    o.io_threads = config_.worker.io_threads;
+    o.idle_timeout = config_.worker.idle_timeout;
+    o.write_timeout = config_.worker.write_timeout;
+    o.body_read_timeout = config_.worker.body_read_timeout;
+    o.max_connections = config_.worker.max_connections;
+    o.settings_prefix = "worker";
+    (void)handle_signals;  // the native listener takes the signals and stops both
+    auto server = net::HttpServer::Bind(o);
+    if (!server) return server.error().WithContext("worker.s3_listen");
+    s3_server_ = std::move(*server);
+    s3_address_ = s3_server_->address();
+    s3_server_->Serve({s3_->Routes()});
+    spdlog::info("worker {} serves the S3 API on {} ({} mode)", id_, s3_address_, config_.s3.mode);
+    return {};
+  }
+
+  // The pages of [offset, end) of `st` this worker holds, from `offset` on,
+  // as checked sendfile parts (the same sending as /v1/read); none when the
+  // first page is not here. Stops at the end of offset's shard (the next one
+  // may be another worker's).
+  std::vector<BodyPart> S3LocalPages(const FileStatus& st, uint64_t offset, uint64_t end) {
+    std::vector<BodyPart> parts;
+    // Only for the shards this worker owns: asking the page store about
+    // another's would start read-ahead into this cache for a sequential reader.
+    auto owner = s3_client_ ? s3_client_->OwnerOf(st, offset) : Result<RingMember>(Err(Code::kUnavailable, ""));
+    if (!owner || owner->id != id_) return parts;
+    const uint64_t shard = config_.cluster.shard_size;
+    end = std::min(end, (offset / shard + 1) * shard);
+    auto rp = svc_->mounts().Resolve(st.path);
+    if (!rp || st.version.empty()) return parts;
+    auto file = std::make_shared<const FileRef>(FileRef{*rp, st.version, st.size});
+    if (!svc_->CheckClaims(*file).ok() || offset >= std::min(end, st.size)) return parts;
+    uint64_t hit = 0;
+    for (auto& seg : svc_->CachedPrefix(*file, offset, std::min(end, st.size), 64)) {
+      hit += seg.length;
+      parts.push_back(PagePart(file, seg));
+    }
+    if (hit) svc_->CountServed(hit, 0, 0);
+    return parts;
+  }
+
   // The worker's native API (docs/protocol.md) as a route table.
   net::Router Routes() {
     net::Router r;
@@ -418,6 +510,7 @@ class Worker::Impl {
                 {"quotas", QuotasJson(st)},
                 {"rules_version", svc_->rules().version()},
                 {"local_socket", local_ ? local_->path() : std::string()},
+                {"s3_endpoint", s3_address_},
                 {"local_token", local_ ? local_token_ : std::string()}};
   }
 
@@ -792,6 +885,10 @@ class Worker::Impl {
   std::string local_token_;
   std::unique_ptr<LoadJobs> loads_;
   std::unique_ptr<EtcdRegistration> registration_;
+  std::unique_ptr<Client> s3_client_;  // opened by the S3 endpoint's first request
+  std::unique_ptr<s3::S3Endpoint> s3_;
+  std::unique_ptr<net::HttpServer> s3_server_;  // worker.s3_listen
+  std::string s3_address_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
@@ -812,6 +909,7 @@ Result<std::unique_ptr<Worker>> Worker::Start(const Config& config, bool handle_
 
 const std::string& Worker::address() const { return impl_->address(); }
 const std::string& Worker::id() const { return impl_->id(); }
+const std::string& Worker::s3_address() const { return impl_->s3_address(); }
 void Worker::Stop() { impl_->Stop(); }
 void Worker::Wait() { impl_->Wait(); }
 

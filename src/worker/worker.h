@@ -25,6 +25,8 @@ class Worker {
   const std::string& address() const;
   // The worker's identity on the ring (worker.id, or the one kept in its cache dir).
   const std::string& id() const;
+  // Where it serves the S3 API (worker.s3_listen), "" when it does not.
+  const std::string& s3_address() const;
   void Stop();
   void Wait();
 

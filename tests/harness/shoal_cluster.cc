@@ -54,6 +54,11 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
   c->config_.worker.ufs_threads = 8;
   c->config_.client = o.client;
   if (o.worker) o.worker(c->config_.worker);
+  if (o.s3) {
+    c->config_.worker.s3_listen = "127.0.0.1:0";
+    c->config_.s3 = *o.s3;
+    c->config_.s3.client_config = c->client_config_path();
+  }
   c->worker_config_ = c->root_ + "/worker.yaml";
   SHOAL_RETURN_IF_ERROR(WriteFile(c->worker_config_, ToYaml(c->config_)));
   c->procs_.resize(static_cast<size_t>(o.workers));
@@ -62,6 +67,7 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
     c->cache_dirs_.push_back(c->root_ + "/cache-" + std::to_string(i));
     SHOAL_RETURN_IF_ERROR(c->StartWorker(static_cast<size_t>(i), "127.0.0.1:0"));
   }
+  if (o.s3) SHOAL_RETURN_IF_ERROR(WriteFile(c->client_config_path(), c->ClientYaml()));
   return c;
 }
 

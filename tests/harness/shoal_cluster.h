@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ class ShoalCluster {
     ClientConfig client;
     // Adjusts the workers' settings (limits, timeouts) before they start.
     std::function<void(WorkerConfig&)> worker;
+    // When set, every worker also serves the S3 API (worker.s3_listen on a
+    // free port, found in its /v1/status) with these settings; the workers
+    // read the cluster from client_config_path(), written once all run.
+    std::optional<S3Config> s3;
   };
 
   static Result<std::unique_ptr<ShoalCluster>> Start(const Options& options);
@@ -51,6 +56,8 @@ class ShoalCluster {
   std::string ClientYaml() const;
   std::string ClientYaml(const ClientConfig& client) const;
   Result<std::unique_ptr<Client>> NewClient() const;
+  // The client config file the workers' S3 listeners read (Options::s3).
+  std::string client_config_path() const { return root_ + "/client.yaml"; }
 
   std::vector<std::string> addresses() const {
     std::vector<std::string> out;

@@ -1,0 +1,303 @@
+// The S3 API served by every worker (worker.s3_listen) on a 2-worker cluster
+// of real `shoal worker` processes, with real clients (awscli, boto3, curl)
+// and raw requests: any node answers for any key (proxy mode), uploads are
+// streamed (a 40 MiB single PutObject with the worker's peak RSS bounded, a
+// tampered aws-chunked body or a wrong payload hash stores nothing, a stalled
+// body is cut off by the body deadline), and redirect mode sends presigned
+// reads to the owner with a 307 that curl and boto3-made URLs follow.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "common/sigv4.h"
+#include "tests/cli_helpers.h"
+#include "tests/harness/harness_util.h"
+#include "tests/harness/shoal_cluster.h"
+#include "tests/s3_endpoint_raw.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kAccessKey = "AKSHOALLISTENTEST";
+constexpr const char* kSecretKey = "listen-test-secret-key-0123456789";
+constexpr int kKeys = 16;
+
+// A worker's peak resident set (VmHWM), in bytes; -1 if unknown.
+int64_t PeakRss(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+class S3ListenTest : public ::testing::Test {
+ protected:
+  // A 2-worker cluster over a fresh directory, each worker with an S3
+  // listener in `mode`; kKeys small files k/NN.bin in the store.
+  void StartCluster(const std::string& mode, std::chrono::milliseconds body_read_timeout = std::chrono::seconds(30)) {
+    dir_ = MakeTempDir("s3listen");
+    ASSERT_FALSE(dir_.empty());
+    for (int i = 0; i < kKeys; ++i) {
+      ASSERT_TRUE(WriteFile(Key(i), RandomBytes(200000 + i, 100 + i)).ok());
+    }
+    ShoalCluster::Options o;
+    o.workers = 2;
+    o.mounts = {FileMount(Ufs())};
+    S3Config s3;
+    s3.credentials = {{kAccessKey, kSecretKey}};
+    s3.mode = mode;
+    s3.staging_dir = dir_ + "/staging";
+    o.s3 = s3;
+    o.worker = [body_read_timeout](WorkerConfig& w) { w.body_read_timeout = body_read_timeout; };
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    cluster_ = std::move(*c);
+    for (size_t i = 0; i < 2; ++i) {
+      auto status = cluster_->Get(i, "/v1/status");
+      ASSERT_TRUE(status) << status.error().ToString();
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(*status, m, std::regex("\"s3_endpoint\":\"([^\"]+)\""))) << *status;
+      endpoints_.push_back(m[1]);
+    }
+    auto client = cluster_->NewClient();
+    ASSERT_TRUE(client) << client.error().ToString();
+    client_ = std::move(*client);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    cluster_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  std::string Ufs() const { return dir_ + "/ufs"; }
+  std::string Key(int i) const {
+    char name[32];
+    std::snprintf(name, sizeof name, "/k/%02d.bin", i);
+    return Ufs() + name;
+  }
+  // The index of a key k/NN.bin whose bytes worker `w` owns.
+  int KeyOwnedBy(size_t w) {
+    for (int i = 0; i < kKeys; ++i) {
+      char path[32];
+      std::snprintf(path, sizeof path, "/data/k/%02d.bin", i);
+      auto st = client_->Stat(path);
+      if (!st) continue;
+      auto owner = client_->OwnerOf(*st, 0);
+      if (owner && owner->id == cluster_->workers()[w].id) return i;
+    }
+    return -1;
+  }
+
+  static std::map<std::string, std::string> AwsEnv() {
+    return {{"AWS_ACCESS_KEY_ID", kAccessKey},
+            {"AWS_SECRET_ACCESS_KEY", kSecretKey},
+            {"AWS_DEFAULT_REGION", "us-east-1"},
+            {"AWS_CONFIG_FILE", "/dev/null"},
+            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+            {"AWS_EC2_METADATA_DISABLED", "true"},
+            {"AWS_PAGER", ""}};
+  }
+  Cmd Aws(size_t worker, std::vector<std::string> args) const {
+    std::vector<std::string> argv = {"/usr/bin/aws", "--endpoint-url", "http://" + endpoints_[worker]};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCmd(argv, AwsEnv());
+  }
+
+  std::string dir_;
+  std::unique_ptr<ShoalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+  std::vector<std::string> endpoints_;  // host:port of each worker's S3 listener
+};
+
+TEST_F(S3ListenTest, EveryWorkerServesEveryKeyGetAndPut) {
+  StartCluster("proxy");
+  ASSERT_NE(endpoints_[0], endpoints_[1]);
+  for (size_t reader = 0; reader < 2; ++reader) {
+    const size_t owner = 1 - reader;
+    int k = KeyOwnedBy(owner);
+    ASSERT_GE(k, 0) << "no key of the " << kKeys << " is owned by worker " << owner;
+    char key[32];
+    std::snprintf(key, sizeof key, "k/%02d.bin", k);
+    const std::string out = dir_ + "/got-" + std::to_string(reader);
+    // Twice: the second read is served from the owner's cache.
+    for (int round = 0; round < 2; ++round) {
+      auto get = Aws(reader, {"s3api", "get-object", "--bucket", "data", "--key", key, out});
+      ASSERT_EQ(get.exit_code, 0) << get.out;
+      EXPECT_TRUE(Slurp(out) == Slurp(Key(k))) << "worker " << reader << " served different bytes of " << key;
+    }
+    // The worker that owns a key serves it too (its own pages, by sendfile).
+    auto own = Aws(owner, {"s3api", "get-object", "--bucket", "data", "--key", key, out + ".own"});
+    ASSERT_EQ(own.exit_code, 0) << own.out;
+    EXPECT_TRUE(Slurp(out + ".own") == Slurp(Key(k)));
+  }
+  // A PUT through one worker is read back through the other, and is in the store.
+  const std::string local = dir_ + "/put.bin";
+  ASSERT_TRUE(WriteFile(local, RandomBytes(3 << 20, 7)).ok());
+  auto put = Aws(0, {"s3", "cp", "--only-show-errors", local, "s3://data/up/put.bin"});
+  ASSERT_EQ(put.exit_code, 0) << put.out;
+  EXPECT_TRUE(Slurp(Ufs() + "/up/put.bin") == Slurp(local));
+  auto get = Aws(1, {"s3", "cp", "--only-show-errors", "s3://data/up/put.bin", dir_ + "/back.bin"});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_TRUE(Slurp(dir_ + "/back.bin") == Slurp(local));
+  auto ls = Aws(1, {"s3", "ls", "s3://data/k/"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  EXPECT_EQ(CountLines(ls.out, ".bin"), kKeys) << ls.out;
+}
+
+TEST_F(S3ListenTest, LargeSinglePutIsStreamedWithBoundedMemory) {
+  StartCluster("proxy");
+  constexpr size_t kSize = 40 << 20;  // over the old 16 MiB body limit
+  const std::string local = dir_ + "/big.bin";
+  ASSERT_TRUE(WriteFile(local, RandomBytes(kSize, 21)).ok());
+  // Warm up the listener (client open, thread pools) before measuring.
+  auto ls = Aws(0, {"s3", "ls", "s3://data/"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.out;
+  const int64_t before = PeakRss(cluster_->pid(0));
+  ASSERT_GT(before, 0);
+  // s3api put-object is one PutObject, never multipart.
+  auto put = Aws(0, {"s3api", "put-object", "--bucket", "data", "--key", "big/one.bin", "--body", local});
+  ASSERT_EQ(put.exit_code, 0) << put.out;
+  const int64_t after = PeakRss(cluster_->pid(0));
+  EXPECT_LT(after - before, static_cast<int64_t>(kSize / 2))
+      << "the worker's peak RSS grew by " << (after - before) << " bytes for a " << kSize << "-byte PUT";
+  EXPECT_TRUE(Slurp(Ufs() + "/big/one.bin") == Slurp(local)) << "the store holds different bytes";
+  auto get = Aws(1, {"s3api", "get-object", "--bucket", "data", "--key", "big/one.bin", dir_ + "/back.bin"});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_TRUE(Slurp(dir_ + "/back.bin") == Slurp(local)) << "the round trip changed the bytes";
+}
+
+TEST_F(S3ListenTest, TamperedChunkOrWrongPayloadHashStoresNothing) {
+  StartCluster("proxy");
+  const std::string& host = endpoints_[0];
+  // Chunks larger than one read of the body, the last one tampered: earlier
+  // chunks already went to the writer, which must be aborted.
+  std::vector<std::string> chunks = {RandomBytes(3 << 20, 31), RandomBytes(3 << 20, 32), RandomBytes(1 << 20, 33)};
+  auto bad = Exchange(host, ChunkedPut("/data/chunked/bad.bin", host, kAccessKey, kSecretKey, chunks, true, 2));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 403) << bad->body;
+  EXPECT_NE(bad->body.find("<Code>SignatureDoesNotMatch</Code>"), std::string::npos) << bad->body;
+  EXPECT_FALSE(fs::exists(Ufs() + "/chunked/bad.bin"));
+  auto get = Exchange(host, SignedRequest("GET", "/data/chunked/bad.bin", host, kAccessKey, kSecretKey));
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 404) << get->body;
+
+  auto good = Exchange(host, ChunkedPut("/data/chunked/good.bin", host, kAccessKey, kSecretKey, chunks, false));
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200) << good->body;
+  EXPECT_TRUE(Slurp(Ufs() + "/chunked/good.bin") == chunks[0] + chunks[1] + chunks[2]);
+
+  // A signed payload hash that is not the body's: refused at the end of the
+  // body, nothing stored.
+  const std::string body = RandomBytes(5 << 20, 34);
+  const std::string other_hash = s3::Sha256Hex(std::string_view("not the body"));
+  auto wrong = Exchange(
+      host, SignedRequest("PUT", "/data/hash/bad.bin", host, kAccessKey, kSecretKey,
+                          {{"x-amz-content-sha256", other_hash}, {"Content-Length", std::to_string(body.size())}}) +
+                body);
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 400) << wrong->body;
+  EXPECT_NE(wrong->body.find("<Code>XAmzContentSHA256Mismatch</Code>"), std::string::npos) << wrong->body;
+  EXPECT_FALSE(fs::exists(Ufs() + "/hash/bad.bin"));
+  auto right = Exchange(host, SignedRequest("PUT", "/data/hash/good.bin", host, kAccessKey, kSecretKey,
+                                            {{"x-amz-content-sha256", s3::Sha256Hex(body)},
+                                             {"Content-Length", std::to_string(body.size())}}) +
+                                  body);
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 200) << right->body;
+  EXPECT_TRUE(Slurp(Ufs() + "/hash/good.bin") == body);
+}
+
+TEST_F(S3ListenTest, StalledBodyIsCutOffAndTheWorkerServesOthers) {
+  StartCluster("proxy", std::chrono::milliseconds(1500));
+  const std::string& host = endpoints_[0];
+  // A PUT that promises 1 MiB and sends 10 bytes, then nothing.
+  const std::string stalled =
+      SignedRequest("PUT", "/data/slow/x.bin", host, kAccessKey, kSecretKey, {{"Content-Length", "1048576"}}) +
+      "0123456789";
+  std::vector<double> took(4, -2);
+  std::vector<std::thread> slow;
+  for (size_t i = 0; i < took.size(); ++i) {
+    slow.emplace_back([&, i] { took[i] = SecondsUntilClosed(host, stalled, std::chrono::seconds(60)); });
+  }
+  // Meanwhile the worker answers others.
+  auto get = Exchange(host, SignedRequest("GET", "/data/k/00.bin", host, kAccessKey, kSecretKey));
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 200) << get->body;
+  EXPECT_TRUE(get->body == Slurp(Key(0)));
+  for (auto& t : slow) t.join();
+  for (double t : took) {
+    EXPECT_GE(t, 0) << "a stalled body still held its connection after 60 s";
+    EXPECT_GE(t, 1.0) << "cut off before the body deadline";
+  }
+  EXPECT_FALSE(fs::exists(Ufs() + "/slow/x.bin"));
+  auto again = Exchange(host, SignedRequest("GET", "/data/k/01.bin", host, kAccessKey, kSecretKey));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  auto closed = cluster_->MetricSum("shoal_http_connections_closed_total{reason=\"body_timeout\"}");
+  ASSERT_TRUE(closed) << closed.error().ToString();
+  EXPECT_GE(*closed, static_cast<double>(took.size()));
+}
+
+TEST_F(S3ListenTest, RedirectModeSendsPresignedReadsToTheOwner) {
+  StartCluster("redirect");
+  int k = KeyOwnedBy(1);
+  ASSERT_GE(k, 0);
+  char key[32];
+  std::snprintf(key, sizeof key, "k/%02d.bin", k);
+  // awscli presigns for worker 0, which does not own the key.
+  auto presign = Aws(0, {"s3", "presign", std::string("s3://data/") + key, "--expires-in", "300"});
+  ASSERT_EQ(presign.exit_code, 0) << presign.out;
+  std::string url = presign.out.substr(0, presign.out.find('\n'));
+  auto head = RunCmd({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", url}, {});
+  ASSERT_EQ(head.exit_code, 0) << head.out;
+  EXPECT_TRUE(head.out.starts_with("307 http://" + endpoints_[1] + "/data/")) << head.out;
+  EXPECT_NE(head.out.find("X-Amz-Signature="), std::string::npos) << head.out;
+  auto follow = RunCmd({"/usr/bin/curl", "-sS", "-L", "--fail", "-o", dir_ + "/curl.bin", url}, {});
+  ASSERT_EQ(follow.exit_code, 0) << follow.out;
+  EXPECT_TRUE(Slurp(dir_ + "/curl.bin") == Slurp(Key(k))) << "curl -L read different bytes";
+
+  // boto3 presigns; Python's urllib follows the 307.
+  const std::string script =
+      "import boto3, os, sys, urllib.request\n"
+      "from botocore.config import Config\n"
+      "s3 = boto3.client('s3', endpoint_url=sys.argv[1], config=Config(signature_version='s3v4'))\n"
+      "url = s3.generate_presigned_url('get_object', Params={'Bucket': 'data', 'Key': sys.argv[2]}, ExpiresIn=300)\n"
+      "with urllib.request.urlopen(url) as r:\n"
+      "    body = r.read()\n"
+      "    assert r.url.startswith(sys.argv[3]), r.url\n"
+      "assert body == open(sys.argv[4], 'rb').read(), 'different bytes'\n"
+      "print('boto3 redirect: ok')\n";
+  auto py = RunCmd(
+      {"/usr/bin/python3", "-c", script, "http://" + endpoints_[0], key, "http://" + endpoints_[1] + "/", Key(k)},
+      AwsEnv());
+  EXPECT_EQ(py.exit_code, 0) << py.out;
+  EXPECT_NE(py.out.find("boto3 redirect: ok"), std::string::npos) << py.out;
+
+  // Header-signed requests (SDKs do not follow a redirect to another host) are proxied.
+  auto get = Aws(0, {"s3api", "get-object", "--bucket", "data", "--key", key, dir_ + "/aws.bin"});
+  ASSERT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_TRUE(Slurp(dir_ + "/aws.bin") == Slurp(Key(k)));
+  // A key worker 0 owns is served by worker 0 itself.
+  int own = KeyOwnedBy(0);
+  ASSERT_GE(own, 0);
+  std::snprintf(key, sizeof key, "k/%02d.bin", own);
+  presign = Aws(0, {"s3", "presign", std::string("s3://data/") + key});
+  ASSERT_EQ(presign.exit_code, 0) << presign.out;
+  url = presign.out.substr(0, presign.out.find('\n'));
+  auto direct = RunCmd({"/usr/bin/curl", "-sS", "-o", dir_ + "/own.bin", "-w", "%{http_code}", url}, {});
+  ASSERT_EQ(direct.exit_code, 0) << direct.out;
+  EXPECT_EQ(direct.out, "200");
+  EXPECT_TRUE(Slurp(dir_ + "/own.bin") == Slurp(Key(own)));
+}
+
+}  // namespace
+}  // namespace shoal::testing
