@@ -26,6 +26,7 @@ std::string_view ConsistencyName(Consistency c);
 enum class WriteMode {
   kThrough,       // acknowledged once the under-store committed the object; pages are not cached
   kCacheThrough,  // as kThrough, and the written pages are cached under the new version (the default)
+  kWriteBack,     // acknowledged once fsync'd in the journals of write_back_replicas workers; uploaded in the background
 };
 std::string_view WriteModeName(WriteMode m);
 
@@ -41,6 +42,9 @@ struct MountConfig {
   std::chrono::milliseconds stale_if_error{3'600'000};
   bool read_only = false;
   WriteMode write_mode = WriteMode::kCacheThrough;
+  // write-back: how many workers must hold a write (fsync'd, journaled) before
+  // Close returns; capped at the live workers. At least 1.
+  int write_back_replicas = 2;
   // Backend-specific options (endpoint, region, credentials, ...). Values are
   // strings, with ${NAME} references to environment variables expanded.
   std::map<std::string, std::string> options;
@@ -120,6 +124,13 @@ struct WorkerConfig {
   // (epoch, lru, fifo, lfu, s3fifo, sieve); "": the default. Checked when the
   // worker opens its cache.
   std::string eviction;
+  // write-back (src/worker/writeback_journal.h): past this many bytes of
+  // pending uploads, new write-back writes are refused as busy (the client
+  // then writes through). 0: a quarter of the first cache dir's capacity.
+  uint64_t write_back_max_pending = 0;
+  // A holder that is not a write's primary uploads it itself once the write is
+  // this old and the primary is unreachable or has lost it.
+  std::chrono::milliseconds write_back_takeover{60'000};
 };
 
 struct ClientConfig {
