@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "tests/harness/file_io.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
@@ -30,11 +31,11 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kPage = 256 * 1024;  // ShoalCluster's page size
 
 // Compares bytes without printing them (they are binary and may be megabytes).
-#define EXPECT_BYTES(got, want)                                                                              \
-  do {                                                                                                      \
-    const std::string g_ = (got), w_ = (want);                                                              \
+#define EXPECT_BYTES(got, want)                                                                                \
+  do {                                                                                                         \
+    const std::string g_ = (got), w_ = (want);                                                                 \
     EXPECT_TRUE(g_ == w_) << #got << ": " << g_.size() << " bytes" << (g_.size() < 300 ? " (" + g_ + ")" : "") \
-                          << ", expected " << w_.size() << " bytes";                                        \
+                          << ", expected " << w_.size() << " bytes";                                           \
   } while (0)
 
 std::string Bytes(size_t n, uint32_t seed) {
@@ -45,39 +46,10 @@ std::string Bytes(size_t n, uint32_t seed) {
 }
 
 Result<FileStatus> WriteVia(Client& c, const std::string& path, const std::string& data, size_t chunk = 300 * 1024) {
-  auto w = c.Create(path);
-  if (!w) return Err(w.error());
-  for (size_t off = 0; off < data.size(); off += chunk) {
-    auto n = std::min(chunk, data.size() - off);
-    if (Status st = (*w)->Write(std::span<const char>(data.data() + off, n)); !st.ok()) return Err(st);
-  }
-  return (*w)->Close();
+  return WriteFileVia(c, path, data, chunk);
 }
-
-std::string ReadVia(Client& c, const std::string& path) {
-  auto f = c.OpenFile(path);
-  if (!f) return "<error: " + f.error().ToString() + ">";
-  std::string out((*f)->status().size, '\0');
-  auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-  if (!n) return "<error: " + n.error().ToString() + ">";
-  out.resize(*n);
-  return out;
-}
-
-std::string ReadStore(UnderStore& s, const std::string& key) {
-  auto info = s.Stat(key);
-  if (!info) return "<error: " + info.error().ToString() + ">";
-  std::string out(info->size, '\0');
-  uint64_t done = 0;
-  while (done < out.size()) {
-    auto n = s.Read(key, done, std::span<char>(out.data() + done, out.size() - done));
-    if (!n) return "<error: " + n.error().ToString() + ">";
-    if (*n == 0) break;
-    done += *n;
-  }
-  out.resize(done);
-  return out;
-}
+std::string ReadVia(Client& c, const std::string& path) { return ReadFileVia(c, path); }
+std::string ReadStore(UnderStore& s, const std::string& key) { return ReadStoreObject(s, key); }
 
 // One request to a worker; the final status and body.
 std::pair<int, std::string> Post(const std::string& address, const std::string& target, const std::string& body = "",
@@ -289,7 +261,8 @@ TEST_F(WritebackTest, TheStoreDownLosesNothingAndUploadsResumeWithBackoff) {
   }
   // Failures are retried (backoff), and readers still get the bytes from the holders.
   auto deadline = Clock::now() + 20s;
-  while (Metric("shoal_writeback_upload_retries_total") < 2 && Clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  while (Metric("shoal_writeback_upload_retries_total") < 2 && Clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
   EXPECT_GE(Metric("shoal_writeback_upload_retries_total"), 2.0);
   EXPECT_BYTES(ReadVia(*reader_, "/wb/out/3"), written["/wb/out/3"]);
   fs::remove(store_dir_);

@@ -101,7 +101,8 @@ struct ClientStats {
   uint64_t cache_pushed_bytes = 0;   // written bytes cached on workers by cache-through writers
   uint64_t cache_push_failures = 0;  // pages a cache-through writer could not cache (the write itself succeeded)
   uint64_t write_backs = 0;          // write-back writes acknowledged by their k workers
-  uint64_t write_back_fallbacks = 0; // write-back writes that were written through instead (a holder busy, full or down)
+  // write-back writes that were written through instead (a holder busy, full or down)
+  uint64_t write_back_fallbacks = 0;
 };
 
 // One worker's answer to Client::CallWorkers.

@@ -136,14 +136,19 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         int down = 0;
         for (const auto& w : workers) {
           down += !w.up;
-          nlohmann::json j{{"address", w.address},          {"up", w.up},
-                           {"error", w.error},              {"cache_used_bytes", w.cache_used_bytes},
+          nlohmann::json j{{"address", w.address},
+                           {"up", w.up},
+                           {"error", w.error},
+                           {"cache_used_bytes", w.cache_used_bytes},
                            {"cache_capacity_bytes", w.cache_capacity_bytes},
                            {"cache_effective_capacity_bytes", w.cache_effective_capacity_bytes},
                            {"hit_bytes", w.hit_bytes},
-                           {"miss_bytes", w.miss_bytes},    {"ufs_read_bytes", w.ufs_read_bytes},
-                           {"id", w.id},                    {"ring_version", w.ring_version},
-                           {"ring_weight", w.ring_weight},  {"ring_share", w.ring_share},
+                           {"miss_bytes", w.miss_bytes},
+                           {"ufs_read_bytes", w.ufs_read_bytes},
+                           {"id", w.id},
+                           {"ring_version", w.ring_version},
+                           {"ring_weight", w.ring_weight},
+                           {"ring_share", w.ring_share},
                            {"write_back_pending_bytes", w.write_back_pending_bytes},
                            {"write_back_pending_files", w.write_back_pending_files},
                            {"write_back_oldest_pending_seconds", w.write_back_oldest_pending_seconds}};

@@ -383,9 +383,9 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
 }
 
 ClientStats ClientImpl::stats() const {
-  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), caller_.failures(),         local_read_bytes_.load(),
-          local_.corrupt_reads(),    cache_pushed_bytes_.load(),  cache_push_failures_.load(),
-          write_backs_.load(),       write_back_fallbacks_.load()};
+  return {worker_read_bytes_.load(),   fallback_read_bytes_.load(), caller_.failures(),
+          local_read_bytes_.load(),    local_.corrupt_reads(),      cache_pushed_bytes_.load(),
+          cache_push_failures_.load(), write_backs_.load(),         write_back_fallbacks_.load()};
 }
 
 void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {

@@ -31,8 +31,8 @@ namespace {
 constexpr uint64_t kPiece = 1 << 20;
 
 std::string NewWriteId() {
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  static thread_local std::mt19937_64 rng{
+      std::random_device{}() ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
                 static_cast<unsigned long long>(rng()));
@@ -75,7 +75,8 @@ Result<FileStatus> ClientImpl::WriteBack(const ResolvedPath& rp, int spill_fd, u
       const uint64_t len = std::min(kPiece, size - off);
       ssize_t got = ::pread(spill_fd, buf.get(), len, static_cast<off_t>(off));
       if (got != static_cast<ssize_t>(len)) {
-        return Err(Code::kIo, "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read"));
+        return Err(Code::kIo,
+                   "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read"));
       }
       if (auto r = call("/v1/wb/append" + q + "&offset=" + std::to_string(off), std::string_view(buf.get(), len)); !r) {
         return Err(r.error());

@@ -28,10 +28,10 @@
 // or the spill cannot hold the file, the same bytes are written through
 // instead: logged and counted (ClientStats::write_back_fallbacks), never lost.
 #include <fcntl.h>
-#include <xxhash.h>
 #include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>

@@ -131,9 +131,9 @@ std::string NormaliseMountPath(std::string p) {
 
 Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* out) {
   std::string key = "mounts[" + std::to_string(i) + "]";
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
-      m, key, {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "write_mode", "write_back_replicas",
-                            "options"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key,
+                                    {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "write_mode",
+                                     "write_back_replicas", "options"}));
   SHOAL_RETURN_IF_ERROR(r.String(m["path"], key + ".path", &out->path));
   SHOAL_RETURN_IF_ERROR(r.String(m["ufs"], key + ".ufs", &out->ufs));
   if (out->path.empty() || out->path[0] != '/') return r.Fail(m, key + ".path", "must be an absolute path such as /data");
@@ -316,11 +316,11 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& w = root["worker"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads",
-                                                  "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
-                                                  "header_timeout", "idle_timeout", "write_timeout",
-                                                  "heartbeat_interval", "max_connections", "verify_checksums",
-                                                  "eviction", "write_back_max_pending", "write_back_takeover"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      w, "worker",
+      {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
+       "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
+       "max_connections", "verify_checksums", "eviction", "write_back_max_pending", "write_back_takeover"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -338,7 +338,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(
         r.Size(w["write_back_max_pending"], "worker.write_back_max_pending", &c.worker.write_back_max_pending));
-    SHOAL_RETURN_IF_ERROR(r.Duration(w["write_back_takeover"], "worker.write_back_takeover", &c.worker.write_back_takeover));
+    SHOAL_RETURN_IF_ERROR(
+        r.Duration(w["write_back_takeover"], "worker.write_back_takeover", &c.worker.write_back_takeover));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
     for (auto [key, out] : {std::pair{"header_timeout", &c.worker.header_timeout},

@@ -26,7 +26,7 @@ std::string_view ConsistencyName(Consistency c);
 enum class WriteMode {
   kThrough,       // acknowledged once the under-store committed the object; pages are not cached
   kCacheThrough,  // as kThrough, and the written pages are cached under the new version (the default)
-  kWriteBack,     // acknowledged once fsync'd in the journals of write_back_replicas workers; uploaded in the background
+  kWriteBack,  // acknowledged once fsync'd in the journals of write_back_replicas workers; uploaded in the background
 };
 std::string_view WriteModeName(WriteMode m);
 

@@ -88,8 +88,8 @@ TEST(Config, WriteModePerMountDefaultsToCacheThroughAndAcceptsWriteBack) {
   EXPECT_EQ(wb2->mounts[0].write_back_replicas, 3);
   EXPECT_EQ(wb2->worker.write_back_max_pending, 1ull << 30);
   EXPECT_EQ(wb2->worker.write_back_takeover, std::chrono::seconds(5));
-  auto zero = ParseConfig("mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back, write_back_replicas: 0}\n",
-                          "zero.yaml");
+  auto zero = ParseConfig(
+      "mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back, write_back_replicas: 0}\n", "zero.yaml");
   ASSERT_FALSE(zero);
   EXPECT_NE(zero.error().message().find("mounts[0].write_back_replicas"), std::string::npos) << zero.error().message();
   auto bad = ParseConfig("mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: sometimes}\n", "bad.yaml");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cache/page_format.h"
+#include "client/worker_caller.h"
 #include "cluster/etcd_membership.h"
 #include "common/metrics.h"
 #include "net/http_server.h"
@@ -27,7 +28,6 @@
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
 #include "worker/writeback_journal.h"
-#include "client/worker_caller.h"
 
 namespace shoal {
 
@@ -207,7 +207,8 @@ class Worker::Impl {
     o.dir = config_.worker.cache_dirs.at(0).path + "/writeback";
     o.self_id = id_;
     o.max_pending = config_.worker.write_back_max_pending;
-    if (o.max_pending == 0) o.max_pending = std::max<uint64_t>(config_.worker.cache_dirs.at(0).capacity / 4, 64ull << 20);
+    if (o.max_pending == 0)
+      o.max_pending = std::max<uint64_t>(config_.worker.cache_dirs.at(0).capacity / 4, 64ull << 20);
     o.takeover = config_.worker.write_back_takeover;
     WritebackJournal::Hooks h;
     h.store_for = [this](const std::string& path, std::string* key) -> Result<std::shared_ptr<UnderStore>> {
@@ -324,8 +325,8 @@ class Worker::Impl {
     route("GET", "/v1/status", &Impl::HandleStatus);
     route("POST", "/v1/load", &Impl::HandleLoad);
     route("GET", "/v1/load", &Impl::HandleLoad);
-    for (const char* wb : {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/abort", "/v1/wb/done",
-                           "/v1/wb/pause"}) {
+    for (const char* wb :
+         {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/abort", "/v1/wb/done", "/v1/wb/pause"}) {
       route("POST", wb, &Impl::HandleWriteback);
     }
     route("GET", "/v1/wb/state", &Impl::HandleWriteback);
@@ -577,11 +578,11 @@ class Worker::Impl {
     if (!length) return res.Respond(ErrorAnswer(length.error()));
     if (version->starts_with(kWritebackVersionPrefix)) {
       if (*offset > *size) {
-        return res.Respond(ErrorAnswer(Status(Code::kOutOfRange, "offset=" + std::to_string(*offset) +
-                                                                     " is past the end of " + rp.ns_path)));
+        return res.Respond(ErrorAnswer(
+            Status(Code::kOutOfRange, "offset=" + std::to_string(*offset) + " is past the end of " + rp.ns_path)));
       }
-      return pool_.Post([this, rp, id = version->substr(kWritebackVersionPrefix.size()), size = *size,
-                         offset = *offset, length = *length, res] {
+      return pool_.Post([this, rp, id = version->substr(kWritebackVersionPrefix.size()), size = *size, offset = *offset,
+                         length = *length, res] {
         ServeWriteback(rp, id, size, offset, offset + std::min(length, size - offset), {}, res);
       });
     }
@@ -823,9 +824,9 @@ class Worker::Impl {
     auto data = wb_->Data(id, rp.ns_path);
     if (!data) return res.Respond(ErrorAnswer(data.error()));
     if (data->commit.size != size) {
-      return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "size=" + std::to_string(size) + " contradicts " +
-                                                                        rp.ns_path + " version wb-" + id + " (" +
-                                                                        std::to_string(data->commit.size) + " bytes)")));
+      return res.Respond(ErrorAnswer(Status(
+          Code::kInvalidArgument, "size=" + std::to_string(size) + " contradicts " + rp.ns_path + " version wb-" + id +
+                                      " (" + std::to_string(data->commit.size) + " bytes)")));
     }
     extra.emplace_back("Content-Type", "application/octet-stream");
     HttpResponse ok;
@@ -845,8 +846,9 @@ class Worker::Impl {
     }
     auto idp = q.Get("id");
     if (!idp || !WritebackJournal::ValidId(*idp)) {
-      return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "write-back: query parameter 'id' must be 32 "
-                                                                    "lowercase hex digits")));
+      return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument,
+                                            "write-back: query parameter 'id' must be 32 "
+                                            "lowercase hex digits")));
     }
     std::string id = *idp;
     if (op == "state") return res.Respond(JsonAnswer(ObjectJson("id", id, "state", wb_->State(id))));
@@ -866,8 +868,8 @@ class Worker::Impl {
       auto parsed = Parse(req, res);
       if (!parsed) return;
       if (parsed->second.key.empty()) {
-        return res.Respond(ErrorAnswer(Status(Code::kIsDirectory, "cannot write " + parsed->second.ns_path +
-                                                                      ": it is the root of a mount")));
+        return res.Respond(ErrorAnswer(
+            Status(Code::kIsDirectory, "cannot write " + parsed->second.ns_path + ": it is the root of a mount")));
       }
       if (parsed->second.mount->read_only) {
         return res.Respond(ErrorAnswer(Status(Code::kReadOnly, "cannot write " + parsed->second.ns_path + ": mount " +

@@ -36,9 +36,9 @@ struct WritebackJournal::Entry {
   // The uploader's progress (only its thread touches these).
   int attempts = 0;
   std::chrono::steady_clock::time_point next_try{};
-  bool uploaded = false;    // in the store (or superseded); the other holders are being told
-  bool took_over = false;   // a non-primary holder uploading because the primary is gone
-  std::vector<bool> told;   // per holder: knows it is done
+  bool uploaded = false;   // in the store (or superseded); the other holders are being told
+  bool took_over = false;  // a non-primary holder uploading because the primary is gone
+  std::vector<bool> told;  // per holder: knows it is done
   std::chrono::steady_clock::time_point uploaded_at{};
 };
 

@@ -24,8 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kRecordHeader = 12;          // u32 payload length, u64 XXH3-64 of the payload
-constexpr uint32_t kMaxRecord = 1u << 20;     // a record names a path and up to 16 holders
+constexpr size_t kRecordHeader = 12;       // u32 payload length, u64 XXH3-64 of the payload
+constexpr uint32_t kMaxRecord = 1u << 20;  // a record names a path and up to 16 holders
 constexpr uint64_t kMaxFileSize = (1ull << 63) - 1;
 
 Status Errno(const std::string& what) {
@@ -53,13 +53,13 @@ int64_t WallNs() {
 Json CommitJson(const WritebackCommit& c) {
   Json holders = Json::array();
   for (const auto& h : c.holders) holders.push_back(FormatWorkerEntry(h));
-  return Json{{"t", "commit"},       {"id", c.id},        {"path", c.path}, {"size", c.size},
-              {"xxh3", c.xxh3},      {"mtime_ns", c.mtime_ns}, {"holders", holders}};
+  return Json{{"t", "commit"},          {"id", c.id},        {"path", c.path}, {"size", c.size}, {"xxh3", c.xxh3},
+              {"mtime_ns", c.mtime_ns}, {"holders", holders}};
 }
 
 Counter& Committed() {
-  static Counter& c = MetricsRegistry::Global().GetCounter("shoal_writeback_committed_bytes_total",
-                                                           "Bytes of write-back writes committed (fsync'd and journaled) here");
+  static Counter& c = MetricsRegistry::Global().GetCounter(
+      "shoal_writeback_committed_bytes_total", "Bytes of write-back writes committed (fsync'd and journaled) here");
   return c;
 }
 Counter& Busy() {
@@ -69,7 +69,6 @@ Counter& Busy() {
 }
 
 }  // namespace
-
 
 bool WritebackJournal::ValidId(std::string_view id) {
   if (id.size() != 32) return false;
@@ -103,7 +102,8 @@ std::string WritebackJournal::FormatHolders(const std::vector<WorkerEntry>& hold
   return out;
 }
 
-WritebackJournal::WritebackJournal(Options options, Hooks hooks) : options_(std::move(options)), hooks_(std::move(hooks)) {}
+WritebackJournal::WritebackJournal(Options options, Hooks hooks)
+    : options_(std::move(options)), hooks_(std::move(hooks)) {}
 
 WritebackJournal::~WritebackJournal() {
   {
@@ -179,17 +179,19 @@ Status WritebackJournal::Replay() {
         commits.erase(id);
       }
     } catch (const std::exception& e) {
-      spdlog::error("write-back journal {}: a record at byte {} passed its checksum but is malformed ({}); "
-                    "the rest of the journal is ignored",
-                    log, at, e.what());
+      spdlog::error(
+          "write-back journal {}: a record at byte {} passed its checksum but is malformed ({}); "
+          "the rest of the journal is ignored",
+          log, at, e.what());
       break;
     }
     at += kRecordHeader + len;
   }
   if (at < bytes.size()) {
-    spdlog::warn("write-back journal {}: {} bytes of a torn record at its end are dropped (a write that was never "
-                 "acknowledged)",
-                 log, bytes.size() - at);
+    spdlog::warn(
+        "write-back journal {}: {} bytes of a torn record at its end are dropped (a write that was never "
+        "acknowledged)",
+        log, bytes.size() - at);
   }
   // Check each committed write's data file; whatever else is in the directory goes.
   std::vector<WritebackCommit> live;
@@ -218,15 +220,17 @@ Status WritebackJournal::Replay() {
         XXH3_64bits_update(h, buf.data(), static_cast<size_t>(n));
         total += static_cast<uint64_t>(n);
       }
-      if (bad.empty() && total != c.size) bad = "its data file holds " + std::to_string(total) + " bytes, not " + std::to_string(c.size);
+      if (bad.empty() && total != c.size)
+        bad = "its data file holds " + std::to_string(total) + " bytes, not " + std::to_string(c.size);
       if (bad.empty() && XXH3_64bits_digest(h) != c.xxh3) bad = "its data file fails its checksum";
       XXH3_freeState(h);
       ::close(fd);
     }
     if (!bad.empty()) {
-      spdlog::error("write-back journal: write {} of {} cannot be finished from this worker ({}); its other holders "
-                    "({}) finish it",
-                    id, c.path, bad, FormatHolders(c.holders));
+      spdlog::error(
+          "write-back journal: write {} of {} cannot be finished from this worker ({}); its other holders "
+          "({}) finish it",
+          id, c.path, bad, FormatHolders(c.holders));
       continue;
     }
     live.push_back(c);
@@ -297,7 +301,8 @@ Status WritebackJournal::AppendRecord(const std::string& payload) {
   return {};
 }
 
-Status WritebackJournal::Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders) {
+Status WritebackJournal::Begin(const std::string& id, const std::string& path,
+                               const std::vector<WorkerEntry>& holders) {
   if (!ValidId(id)) return Status(Code::kInvalidArgument, "write-back id '" + id + "' is not 32 lowercase hex digits");
   bool mine = false;
   for (const auto& h : holders) mine = mine || h.id == options_.self_id;
@@ -316,8 +321,8 @@ Status WritebackJournal::Begin(const std::string& id, const std::string& path, c
   }
   if (pending_bytes_ + open_bytes_ >= options_.max_pending) {
     Busy().Add(1);
-    return Status(Code::kUnavailable, "worker " + options_.self_id + " is busy: " +
-                                          std::to_string(pending_bytes_ + open_bytes_) +
+    return Status(Code::kUnavailable, "worker " + options_.self_id +
+                                          " is busy: " + std::to_string(pending_bytes_ + open_bytes_) +
                                           " bytes of write-back are pending upload (worker.write_back_max_pending=" +
                                           std::to_string(options_.max_pending) + "); write through or retry later");
   }
@@ -341,14 +346,16 @@ Status WritebackJournal::Append(const std::string& id, uint64_t offset, std::str
     std::lock_guard lock(mu_);
     auto it = open_.find(id);
     if (it == open_.end()) {
-      return Status(Code::kNotFound, "write-back id " + id + " is not open here (never begun, committed, aborted or "
-                                                             "timed out); begin the write again");
+      return Status(Code::kNotFound, "write-back id " + id +
+                                         " is not open here (never begun, committed, aborted or "
+                                         "timed out); begin the write again");
     }
     o = it->second;
     if (pending_bytes_ + open_bytes_ + data.size() > options_.max_pending + (64ull << 20)) {
       Busy().Add(1);
-      return Status(Code::kUnavailable, "worker " + options_.self_id + " is busy: the write-back pending bound "
-                                                                       "(worker.write_back_max_pending) is reached");
+      return Status(Code::kUnavailable, "worker " + options_.self_id +
+                                            " is busy: the write-back pending bound "
+                                            "(worker.write_back_max_pending) is reached");
     }
   }
   std::lock_guard lock(o->mu);
@@ -377,7 +384,8 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
   {
     std::lock_guard lock(mu_);
     auto it = open_.find(id);
-    if (it == open_.end()) return Err(Code::kNotFound, "write-back id " + id + " is not open here; begin the write again");
+    if (it == open_.end())
+      return Err(Code::kNotFound, "write-back id " + id + " is not open here; begin the write again");
     o = it->second;
   }
   std::lock_guard olock(o->mu);
@@ -387,8 +395,9 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
                                            " bytes; " + std::to_string(o->size) + " were received");
   }
   if (xxh3 != XXH3_64bits_digest(o->hash)) {
-    return Err(Code::kInvalidArgument, "write-back commit of " + o->path + ": the bytes received fail the checksum the "
-                                                                      "client sent; write the file again");
+    return Err(Code::kInvalidArgument, "write-back commit of " + o->path +
+                                           ": the bytes received fail the checksum the "
+                                           "client sent; write the file again");
   }
   WritebackCommit c;
   c.id = id;

@@ -42,11 +42,11 @@ inline constexpr std::string_view kWritebackVersionPrefix = "wb-";
 
 // A committed, not yet finished write as the journal holds it.
 struct WritebackCommit {
-  std::string id;       // 32 hex digits, the same on every holder
-  std::string path;     // namespace path
+  std::string id;    // 32 hex digits, the same on every holder
+  std::string path;  // namespace path
   uint64_t size = 0;
-  uint64_t xxh3 = 0;    // XXH3-64 of the bytes
-  int64_t mtime_ns = 0; // wall clock at the first holder's begin (the client's claim is not trusted: ours)
+  uint64_t xxh3 = 0;                 // XXH3-64 of the bytes
+  int64_t mtime_ns = 0;              // wall clock at the first holder's begin (the client's claim is not trusted: ours)
   std::vector<WorkerEntry> holders;  // primary first
   std::string version() const { return std::string(kWritebackVersionPrefix) + id; }
 };
@@ -108,7 +108,7 @@ class WritebackJournal {
     uint64_t pending_bytes = 0;  // committed, not yet done
     uint64_t pending_files = 0;
     double oldest_pending_seconds = 0;
-    uint64_t open_bytes = 0;     // begun, not committed
+    uint64_t open_bytes = 0;  // begun, not committed
     bool paused = false;
   };
   Stats stats() const;
@@ -139,8 +139,8 @@ class WritebackJournal {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, std::shared_ptr<OpenWrite>> open_;      // id -> write being received
-  std::map<std::string, std::shared_ptr<Entry>> entries_;  // id -> committed, not done
+  std::map<std::string, std::shared_ptr<OpenWrite>> open_;             // id -> write being received
+  std::map<std::string, std::shared_ptr<Entry>> entries_;              // id -> committed, not done
   std::map<std::string, std::chrono::steady_clock::time_point> done_;  // recently done ids
   // Uploaded writes whose data files are kept a while (kRetireAfter) for
   // readers that opened the pending version just before the upload finished.

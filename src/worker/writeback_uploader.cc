@@ -25,8 +25,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/metrics.h"
 #include "cluster/router.h"
+#include "common/metrics.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/under_store.h"
 #include "worker/writeback_entry.h"
@@ -56,8 +56,8 @@ struct UploadMetrics {
       "shoal_writeback_superseded_total", "Write-back writes not uploaded because a newer write of the path exists");
   Counter& takeovers = MetricsRegistry::Global().GetCounter(
       "shoal_writeback_takeovers_total", "Write-back writes uploaded by a holder other than their lost primary");
-  Gauge& pending_bytes = MetricsRegistry::Global().GetGauge("shoal_writeback_pending_bytes",
-                                                            "Bytes of write-back writes committed here, not yet uploaded");
+  Gauge& pending_bytes = MetricsRegistry::Global().GetGauge(
+      "shoal_writeback_pending_bytes", "Bytes of write-back writes committed here, not yet uploaded");
   Gauge& pending_files = MetricsRegistry::Global().GetGauge("shoal_writeback_pending_files",
                                                             "Write-back writes committed here, not yet uploaded");
   Gauge& oldest = MetricsRegistry::Global().GetGauge("shoal_writeback_oldest_pending_seconds",
@@ -205,9 +205,10 @@ Status WritebackJournal::Upload(const Entry& e) {
   CallDeadline bound(Clock::now() + kUploadDeadline);
   auto there = (*store)->Stat(key);
   if (there && !there->is_dir && there->mtime_ns > c.mtime_ns) {
-    spdlog::info("write-back of {} ({}) is not uploaded: the store's object is newer (modified after this write "
-                 "began)",
-                 c.path, c.id);
+    spdlog::info(
+        "write-back of {} ({}) is not uploaded: the store's object is newer (modified after this write "
+        "began)",
+        c.path, c.id);
     M().superseded.Add(1);
     return {};
   }
