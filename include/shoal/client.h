@@ -56,6 +56,10 @@ struct WorkerStatus {
   uint64_t hit_bytes = 0;
   uint64_t miss_bytes = 0;
   uint64_t ufs_read_bytes = 0;
+  // write-back writes held by this worker, not yet uploaded
+  uint64_t write_back_pending_bytes = 0;
+  uint64_t write_back_pending_files = 0;
+  double write_back_oldest_pending_seconds = 0;
   // Its place on the ring this client routes over.
   std::string id;             // ring identity
   uint64_t ring_version = 0;  // the ring's version (1 for a static list, the etcd revision with etcd)
@@ -96,6 +100,9 @@ struct ClientStats {
   uint64_t local_corrupt_reads = 0;  // short-circuit page reads that failed a checksum (and were read over TCP)
   uint64_t cache_pushed_bytes = 0;   // written bytes cached on workers by cache-through writers
   uint64_t cache_push_failures = 0;  // pages a cache-through writer could not cache (the write itself succeeded)
+  uint64_t write_backs = 0;          // write-back writes acknowledged by their k workers
+  // write-back writes that were written through instead (a holder busy, full or down)
+  uint64_t write_back_fallbacks = 0;
 };
 
 // One worker's answer to Client::CallWorkers.
@@ -224,7 +231,11 @@ class Writer {
   // Bytes written so far.
   virtual uint64_t size() const = 0;
   // The durability point: returns once the whole file is in the under-store,
-  // with its new status (size, version). On a cache-through mount (the
+  // with its new status (size, version). On a write-back mount it returns once
+  // the file is fsync'd and journaled on write_back_replicas workers instead,
+  // with the pending version "wb-<id>" (every client reads the new bytes from
+  // then on; the upload follows in the background); when they cannot all take
+  // it, the file is written through (counted in ClientStats). On a cache-through mount (the
   // default write_mode) the written pages are then cached on their workers
   // under that version before it returns; a page that cannot be cached is
   // logged and counted (ClientStats), never an error. After an error nothing is visible,

@@ -136,14 +136,22 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         int down = 0;
         for (const auto& w : workers) {
           down += !w.up;
-          nlohmann::json j{{"address", w.address},          {"up", w.up},
-                           {"error", w.error},              {"cache_used_bytes", w.cache_used_bytes},
+          nlohmann::json j{{"address", w.address},
+                           {"up", w.up},
+                           {"error", w.error},
+                           {"cache_used_bytes", w.cache_used_bytes},
                            {"cache_capacity_bytes", w.cache_capacity_bytes},
                            {"cache_effective_capacity_bytes", w.cache_effective_capacity_bytes},
                            {"hit_bytes", w.hit_bytes},
-                           {"miss_bytes", w.miss_bytes},    {"ufs_read_bytes", w.ufs_read_bytes},
-                           {"id", w.id},                    {"ring_version", w.ring_version},
-                           {"ring_weight", w.ring_weight},  {"ring_share", w.ring_share}};
+                           {"miss_bytes", w.miss_bytes},
+                           {"ufs_read_bytes", w.ufs_read_bytes},
+                           {"id", w.id},
+                           {"ring_version", w.ring_version},
+                           {"ring_weight", w.ring_weight},
+                           {"ring_share", w.ring_share},
+                           {"write_back_pending_bytes", w.write_back_pending_bytes},
+                           {"write_back_pending_files", w.write_back_pending_files},
+                           {"write_back_oldest_pending_seconds", w.write_back_oldest_pending_seconds}};
           std::printf("%s\n", j.dump().c_str());
         }
         *exit_code = down == 0 ? 0 : 5;
@@ -171,6 +179,9 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * w.hit_ratio());
         std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
                     FormatSize(w.ufs_read_bytes).c_str(), share, w.id.c_str());
+        std::printf("%-22s write-back pending: %llu files, %s, oldest %.0fs\n", "",
+                    static_cast<unsigned long long>(w.write_back_pending_files),
+                    FormatSize(w.write_back_pending_bytes).c_str(), w.write_back_oldest_pending_seconds);
       }
       std::printf("path rules (shoal rules):\n");
       PrintRuleUsage(**c);

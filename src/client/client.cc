@@ -373,6 +373,9 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
         s.hit_bytes = j.at("hit_bytes").get<uint64_t>();
         s.miss_bytes = j.at("miss_bytes").get<uint64_t>();
         s.ufs_read_bytes = j.at("ufs_read_bytes").get<uint64_t>();
+        s.write_back_pending_bytes = j.value("write_back_pending_bytes", uint64_t{0});
+        s.write_back_pending_files = j.value("write_back_pending_files", uint64_t{0});
+        s.write_back_oldest_pending_seconds = j.value("write_back_oldest_pending_seconds", 0.0);
       } catch (const std::exception& e) {
         s.up = false;
         s.error = std::string("malformed status: ") + e.what();
@@ -386,8 +389,9 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
 }
 
 ClientStats ClientImpl::stats() const {
-  return {worker_read_bytes_.load(), fallback_read_bytes_.load(), caller_.failures(),         local_read_bytes_.load(),
-          local_.corrupt_reads(),    cache_pushed_bytes_.load(),  cache_push_failures_.load()};
+  return {worker_read_bytes_.load(),   fallback_read_bytes_.load(), caller_.failures(),
+          local_read_bytes_.load(),    local_.corrupt_reads(),      cache_pushed_bytes_.load(),
+          cache_push_failures_.load(), write_backs_.load(),         write_back_fallbacks_.load()};
 }
 
 void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {
@@ -421,6 +425,7 @@ Status ClientImpl::DiscoverLocal(const WorkerEntry& worker, Deadline deadline) {
 
 Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                              Deadline deadline) {
+  if (st.version.starts_with("wb-")) return ReadPending(rp, st, offset, out, deadline);
   const uint64_t shard = offset / config_.cluster.shard_size;
   auto r = router_.Route<void>(
       HashRing::DataKey(rp.ns_path, st.version, shard), deadline, "read " + rp.ns_path,

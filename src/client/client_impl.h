@@ -101,6 +101,21 @@ class ClientImpl {
   void PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, int spill_fd, uint64_t spilled);
   ClientStats stats() const;
 
+  // write_mode: write-back (src/client/writeback_push.cc). The k holders of
+  // a path: the live owners of its metadata key in ring order, k =
+  // the mount's write_back_replicas capped at the live workers.
+  std::vector<WorkerEntry> WritebackHolders(const ResolvedPath& rp) const;
+  static std::string WritebackHoldersText(const std::vector<WorkerEntry>& holders);
+  // Streams `size` bytes of `spill_fd` to every holder and commits them; OK
+  // only when all k committed (fsync'd and journaled). On failure nothing is
+  // acknowledged and the holders are told to drop it.
+  Result<FileStatus> WriteBack(const ResolvedPath& rp, int spill_fd, uint64_t size, uint64_t xxh3);
+  // Reads of a pending write-back version ("wb-<id>") go to its holders.
+  Status ReadPending(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                     Deadline deadline);
+  void CountWritebackFallback() { write_back_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
+  void CountWriteback() { write_backs_.fetch_add(1, std::memory_order_relaxed); }
+
   // Reads [offset, offset + out.size()) of one file version, which the caller
   // has clamped to the file size, as one call (one deadline). `parallel` fans
   // pieces out over the pool.
@@ -145,6 +160,8 @@ class ClientImpl {
   std::atomic<uint64_t> local_read_bytes_{0};
   std::atomic<uint64_t> cache_pushed_bytes_{0};
   std::atomic<uint64_t> cache_push_failures_{0};
+  std::atomic<uint64_t> write_backs_{0};
+  std::atomic<uint64_t> write_back_fallbacks_{0};
 };
 
 }  // namespace detail

@@ -20,10 +20,18 @@
 // (ClientImpl::PushWrittenPages). The spill is bounded (SpillFile::Open);
 // past its bound, or when it cannot be written, the rest of the file is not
 // cached, which is logged; the write itself never fails for it.
+//
+// `write-back` keeps every byte in the spill file and nothing goes to the
+// store during the writes; Close streams the spill to the path's k holders
+// (ClientImpl::WriteBack, writeback_push.cc) and returns once all k have it
+// fsync'd and journaled. When they cannot all take it (busy, disk full, down),
+// or the spill cannot hold the file, the same bytes are written through
+// instead: logged and counted (ClientStats::write_back_fallbacks), never lost.
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -114,15 +122,71 @@ class WriterImpl final : public Writer {
       : client_(client),
         rp_(std::move(rp)),
         out_(std::move(out)),
-        spill_(client_.WriteModeFor(rp_) == WriteMode::kCacheThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {}
+        spill_(client_.WriteModeFor(rp_) != WriteMode::kThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {
+    if (client_.WriteModeFor(rp_) == WriteMode::kWriteBack) {
+      hash_ = XXH3_createState();
+      XXH3_64bits_reset(hash_);
+      write_back_ = true;
+      if (!spill_) write_back_ = false, why_through_ = "no spill file to hold its bytes until Close";
+    }
+  }
 
-  ~WriterImpl() override { Abort(); }
+  ~WriterImpl() override {
+    Abort();
+    if (hash_) XXH3_freeState(hash_);
+  }
+
+  // Opens the store writer (write-back defers it) and hands it what the spill
+  // holds: from here on the file is written through.
+  Status SwitchToThrough() {
+    write_back_ = false;
+    spdlog::warn("{}: written through instead of write-back ({})", rp_.ns_path, why_through_);
+    client_.CountWritebackFallback();
+    if (out_) return {};
+    auto store = client_.StoreFor(rp_);
+    if (!store) return store.error();
+    auto out = (*store)->OpenWriter(rp_.key);
+    if (!out) return out.error();
+    out_ = std::move(*out);
+    std::vector<char> buf(std::min<uint64_t>(kAppendPiece, std::max<uint64_t>(spill_->size(), 1)));
+    for (uint64_t off = 0; off < spill_->size();) {
+      const uint64_t len = std::min<uint64_t>(buf.size(), spill_->size() - off);
+      ssize_t got = ::pread(spill_->fd(), buf.data(), len, static_cast<off_t>(off));
+      if (got != static_cast<ssize_t>(len)) {
+        return Status(Code::kIo, "reading back the spill file of " + rp_.ns_path + ": " +
+                                     (got < 0 ? std::strerror(errno) : "short read"));
+      }
+      SHOAL_RETURN_IF_ERROR(out_->Append(std::span<const char>(buf.data(), len)));
+      off += len;
+    }
+    return {};
+  }
 
   Status Write(std::span<const char> data) override {
     if (state_ != State::kOpen) return NotOpen("write to");
     CallDeadline bound(client_.NewDeadline());
     while (!data.empty()) {
       auto piece = data.first(std::min(kAppendPiece, data.size()));
+      if (write_back_) {
+        const uint64_t before = spill_->size();
+        spill_->Append(piece, rp_.ns_path);
+        if (spill_->stopped().empty()) {
+          XXH3_64bits_update(hash_, piece.data(), piece.size());
+          size_ += piece.size();
+          data = data.subspan(piece.size());
+          continue;
+        }
+        why_through_ = "the spill file stopped at " + spill_->stopped();
+        const uint64_t kept = spill_->size() - before;
+        if (Status st = SwitchToThrough(); !st.ok()) {
+          Abort();
+          return st.WithContext("write " + rp_.ns_path + " (nothing was stored)");
+        }
+        piece = piece.subspan(kept);
+        size_ += kept;
+        data = data.subspan(kept);
+        if (piece.empty()) continue;
+      }
       if (Status st = out_->Append(piece); !st.ok()) {
         Abort();
         return st.WithContext("write " + rp_.ns_path + " (nothing was stored)");
@@ -138,6 +202,26 @@ class WriterImpl final : public Writer {
 
   Result<FileStatus> Close() override {
     if (state_ != State::kOpen) return Err(NotOpen("close"));
+    if (write_back_) {
+      auto held = client_.WriteBack(rp_, spill_->fd(), size_, XXH3_64bits_digest(hash_));
+      if (held) {
+        state_ = State::kClosed;
+        spill_.reset();
+        client_.CountWriteback();
+        client_.AfterMutation(rp_);
+        return held;
+      }
+      why_through_ = held.error().message();
+      if (Status st = SwitchToThrough(); !st.ok()) {
+        Abort();
+        return Err(st.WithContext("write " + rp_.ns_path + " (nothing was stored)"));
+      }
+    } else if (!out_) {
+      if (Status st = SwitchToThrough(); !st.ok()) {
+        Abort();
+        return Err(st.WithContext("write " + rp_.ns_path + " (nothing was stored)"));
+      }
+    }
     CallDeadline bound(client_.NewDeadline());
     if (Status st = out_->Close(); !st.ok()) {
       Abort();
@@ -172,7 +256,7 @@ class WriterImpl final : public Writer {
     state_ = State::kAborted;
     spill_.reset();
     CallDeadline bound(client_.NewDeadline());  // an S3 writer tells the store to drop its parts
-    out_->Abort();
+    if (out_) out_->Abort();
   }
 
  private:
@@ -188,6 +272,10 @@ class WriterImpl final : public Writer {
   ResolvedPath rp_;
   std::unique_ptr<ObjectWriter> out_;
   std::optional<SpillFile> spill_;  // cache-through: the bytes written, for the push after Close
+  // write-back: still on (else written through); the hash of the bytes; why it was given up.
+  bool write_back_ = false;
+  XXH3_state_t* hash_ = nullptr;
+  std::string why_through_;
   uint64_t size_ = 0;
   State state_ = State::kOpen;
 };
@@ -210,9 +298,21 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
   auto rp = ResolveForWrite(path, "create");
   if (!rp) return Err(rp.error());
   if (rp->key.empty()) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is the root of a mount");
+  CallDeadline bound(NewDeadline());
+  if (WriteModeFor(*rp) == WriteMode::kWriteBack) {
+    // write-back asks the path's stat owner (its cached metadata, and any
+    // pending write-back of the path), not the store: no WAN round trip, and
+    // a store that is down does not stop the write (it is uploaded later).
+    // Only a definite answer refuses it.
+    auto st = StatResolved(*rp, NewDeadline());
+    if (st && st->is_dir) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is a directory");
+    if (st && !options.overwrite) {
+      return Err(Code::kAlreadyExists, "cannot create " + rp->ns_path + ": it exists (and overwrite is off)");
+    }
+    return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), nullptr));
+  }
   auto store = StoreFor(*rp);
   if (!store) return Err(store.error());
-  CallDeadline bound(NewDeadline());
   auto existing = (*store)->Stat(rp->key);
   if (existing && existing->is_dir) {
     return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is a directory");

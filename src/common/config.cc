@@ -133,8 +133,9 @@ std::string NormaliseMountPath(std::string p) {
 
 Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* out) {
   std::string key = "mounts[" + std::to_string(i) + "]";
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
-      m, key, {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "write_mode", "options"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key,
+                                    {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "write_mode",
+                                     "write_back_replicas", "options"}));
   SHOAL_RETURN_IF_ERROR(r.String(m["path"], key + ".path", &out->path));
   SHOAL_RETURN_IF_ERROR(r.String(m["ufs"], key + ".ufs", &out->ufs));
   if (out->path.empty() || out->path[0] != '/') return r.Fail(m, key + ".path", "must be an absolute path such as /data");
@@ -169,6 +170,8 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
     if (!wm) return r.Fail(m["write_mode"], key + ".write_mode", wm.error().message());
     out->write_mode = *wm;
   }
+  SHOAL_RETURN_IF_ERROR(
+      r.Integer(m["write_back_replicas"], key + ".write_back_replicas", &out->write_back_replicas, 1, 16));
   const auto& opts = m["options"];
   if (opts.IsDefined() && !opts.IsNull()) {
     if (!opts.IsMap()) return r.Fail(opts, key + ".options", "expected a mapping of option: value");
@@ -263,13 +266,9 @@ std::string_view ConsistencyName(Consistency c) {
 Result<WriteMode> ParseWriteMode(std::string_view text) {
   if (text == "through") return WriteMode::kThrough;
   if (text == "cache-through") return WriteMode::kCacheThrough;
-  if (text == "write-back") {
-    return Err(Code::kInvalidArgument,
-               "write-back is not yet supported (acknowledging on workers' disks with a journal is not built); "
-               "use through or cache-through");
-  }
+  if (text == "write-back") return WriteMode::kWriteBack;
   return Err(Code::kInvalidArgument,
-             "must be through or cache-through (write-back: not yet supported), not '" + std::string(text) + "'");
+             "must be through, cache-through or write-back, not '" + std::string(text) + "'");
 }
 
 std::string_view PriorityName(Priority p) {
@@ -370,6 +369,7 @@ std::string_view WriteModeName(WriteMode m) {
   switch (m) {
     case WriteMode::kThrough: return "through";
     case WriteMode::kCacheThrough: return "cache-through";
+    case WriteMode::kWriteBack: return "write-back";
   }
   return "?";
 }
@@ -432,11 +432,12 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& w = root["worker"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker", {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads",
-                                                  "ufs_max_concurrency", "readahead", "metadata_entries", "local_socket",
-                                                  "header_timeout", "idle_timeout", "write_timeout",
-                                                  "heartbeat_interval", "max_connections", "verify_checksums",
-                                                  "eviction", "s3_listen", "body_read_timeout"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      w, "worker",
+      {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
+       "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
+       "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
+       "write_back_takeover"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -453,6 +454,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
+    SHOAL_RETURN_IF_ERROR(
+        r.Size(w["write_back_max_pending"], "worker.write_back_max_pending", &c.worker.write_back_max_pending));
+    SHOAL_RETURN_IF_ERROR(
+        r.Duration(w["write_back_takeover"], "worker.write_back_takeover", &c.worker.write_back_takeover));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(w["metadata_entries"], "worker.metadata_entries", &c.worker.metadata_entries, 16, 1'000'000'000));
     for (auto [key, out] : {std::pair{"header_timeout", &c.worker.header_timeout},
@@ -650,6 +655,8 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "stale_if_error" << YAML::Value << FormatDuration(m.stale_if_error);
     e << YAML::Key << "read_only" << YAML::Value << m.read_only;
     e << YAML::Key << "write_mode" << YAML::Value << std::string(WriteModeName(m.write_mode));
+    if (m.write_back_replicas != MountConfig{}.write_back_replicas)
+      e << YAML::Key << "write_back_replicas" << YAML::Value << m.write_back_replicas;
     if (!m.options.empty()) {
       e << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
       for (const auto& [k, v] : m.options) {
@@ -687,6 +694,10 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
   if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
   if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
+  if (c.worker.write_back_max_pending != 0)
+    e << YAML::Key << "write_back_max_pending" << YAML::Value << std::to_string(c.worker.write_back_max_pending);
+  if (c.worker.write_back_takeover != defaults.write_back_takeover)
+    e << YAML::Key << "write_back_takeover" << YAML::Value << FormatDuration(c.worker.write_back_takeover);
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value

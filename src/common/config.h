@@ -27,9 +27,10 @@ std::string_view ConsistencyName(Consistency c);
 enum class WriteMode {
   kThrough,       // acknowledged once the under-store committed the object; pages are not cached
   kCacheThrough,  // as kThrough, and the written pages are cached under the new version (the default)
+  kWriteBack,  // acknowledged once fsync'd in the journals of write_back_replicas workers; uploaded in the background
 };
 std::string_view WriteModeName(WriteMode m);
-// "through" | "cache-through" (what WriteModeName gives); an error lists them.
+// "through" | "cache-through" | "write-back" (what WriteModeName gives); an error lists them.
 Result<WriteMode> ParseWriteMode(std::string_view text);
 
 // How long a cached page of a path is kept against its peers (rules, below).
@@ -80,6 +81,9 @@ struct MountConfig {
   std::chrono::milliseconds stale_if_error{3'600'000};
   bool read_only = false;
   WriteMode write_mode = WriteMode::kCacheThrough;
+  // write-back: how many workers must hold a write (fsync'd, journaled) before
+  // Close returns; capped at the live workers. At least 1.
+  int write_back_replicas = 2;
   // Backend-specific options (endpoint, region, credentials, ...). Values are
   // strings, with ${NAME} references to environment variables expanded.
   std::map<std::string, std::string> options;
@@ -171,6 +175,13 @@ struct WorkerConfig {
   // host:port on which this worker also serves the S3 API (the `s3:`
   // section; port 0 picks a free one); "" (the default): off.
   std::string s3_listen;
+  // write-back (src/worker/writeback_journal.h): past this many bytes of
+  // pending uploads, new write-back writes are refused as busy (the client
+  // then writes through). 0: a quarter of the first cache dir's capacity.
+  uint64_t write_back_max_pending = 0;
+  // A holder that is not a write's primary uploads it itself once the write is
+  // this old and the primary is unreachable or has lost it.
+  std::chrono::milliseconds write_back_takeover{60'000};
 };
 
 struct ClientConfig {

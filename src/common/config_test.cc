@@ -60,7 +60,7 @@ client:
   EXPECT_EQ(ToYaml(*again), ToYaml(*c));
 }
 
-TEST(Config, WriteModePerMountDefaultsToCacheThroughAndRefusesWriteBack) {
+TEST(Config, WriteModePerMountDefaultsToCacheThroughAndAcceptsWriteBack) {
   auto c = ParseConfig(
       "mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: through}\n"
       "  - {path: /b, ufs: 'file:///b/'}\n  - {path: /c, ufs: 'file:///c/', write_mode: cache-through}\n",
@@ -73,11 +73,25 @@ TEST(Config, WriteModePerMountDefaultsToCacheThroughAndRefusesWriteBack) {
   ASSERT_TRUE(again) << again.error().ToString();
   EXPECT_EQ(again->mounts[0].write_mode, WriteMode::kThrough);
 
-  auto wb = ParseConfig("mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back}\n", "wb.yaml");
-  ASSERT_FALSE(wb);
-  EXPECT_EQ(wb.error().code(), Code::kInvalidArgument);
-  EXPECT_NE(wb.error().message().find("mounts[0].write_mode"), std::string::npos) << wb.error().message();
-  EXPECT_NE(wb.error().message().find("not yet supported"), std::string::npos) << wb.error().message();
+  auto wb = ParseConfig(
+      "mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back, write_back_replicas: 3}\n"
+      "worker: {write_back_max_pending: 1GiB, write_back_takeover: 5s}\n",
+      "wb.yaml");
+  ASSERT_TRUE(wb) << wb.error().ToString();
+  EXPECT_EQ(wb->mounts[0].write_mode, WriteMode::kWriteBack);
+  EXPECT_EQ(wb->mounts[0].write_back_replicas, 3);
+  EXPECT_EQ(wb->worker.write_back_max_pending, 1ull << 30);
+  EXPECT_EQ(wb->worker.write_back_takeover, std::chrono::seconds(5));
+  auto wb2 = ParseConfig(ToYaml(*wb), "wb2.yaml");
+  ASSERT_TRUE(wb2) << wb2.error().ToString();
+  EXPECT_EQ(wb2->mounts[0].write_mode, WriteMode::kWriteBack);
+  EXPECT_EQ(wb2->mounts[0].write_back_replicas, 3);
+  EXPECT_EQ(wb2->worker.write_back_max_pending, 1ull << 30);
+  EXPECT_EQ(wb2->worker.write_back_takeover, std::chrono::seconds(5));
+  auto zero = ParseConfig(
+      "mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back, write_back_replicas: 0}\n", "zero.yaml");
+  ASSERT_FALSE(zero);
+  EXPECT_NE(zero.error().message().find("mounts[0].write_back_replicas"), std::string::npos) << zero.error().message();
   auto bad = ParseConfig("mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: sometimes}\n", "bad.yaml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("'sometimes'"), std::string::npos) << bad.error().message();

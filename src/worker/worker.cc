@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cache/page_format.h"
+#include "client/worker_caller.h"
 #include "cluster/etcd_membership.h"
 #include "common/metrics.h"
 #include "net/http_server.h"
@@ -29,6 +30,7 @@
 #include "worker/page_put.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
+#include "worker/writeback_journal.h"
 
 namespace shoal {
 
@@ -202,6 +204,37 @@ class Worker::Impl {
     Wait();
   }
 
+  // The write-back journal in the first cache dir (worker/writeback_journal.h).
+  Status StartWriteback() {
+    WritebackJournal::Options o;
+    o.dir = config_.worker.cache_dirs.at(0).path + "/writeback";
+    o.self_id = id_;
+    o.max_pending = config_.worker.write_back_max_pending;
+    if (o.max_pending == 0)
+      o.max_pending = std::max<uint64_t>(config_.worker.cache_dirs.at(0).capacity / 4, 64ull << 20);
+    o.takeover = config_.worker.write_back_takeover;
+    WritebackJournal::Hooks h;
+    h.store_for = [this](const std::string& path, std::string* key) -> Result<std::shared_ptr<UnderStore>> {
+      auto rp = svc_->mounts().Resolve(path);
+      if (!rp) return Err(rp.error().WithContext("write-back of " + path + " (is its mount still configured?)"));
+      *key = rp->key;
+      return svc_->Store(*rp);
+    };
+    h.uploaded = [this](const std::string& path) { svc_->Refresh(path, false, false); };
+    h.call_peer = [this](const WorkerEntry& peer, const std::string& target) {
+      return peers_.Call(peer, "POST", target, Clock::now() + std::chrono::seconds(10), "write-back").status;
+    };
+    h.get_peer = [this](const WorkerEntry& peer, const std::string& target) -> Result<std::string> {
+      auto r = peers_.Call(peer, "GET", target, Clock::now() + std::chrono::seconds(10), "write-back");
+      if (!r.status.ok()) return Err(r.status);
+      return r.body;
+    };
+    auto j = WritebackJournal::Open(std::move(o), std::move(h));
+    if (!j) return j.error().WithContext("write-back journal");
+    wb_ = std::move(*j);
+    return {};
+  }
+
   Status Init(bool handle_signals) {
     auto svc = WorkerService::Create(config_, [this](std::function<void()> f) { pool_.Post(std::move(f)); });
     if (!svc) return svc.error();
@@ -213,6 +246,7 @@ class Worker::Impl {
     } else {
       id_ = config_.worker.id;
     }
+    SHOAL_RETURN_IF_ERROR(StartWriteback());
 
     const WorkerConfig& w = config_.worker;
     net::ServerOptions o;
@@ -284,6 +318,7 @@ class Worker::Impl {
     local_.reset();
     loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
     pool_.Stop();
+    wb_.reset();  // after the pool (its jobs use it); its uploader uses the service's stores
   }
 
   const std::string& address() const { return address_; }
@@ -397,6 +432,11 @@ class Worker::Impl {
     route("GET", "/v1/status", &Impl::HandleStatus);
     route("POST", "/v1/load", &Impl::HandleLoad);
     route("GET", "/v1/load", &Impl::HandleLoad);
+    for (const char* wb :
+         {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/abort", "/v1/wb/done", "/v1/wb/pause"}) {
+      route("POST", wb, &Impl::HandleWriteback);
+    }
+    route("GET", "/v1/wb/state", &Impl::HandleWriteback);
     route("POST", "/v1/load/stop", &Impl::HandleLoad);
     route("POST", "/v1/free", &Impl::HandleLoad);
     route("GET", "/v1/rules", &Impl::HandleRules);
@@ -442,7 +482,13 @@ class Worker::Impl {
     if (!rp) return fail(rp.error());
     FileRef file{*rp, r.version, r.size};
     uint64_t offset = r.offset;
+    if (r.version.starts_with(kWritebackVersionPrefix)) return out;  // pending writes are read over HTTP
     if (r.kind == local_wire::Kind::kOpen) {
+      if (auto pending = wb_->Pending(rp->ns_path)) {
+        out.message = JsonText(PendingJson(*pending));
+        out.message.pop_back();
+        return out;  // its bytes are read over HTTP
+      }
       auto st = svc_->Stat(*rp);
       if (!st) return fail(st.error());
       out.message = JsonText(InfoJson(*st, rp->ns_path));
@@ -496,6 +542,7 @@ class Worker::Impl {
   Json StatusJson() const {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
+    auto wb = wb_->stats();
     return Json{{"address", address_},
                 {"id", id_},
                 {"cache_used_bytes", st.used_bytes},
@@ -511,7 +558,11 @@ class Worker::Impl {
                 {"rules_version", svc_->rules().version()},
                 {"local_socket", local_ ? local_->path() : std::string()},
                 {"s3_endpoint", s3_address_},
-                {"local_token", local_ ? local_token_ : std::string()}};
+                {"local_token", local_ ? local_token_ : std::string()},
+                {"write_back_pending_bytes", wb.pending_bytes},
+                {"write_back_pending_files", wb.pending_files},
+                {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
+                {"write_back_paused", wb.paused}};
   }
 
   // The query and its path parameter, resolved; or the answer already given.
@@ -547,6 +598,7 @@ class Worker::Impl {
     auto parsed = Parse(req, res);
     if (!parsed) return;
     pool_.Post([this, rp = parsed->second, res] {
+      if (auto pending = wb_->Pending(rp.ns_path)) return res.Respond(JsonAnswer(PendingJson(*pending)));
       auto st = svc_->Stat(rp);
       res.Respond(st ? JsonAnswer(InfoJson(*st, rp.ns_path)) : ErrorAnswer(st.error()));
     });
@@ -556,10 +608,21 @@ class Worker::Impl {
     auto parsed = Parse(req, res);
     if (!parsed) return;
     pool_.Post([this, rp = parsed->second, res] {
+      auto pending = wb_->PendingUnder(rp.ns_path);
       auto list = svc_->List(rp);
-      if (!list) return res.Respond(ErrorAnswer(list.error()));
+      if (!list && !(pending.size() && list.error().code() == Code::kNotFound)) {
+        return res.Respond(ErrorAnswer(list.error()));
+      }
       Json entries = Json::array();
-      for (const auto& e : *list) entries.push_back(InfoJson(e, ChildPath(rp, e)));
+      if (list) {
+        for (const auto& e : *list) {
+          const std::string child = ChildPath(rp, e);
+          bool shadowed = false;  // a pending write of the file is what readers see
+          for (const auto& p : pending) shadowed = shadowed || (p.path == child && !e.is_dir);
+          if (!shadowed) entries.push_back(InfoJson(e, child));
+        }
+      }
+      for (const auto& p : pending) entries.push_back(PendingJson(p));
       res.Respond(JsonAnswer(ObjectJson("path", rp.ns_path, "entries", std::move(entries))));
     });
   }
@@ -656,6 +719,16 @@ class Worker::Impl {
     if (!size) return res.Respond(ErrorAnswer(size.error()));
     if (!offset) return res.Respond(ErrorAnswer(offset.error()));
     if (!length) return res.Respond(ErrorAnswer(length.error()));
+    if (version->starts_with(kWritebackVersionPrefix)) {
+      if (*offset > *size) {
+        return res.Respond(ErrorAnswer(
+            Status(Code::kOutOfRange, "offset=" + std::to_string(*offset) + " is past the end of " + rp.ns_path)));
+      }
+      return pool_.Post([this, rp, id = version->substr(kWritebackVersionPrefix.size()), size = *size, offset = *offset,
+                         length = *length, res] {
+        ServeWriteback(rp, id, size, offset, offset + std::min(length, size - offset), {}, res);
+      });
+    }
     FileRef file{rp, *version, *size};
     if (auto s = svc_->CheckClaims(file); !s.ok()) return res.Respond(ErrorAnswer(s));
     if (*offset > *size) {
@@ -677,6 +750,12 @@ class Worker::Impl {
     auto length = parsed->first.Number("length");
     if (!length) return res.Respond(ErrorAnswer(length.error()));
     pool_.Post([this, rp = parsed->second, length = *length, res, started] {
+      if (auto pending = wb_->Pending(rp.ns_path)) {
+        std::string stat = JsonText(PendingJson(*pending));
+        stat.pop_back();
+        return ServeWriteback(rp, pending->id, pending->size, 0, std::min(length, pending->size),
+                              {{"X-Shoal-Stat", std::move(stat)}}, res);
+      }
       auto st = svc_->Stat(rp);
       if (!st) return res.Respond(ErrorAnswer(st.error()));
       std::string stat = JsonText(InfoJson(*st, rp.ns_path));
@@ -875,6 +954,99 @@ class Worker::Impl {
     return BodyPart::Bytes(std::string_view(data->data() + (offset - fetch->start()), length), fetch);
   }
 
+  // ---- write-back (worker/writeback_journal.h, docs/protocol.md) ----------
+
+  static Json PendingJson(const WritebackCommit& c) {
+    return Json{{"path", c.path},         {"is_dir", false},        {"size", c.size},
+                {"mtime_ns", c.mtime_ns}, {"version", c.version()}, {"pending", true}};
+  }
+
+  // [offset, end) of pending write `id` of `rp`, whose size the request claims.
+  void ServeWriteback(const ResolvedPath& rp, const std::string& id, uint64_t size, uint64_t offset, uint64_t end,
+                      net::Headers extra, const Responder& res) {
+    auto data = wb_->Data(id, rp.ns_path);
+    if (!data) return res.Respond(ErrorAnswer(data.error()));
+    if (data->commit.size != size) {
+      return res.Respond(ErrorAnswer(Status(
+          Code::kInvalidArgument, "size=" + std::to_string(size) + " contradicts " + rp.ns_path + " version wb-" + id +
+                                      " (" + std::to_string(data->commit.size) + " bytes)")));
+    }
+    extra.emplace_back("Content-Type", "application/octet-stream");
+    HttpResponse ok;
+    ok.headers = std::move(extra);
+    if (end > offset) ok.parts.push_back(BodyPart::File(*data->fd, offset, end - offset, data->fd));
+    res.Respond(std::move(ok));
+  }
+
+  // /v1/wb/*: begin, append, commit, abort (a writer), done, state (holders), pause (operators, tests).
+  void HandleWriteback(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    const std::string op(std::string_view(req.path()).substr(std::string_view("/v1/wb/").size()));
+    if (op == "pause") {
+      wb_->Pause(q.Flag("on"));
+      return res.Respond(JsonAnswer(ObjectJson("paused", q.Flag("on"), "worker", id_)));
+    }
+    auto idp = q.Get("id");
+    if (!idp || !WritebackJournal::ValidId(*idp)) {
+      return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument,
+                                            "write-back: query parameter 'id' must be 32 "
+                                            "lowercase hex digits")));
+    }
+    std::string id = *idp;
+    if (op == "state") return res.Respond(JsonAnswer(ObjectJson("id", id, "state", wb_->State(id))));
+    if (op == "abort") {
+      return pool_.Post([this, id, res] {
+        wb_->Abort(id);
+        res.Respond(JsonAnswer(ObjectJson("id", id, "aborted", true)));
+      });
+    }
+    if (op == "done") {
+      return pool_.Post([this, id, res] {
+        Status st = wb_->Done(id);
+        res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "done", true)) : ErrorAnswer(st));
+      });
+    }
+    if (op == "begin") {
+      auto parsed = Parse(req, res);
+      if (!parsed) return;
+      if (parsed->second.key.empty()) {
+        return res.Respond(ErrorAnswer(
+            Status(Code::kIsDirectory, "cannot write " + parsed->second.ns_path + ": it is the root of a mount")));
+      }
+      if (parsed->second.mount->read_only) {
+        return res.Respond(ErrorAnswer(Status(Code::kReadOnly, "cannot write " + parsed->second.ns_path + ": mount " +
+                                                                   parsed->second.mount->path + " is read-only")));
+      }
+      auto h = q.Get("holders");
+      auto holders = WritebackJournal::ParseHolders(h ? *h : "");
+      if (!holders) return res.Respond(ErrorAnswer(holders.error()));
+      return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), res] {
+        Status st = wb_->Begin(id, path, holders);
+        res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "path", path)) : ErrorAnswer(st));
+      });
+    }
+    if (op == "append") {
+      auto offset = q.Number("offset");
+      if (!offset) return res.Respond(ErrorAnswer(offset.error()));
+      return pool_.Post([this, id, offset = *offset, body = req.body, res] {
+        Status st = wb_->Append(id, offset, body);
+        res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "size", offset + body.size())) : ErrorAnswer(st));
+      });
+    }
+    if (op == "commit") {
+      auto size = q.Number("size");
+      auto sum = q.Number("xxh3");
+      if (!size) return res.Respond(ErrorAnswer(size.error()));
+      if (!sum) return res.Respond(ErrorAnswer(sum.error()));
+      return pool_.Post([this, id, size = *size, sum = *sum, res] {
+        auto c = wb_->Commit(id, size, sum);
+        res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
+      });
+    }
+    res.Respond(ErrorAnswer(Status(Code::kNotFound, "no write-back route " + std::string(req.path()))));
+  }
+
   Config config_;
   BlockingPool pool_;
   std::unique_ptr<WorkerService> svc_;
@@ -884,6 +1056,13 @@ class Worker::Impl {
   std::unique_ptr<LocalServer> local_;
   std::string local_token_;
   std::unique_ptr<LoadJobs> loads_;
+  // Write-back holders telling each other; they carry the cluster secret like any client.
+  WorkerCaller peers_{[this] {
+    WorkerCaller::Options o;
+    o.secret = config_.cluster.secret;
+    return o;
+  }()};
+  std::unique_ptr<WritebackJournal> wb_;
   std::unique_ptr<EtcdRegistration> registration_;
   std::unique_ptr<Client> s3_client_;  // opened by the S3 endpoint's first request
   std::unique_ptr<s3::S3Endpoint> s3_;

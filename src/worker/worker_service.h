@@ -138,6 +138,9 @@ class WorkerService {
   // kVersionMismatch or kInvalidArgument, naming the claim, when not.
   Status PutPushedPage(const ResolvedPath& p, const PagePush& push, std::string_view data);
 
+  // The under-store of a mount, opened on first use (the write-back uploader's).
+  Result<std::shared_ptr<UnderStore>> Store(const ResolvedPath& p) { return StoreFor(p); }
+
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
 

@@ -1,0 +1,581 @@
+// The write-back journal: receiving writes, the on-disk journal, and replay.
+// The uploader is in writeback_uploader.cc. Format: docs/protocol.md
+// ("Write-back: the journal on disk").
+#include "worker/writeback_journal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "common/metrics.h"
+#include "worker/writeback_entry.h"
+
+namespace shoal {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t kRecordHeader = 12;       // u32 payload length, u64 XXH3-64 of the payload
+constexpr uint32_t kMaxRecord = 1u << 20;  // a record names a path and up to 16 holders
+constexpr uint64_t kMaxFileSize = (1ull << 63) - 1;
+
+Status Errno(const std::string& what) {
+  int e = errno;
+  return Status(e == ENOSPC || e == EDQUOT ? Code::kNoSpace : Code::kIo, what + ": " + std::strerror(e));
+}
+
+Status WriteAll(int fd, const char* p, size_t n, uint64_t at, const std::string& what) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Errno(what);
+    p += w;
+    n -= static_cast<size_t>(w);
+    at += static_cast<uint64_t>(w);
+  }
+  return {};
+}
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Json CommitJson(const WritebackCommit& c) {
+  Json holders = Json::array();
+  for (const auto& h : c.holders) holders.push_back(FormatWorkerEntry(h));
+  return Json{{"t", "commit"},          {"id", c.id},        {"path", c.path}, {"size", c.size}, {"xxh3", c.xxh3},
+              {"mtime_ns", c.mtime_ns}, {"holders", holders}};
+}
+
+Counter& Committed() {
+  static Counter& c = MetricsRegistry::Global().GetCounter(
+      "shoal_writeback_committed_bytes_total", "Bytes of write-back writes committed (fsync'd and journaled) here");
+  return c;
+}
+Counter& Busy() {
+  static Counter& c = MetricsRegistry::Global().GetCounter(
+      "shoal_writeback_busy_total", "Write-back writes refused because worker.write_back_max_pending was reached");
+  return c;
+}
+
+}  // namespace
+
+bool WritebackJournal::ValidId(std::string_view id) {
+  if (id.size() != 32) return false;
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+Result<std::vector<WorkerEntry>> WritebackJournal::ParseHolders(std::string_view text) {
+  std::vector<WorkerEntry> out;
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto one = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    auto e = ParseWorkerEntry(one);
+    if (!e) return Err(e.error().WithContext("holders"));
+    for (const auto& h : out) {
+      if (h.id == e->id) return Err(Code::kInvalidArgument, "holders names worker " + e->id + " twice");
+    }
+    out.push_back(std::move(*e));
+    if (out.size() > 16) return Err(Code::kInvalidArgument, "holders names more than 16 workers");
+  }
+  if (out.empty()) return Err(Code::kInvalidArgument, "holders names no worker");
+  return out;
+}
+
+std::string WritebackJournal::FormatHolders(const std::vector<WorkerEntry>& holders) {
+  std::string out;
+  for (const auto& h : holders) out += (out.empty() ? "" : ",") + FormatWorkerEntry(h);
+  return out;
+}
+
+WritebackJournal::WritebackJournal(Options options, Hooks hooks)
+    : options_(std::move(options)), hooks_(std::move(hooks)) {}
+
+WritebackJournal::~WritebackJournal() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (uploader_.joinable()) uploader_.join();
+  if (journal_fd_ >= 0) ::close(journal_fd_);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+Result<std::unique_ptr<WritebackJournal>> WritebackJournal::Open(Options options, Hooks hooks) {
+  if (::mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Err(Errno("cannot create the write-back journal directory " + options.dir +
+                     " (in the first cache dir; check its permissions)"));
+  }
+  std::unique_ptr<WritebackJournal> j(new WritebackJournal(std::move(options), std::move(hooks)));
+  j->dir_fd_ = ::open(j->options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (j->dir_fd_ < 0) return Err(Errno("cannot open " + j->options_.dir));
+  SHOAL_RETURN_IF_ERROR(j->Replay());
+  j->uploader_ = std::thread([p = j.get()] { p->UploaderLoop(); });
+  return j;
+}
+
+// journal.log is a sequence of records: u32 length (little endian), u64
+// XXH3-64 of the payload, the payload (JSON: a commit or a done). Replay reads
+// records until the first that is short or fails its checksum (a torn tail:
+// the write that made it was never acknowledged) and cuts the file there.
+Status WritebackJournal::Replay() {
+  const std::string log = options_.dir + "/journal.log";
+  journal_fd_ = ::open(log.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (journal_fd_ < 0) return Errno("cannot open the write-back journal " + log);
+  struct stat sb {};
+  if (::fstat(journal_fd_, &sb) != 0) return Errno("cannot stat " + log);
+  std::string bytes(static_cast<size_t>(sb.st_size), '\0');
+  for (size_t got = 0; got < bytes.size();) {
+    ssize_t n = ::pread(journal_fd_, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno("cannot read " + log);
+    got += static_cast<size_t>(n);
+  }
+  std::map<std::string, WritebackCommit> commits;
+  std::vector<std::string> order;
+  size_t at = 0;
+  for (;;) {
+    if (bytes.size() - at < kRecordHeader) break;
+    uint32_t len;
+    uint64_t sum;
+    std::memcpy(&len, bytes.data() + at, 4);
+    std::memcpy(&sum, bytes.data() + at + 4, 8);
+    if (len > kMaxRecord || bytes.size() - at - kRecordHeader < len) break;
+    std::string_view payload(bytes.data() + at + kRecordHeader, len);
+    if (XXH3_64bits(payload.data(), payload.size()) != sum) break;
+    try {
+      auto j = Json::parse(payload);
+      std::string t = j.at("t"), id = j.at("id");
+      if (t == "commit") {
+        WritebackCommit c;
+        c.id = id;
+        c.path = j.at("path");
+        c.size = j.at("size");
+        c.xxh3 = j.at("xxh3");
+        c.mtime_ns = j.at("mtime_ns");
+        for (const auto& h : j.at("holders")) {
+          auto e = ParseWorkerEntry(h.get<std::string>());
+          if (!e) throw std::runtime_error(e.error().message());
+          c.holders.push_back(*e);
+        }
+        if (!commits.contains(id)) order.push_back(id);
+        commits[id] = std::move(c);
+      } else if (t == "done") {
+        commits.erase(id);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error(
+          "write-back journal {}: a record at byte {} passed its checksum but is malformed ({}); "
+          "the rest of the journal is ignored",
+          log, at, e.what());
+      break;
+    }
+    at += kRecordHeader + len;
+  }
+  if (at < bytes.size()) {
+    spdlog::warn(
+        "write-back journal {}: {} bytes of a torn record at its end are dropped (a write that was never "
+        "acknowledged)",
+        log, bytes.size() - at);
+  }
+  // Check each committed write's data file; whatever else is in the directory goes.
+  std::vector<WritebackCommit> live;
+  for (const auto& id : order) {
+    auto it = commits.find(id);
+    if (it == commits.end()) continue;
+    const WritebackCommit& c = it->second;
+    const std::string data = options_.dir + "/" + id + ".data";
+    int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC);
+    std::string bad;
+    if (fd < 0) {
+      bad = std::string("its data file is missing: ") + std::strerror(errno);
+    } else {
+      XXH3_state_t* h = XXH3_createState();
+      XXH3_64bits_reset(h);
+      std::vector<char> buf(4 << 20);
+      uint64_t total = 0;
+      for (;;) {
+        ssize_t n = ::read(fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          bad = std::string("reading its data file: ") + std::strerror(errno);
+          break;
+        }
+        if (n == 0) break;
+        XXH3_64bits_update(h, buf.data(), static_cast<size_t>(n));
+        total += static_cast<uint64_t>(n);
+      }
+      if (bad.empty() && total != c.size)
+        bad = "its data file holds " + std::to_string(total) + " bytes, not " + std::to_string(c.size);
+      if (bad.empty() && XXH3_64bits_digest(h) != c.xxh3) bad = "its data file fails its checksum";
+      XXH3_freeState(h);
+      ::close(fd);
+    }
+    if (!bad.empty()) {
+      spdlog::error(
+          "write-back journal: write {} of {} cannot be finished from this worker ({}); its other holders "
+          "({}) finish it",
+          id, c.path, bad, FormatHolders(c.holders));
+      continue;
+    }
+    live.push_back(c);
+  }
+  if (DIR* d = ::opendir(options_.dir.c_str())) {
+    while (dirent* de = ::readdir(d)) {
+      std::string name = de->d_name;
+      if (name == "." || name == ".." || name == "journal.log") continue;
+      bool keep = false;
+      for (const auto& c : live) keep = keep || name == c.id + ".data";
+      if (!keep) ::unlinkat(dir_fd_, name.c_str(), 0);
+    }
+    ::closedir(d);
+  }
+  // Rewrite the journal with the live commits only (temp, fsync, rename, fsync dir).
+  std::string out;
+  for (const auto& c : live) {
+    std::string payload = CommitJson(c).dump();
+    uint32_t len = static_cast<uint32_t>(payload.size());
+    uint64_t sum = XXH3_64bits(payload.data(), payload.size());
+    out.append(reinterpret_cast<const char*>(&len), 4);
+    out.append(reinterpret_cast<const char*>(&sum), 8);
+    out += payload;
+  }
+  const std::string tmp = options_.dir + "/journal.tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("cannot write " + tmp);
+  Status st = WriteAll(fd, out.data(), out.size(), 0, "writing " + tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync " + tmp);
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), log.c_str()) != 0) st = Errno("renaming " + tmp);
+  if (st.ok() && ::fsync(dir_fd_) != 0) st = Errno("fsync " + options_.dir);
+  if (!st.ok()) return st;
+  ::close(journal_fd_);
+  journal_fd_ = ::open(log.c_str(), O_RDWR | O_CLOEXEC);
+  if (journal_fd_ < 0) return Errno("cannot open " + log);
+  journal_size_ = out.size();
+  auto now = Clock::now();
+  for (auto& c : live) {
+    auto e = std::make_shared<Entry>();
+    e->commit = c;
+    e->seq = next_seq_++;
+    // The age counts from the write's own time, so a restart does not reset takeover.
+    e->committed_at = now - std::chrono::nanoseconds(std::max<int64_t>(0, WallNs() - c.mtime_ns));
+    pending_bytes_ += c.size;
+    entries_[c.id] = std::move(e);
+  }
+  if (!live.empty()) spdlog::info("write-back journal: {} pending writes replayed; their upload resumes", live.size());
+  return {};
+}
+
+Status WritebackJournal::AppendRecord(const std::string& payload) {
+  char head[kRecordHeader];
+  uint32_t len = static_cast<uint32_t>(payload.size());
+  uint64_t sum = XXH3_64bits(payload.data(), payload.size());
+  std::memcpy(head, &len, 4);
+  std::memcpy(head + 4, &sum, 8);
+  std::string rec(head, kRecordHeader);
+  rec += payload;
+  Status st = WriteAll(journal_fd_, rec.data(), rec.size(), journal_size_, "appending to the write-back journal");
+  if (st.ok() && ::fdatasync(journal_fd_) != 0) st = Errno("fsync of the write-back journal");
+  if (!st.ok()) {
+    // Whatever part of the record reached the disk is a torn tail: cut it so the next record follows a good one.
+    (void)::ftruncate(journal_fd_, static_cast<off_t>(journal_size_));
+    return st;
+  }
+  journal_size_ += rec.size();
+  return {};
+}
+
+Status WritebackJournal::Begin(const std::string& id, const std::string& path,
+                               const std::vector<WorkerEntry>& holders) {
+  if (!ValidId(id)) return Status(Code::kInvalidArgument, "write-back id '" + id + "' is not 32 lowercase hex digits");
+  bool mine = false;
+  for (const auto& h : holders) mine = mine || h.id == options_.self_id;
+  if (!mine) {
+    return Status(Code::kInvalidArgument, "write-back of " + path + ": holders (" + FormatHolders(holders) +
+                                              ") does not name this worker (" + options_.self_id + ")");
+  }
+  std::lock_guard lock(mu_);
+  if (open_.contains(id) || entries_.contains(id) || done_.contains(id)) {
+    return Status(Code::kAlreadyExists, "write-back id " + id + " is already in use; begin with a new id");
+  }
+  if (open_.size() >= options_.max_open_writes) {
+    Busy().Add(1);
+    return Status(Code::kUnavailable, "worker " + options_.self_id + " is busy: " + std::to_string(open_.size()) +
+                                          " write-back writes are open; write through or retry later");
+  }
+  if (pending_bytes_ + open_bytes_ >= options_.max_pending) {
+    Busy().Add(1);
+    return Status(Code::kUnavailable, "worker " + options_.self_id +
+                                          " is busy: " + std::to_string(pending_bytes_ + open_bytes_) +
+                                          " bytes of write-back are pending upload (worker.write_back_max_pending=" +
+                                          std::to_string(options_.max_pending) + "); write through or retry later");
+  }
+  auto o = std::make_shared<OpenWrite>();
+  const std::string data = options_.dir + "/" + id + ".data";
+  o->fd = ::open(data.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (o->fd < 0) return Errno("cannot create write-back data file " + data);
+  o->path = path;
+  o->holders = holders;
+  o->mtime_ns = WallNs();
+  o->last_used = Clock::now();
+  o->hash = XXH3_createState();
+  XXH3_64bits_reset(o->hash);
+  open_[id] = std::move(o);
+  return {};
+}
+
+Status WritebackJournal::Append(const std::string& id, uint64_t offset, std::string_view data) {
+  std::shared_ptr<OpenWrite> o;
+  {
+    std::lock_guard lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end()) {
+      return Status(Code::kNotFound, "write-back id " + id +
+                                         " is not open here (never begun, committed, aborted or "
+                                         "timed out); begin the write again");
+    }
+    o = it->second;
+    if (pending_bytes_ + open_bytes_ + data.size() > options_.max_pending + (64ull << 20)) {
+      Busy().Add(1);
+      return Status(Code::kUnavailable, "worker " + options_.self_id +
+                                            " is busy: the write-back pending bound "
+                                            "(worker.write_back_max_pending) is reached");
+    }
+  }
+  std::lock_guard lock(o->mu);
+  if (o->failed) return Status(Code::kIo, "write-back id " + id + " failed earlier; begin the write again");
+  if (offset != o->size) {
+    return Status(Code::kInvalidArgument, "write-back append to " + o->path + " at offset " + std::to_string(offset) +
+                                              ": the next byte expected is at " + std::to_string(o->size) +
+                                              " (appends must be in order)");
+  }
+  if (data.size() > kMaxFileSize - o->size) return Status(Code::kInvalidArgument, "write-back file too large");
+  if (Status st = WriteAll(o->fd, data.data(), data.size(), o->size, "writing write-back data of " + o->path);
+      !st.ok()) {
+    o->failed = true;
+    return st;
+  }
+  XXH3_64bits_update(o->hash, data.data(), data.size());
+  o->size += data.size();
+  o->last_used = Clock::now();
+  std::lock_guard l2(mu_);
+  open_bytes_ += data.size();
+  return {};
+}
+
+Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t size, uint64_t xxh3) {
+  std::shared_ptr<OpenWrite> o;
+  {
+    std::lock_guard lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end())
+      return Err(Code::kNotFound, "write-back id " + id + " is not open here; begin the write again");
+    o = it->second;
+  }
+  std::lock_guard olock(o->mu);
+  if (o->failed) return Err(Code::kIo, "write-back id " + id + " failed earlier; begin the write again");
+  if (size != o->size) {
+    return Err(Code::kInvalidArgument, "write-back commit of " + o->path + " claims " + std::to_string(size) +
+                                           " bytes; " + std::to_string(o->size) + " were received");
+  }
+  if (xxh3 != XXH3_64bits_digest(o->hash)) {
+    return Err(Code::kInvalidArgument, "write-back commit of " + o->path +
+                                           ": the bytes received fail the checksum the "
+                                           "client sent; write the file again");
+  }
+  WritebackCommit c;
+  c.id = id;
+  c.path = o->path;
+  c.size = size;
+  c.xxh3 = xxh3;
+  c.mtime_ns = o->mtime_ns;
+  c.holders = o->holders;
+  if (::fsync(o->fd) != 0) {
+    o->failed = true;
+    return Err(Errno("fsync of write-back data of " + o->path));
+  }
+  {
+    std::lock_guard jl(journal_mu_);
+    if (::fsync(dir_fd_) != 0) return Err(Errno("fsync of " + options_.dir));
+    if (Status st = AppendRecord(CommitJson(c).dump()); !st.ok()) {
+      o->failed = true;
+      return Err(st.WithContext("committing write-back of " + o->path));
+    }
+    // Under journal_mu_, so an emptying journal cannot be cut between the record and the entry.
+    std::lock_guard lock(mu_);
+    open_.erase(id);
+    open_bytes_ -= std::min(open_bytes_, o->size);
+    auto e = std::make_shared<Entry>();
+    e->commit = c;
+    e->seq = next_seq_++;
+    e->committed_at = Clock::now();
+    pending_bytes_ += size;
+    entries_[id] = std::move(e);
+  }
+  ::close(o->fd);
+  o->fd = -1;
+  Committed().Add(size);
+  cv_.notify_all();
+  return c;
+}
+
+void WritebackJournal::Abort(const std::string& id) {
+  std::shared_ptr<OpenWrite> o;
+  {
+    std::lock_guard lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end()) {
+      if (!entries_.contains(id)) return;
+      // Committed here but not on every holder: never acknowledged, never uploaded.
+      o = nullptr;
+    } else {
+      o = it->second;
+      open_.erase(it);
+    }
+  }
+  if (!o) {
+    (void)Done(id);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    open_bytes_ -= std::min(open_bytes_, o->size);
+  }
+  ::unlinkat(dir_fd_, (id + ".data").c_str(), 0);
+}
+
+std::optional<WritebackCommit> WritebackJournal::Pending(const std::string& path) const {
+  std::lock_guard lock(mu_);
+  const Entry* best = nullptr;
+  for (const auto& [id, e] : entries_) {
+    if (e->commit.path == path && (!best || e->seq > best->seq)) best = e.get();
+  }
+  if (!best) return std::nullopt;
+  return best->commit;
+}
+
+std::vector<WritebackCommit> WritebackJournal::PendingUnder(const std::string& dir) const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, const Entry*> newest;
+  const std::string prefix = dir == "/" ? "/" : dir + "/";
+  for (const auto& [id, e] : entries_) {
+    const std::string& p = e->commit.path;
+    if (!p.starts_with(prefix) || p.find('/', prefix.size()) != std::string::npos) continue;
+    auto& slot = newest[p];
+    if (!slot || e->seq > slot->seq) slot = e.get();
+  }
+  std::vector<WritebackCommit> out;
+  for (const auto& [p, e] : newest) out.push_back(e->commit);
+  return out;
+}
+
+Result<WritebackData> WritebackJournal::Data(const std::string& id, const std::string& path) const {
+  WritebackCommit c;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(id);
+    auto old = retired_.find(id);
+    if (it == entries_.end() && old != retired_.end() && old->second.first.path == path) {
+      c = old->second.first;
+    } else if (it == entries_.end() || it->second->commit.path != path) {
+      return Err(Code::kVersionMismatch, path + " version " + std::string(kWritebackVersionPrefix) + id +
+                                             " is no longer pending here (uploaded, or not held by this worker); "
+                                             "open it again");
+    } else {
+      c = it->second->commit;
+    }
+  }
+  const std::string data = options_.dir + "/" + id + ".data";
+  int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Err(Code::kVersionMismatch, path + " version " + c.version() + " was just uploaded; open it again");
+  }
+  auto holder = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+    ::close(*p);
+    delete p;
+  });
+  return WritebackData{std::move(holder), std::move(c)};
+}
+
+void WritebackJournal::Pause(bool paused) {
+  {
+    std::lock_guard lock(mu_);
+    paused_ = paused;
+  }
+  cv_.notify_all();
+}
+
+WritebackJournal::Stats WritebackJournal::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s;
+  s.pending_bytes = pending_bytes_;
+  s.pending_files = entries_.size();
+  s.open_bytes = open_bytes_;
+  s.paused = paused_;
+  auto now = Clock::now();
+  for (const auto& [id, e] : entries_) {
+    s.oldest_pending_seconds =
+        std::max(s.oldest_pending_seconds, std::chrono::duration<double>(now - e->committed_at).count());
+  }
+  return s;
+}
+
+std::string WritebackJournal::State(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  if (entries_.contains(id)) return "pending";
+  if (done_.contains(id)) return "done";
+  return "unknown";
+}
+
+Status WritebackJournal::Done(const std::string& id) {
+  {
+    std::lock_guard lock(mu_);
+    if (!entries_.contains(id)) return {};
+  }
+  SHOAL_RETURN_IF_ERROR(RecordDone(id));
+  Forget(id);
+  return {};
+}
+
+Status WritebackJournal::RecordDone(const std::string& id) {
+  std::lock_guard jl(journal_mu_);
+  return AppendRecord(Json{{"t", "done"}, {"id", id}}.dump());
+}
+
+void WritebackJournal::Forget(const std::string& id) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    pending_bytes_ -= std::min(pending_bytes_, it->second->commit.size);
+    if (retired_.size() < 10'000) retired_[id] = {it->second->commit, Clock::now()};
+    else ::unlinkat(dir_fd_, (id + ".data").c_str(), 0);
+    entries_.erase(it);
+    if (done_.size() >= 100'000) done_.clear();  // a bound; "unknown" is then answered
+    done_[id] = Clock::now();
+  }
+  // An empty journal is cut back to nothing (the done records only cancel commits).
+  std::lock_guard jl(journal_mu_);
+  std::lock_guard lock(mu_);
+  if (entries_.empty() && journal_size_ > 0) {
+    if (::ftruncate(journal_fd_, 0) == 0 && ::fdatasync(journal_fd_) == 0) journal_size_ = 0;
+  }
+}
+
+}  // namespace shoal

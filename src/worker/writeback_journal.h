@@ -1,0 +1,160 @@
+// WritebackJournal: the worker's side of write_mode: write-back
+// (docs/protocol.md "Write-back", docs/writeback-journal.md for the format).
+//
+// A client streams a file's bytes to k workers (the holders) with
+// begin/append/commit. Each holder keeps the bytes in one data file per write
+// under <first cache dir>/writeback/, and on commit fsyncs the data file,
+// appends a checksummed commit record to journal.log, fsyncs that and the
+// directory, and only then answers: an acknowledged write survives a crash of
+// the holder. The uploader (writeback_uploader.cc) then puts committed writes
+// into the under-store in commit order; only the primary (the first holder)
+// uploads, the others keep their copy until the primary says it is done, or
+// take over when the primary is gone past worker.write_back_takeover.
+//
+// Until its upload is done, a holder answers stat/open/read of the path from
+// the pending write (version "wb-<id>"): read-your-writes.
+//
+// Thread safety: all methods are safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/config.h"
+#include "shoal/status.h"
+
+namespace shoal {
+
+class UnderStore;
+
+// The version a pending write is read under.
+inline constexpr std::string_view kWritebackVersionPrefix = "wb-";
+
+// A committed, not yet finished write as the journal holds it.
+struct WritebackCommit {
+  std::string id;    // 32 hex digits, the same on every holder
+  std::string path;  // namespace path
+  uint64_t size = 0;
+  uint64_t xxh3 = 0;                 // XXH3-64 of the bytes
+  int64_t mtime_ns = 0;              // wall clock at the first holder's begin (the client's claim is not trusted: ours)
+  std::vector<WorkerEntry> holders;  // primary first
+  std::string version() const { return std::string(kWritebackVersionPrefix) + id; }
+};
+
+// An open data file of a committed write (for reads).
+struct WritebackData {
+  std::shared_ptr<const int> fd;  // closed when the last user lets go
+  WritebackCommit commit;
+};
+
+class WritebackJournal {
+ public:
+  // What the journal needs of the rest of the worker.
+  struct Hooks {
+    // The under-store of a namespace path and the key in it.
+    std::function<Result<std::shared_ptr<UnderStore>>(const std::string& path, std::string* key)> store_for;
+    // After an upload: drop the worker's cached metadata of the path (and its parents).
+    std::function<void(const std::string& path)> uploaded;
+    // POST `target` to a peer worker; its answer's status (kNotFound: it holds nothing of it).
+    std::function<Status(const WorkerEntry& peer, const std::string& target)> call_peer;
+    // GET `target` of a peer: the body, or why not.
+    std::function<Result<std::string>(const WorkerEntry& peer, const std::string& target)> get_peer;
+  };
+  struct Options {
+    std::string dir;           // <first cache dir>/writeback
+    std::string self_id;       // this worker's ring id
+    uint64_t max_pending = 0;  // bytes; begin is refused as busy past it
+    std::chrono::milliseconds takeover{60'000};
+    size_t max_open_writes = 1024;  // begun, not committed
+  };
+
+  // Creates the directory, replays the journal (a torn tail is cut off, data
+  // files without a commit record are deleted, committed ones are checked
+  // against their size and checksum) and starts the uploader.
+  static Result<std::unique_ptr<WritebackJournal>> Open(Options options, Hooks hooks);
+  ~WritebackJournal();
+
+  // The protocol (every argument is the client's claim, checked here).
+  Status Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders);
+  Status Append(const std::string& id, uint64_t offset, std::string_view data);
+  Result<WritebackCommit> Commit(const std::string& id, uint64_t size, uint64_t xxh3);
+  void Abort(const std::string& id);
+  // From the primary: the upload of `id` is done; drop the copy. OK when unknown.
+  Status Done(const std::string& id);
+  // "pending", "done" (a recent write uploaded) or "unknown".
+  std::string State(const std::string& id) const;
+
+  // The newest pending write of `path`, if any.
+  std::optional<WritebackCommit> Pending(const std::string& path) const;
+  // Pending writes directly under directory `dir` (for listings).
+  std::vector<WritebackCommit> PendingUnder(const std::string& dir) const;
+  // The data of pending write `id` of `path` (kVersionMismatch once it is uploaded).
+  Result<WritebackData> Data(const std::string& id, const std::string& path) const;
+
+  // Tests and maintenance: hold uploads back (nothing is lost; they resume on false).
+  void Pause(bool paused);
+
+  struct Stats {
+    uint64_t pending_bytes = 0;  // committed, not yet done
+    uint64_t pending_files = 0;
+    double oldest_pending_seconds = 0;
+    uint64_t open_bytes = 0;  // begun, not committed
+    bool paused = false;
+  };
+  Stats stats() const;
+
+  static bool ValidId(std::string_view id);
+  // "id@host:port,id@host:port" (the holders query parameter).
+  static Result<std::vector<WorkerEntry>> ParseHolders(std::string_view text);
+  static std::string FormatHolders(const std::vector<WorkerEntry>& holders);
+
+ private:
+  struct OpenWrite;
+  struct Entry;
+  WritebackJournal(Options options, Hooks hooks);
+  Status Replay();
+  Status AppendRecord(const std::string& payload);  // REQUIRES: journal_mu_ held
+  Status RecordDone(const std::string& id);
+  void Forget(const std::string& id);  // drops the entry and its data file
+  void UploaderLoop();
+  // One step of the uploader for one entry; returns false when it must wait.
+  void Work(const std::shared_ptr<Entry>& e);
+  Status Upload(const Entry& e);
+  bool PrimaryGone(const Entry& e);
+
+  Options options_;
+  Hooks hooks_;
+  int journal_fd_ = -1;
+  int dir_fd_ = -1;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<OpenWrite>> open_;             // id -> write being received
+  std::map<std::string, std::shared_ptr<Entry>> entries_;              // id -> committed, not done
+  std::map<std::string, std::chrono::steady_clock::time_point> done_;  // recently done ids
+  // Uploaded writes whose data files are kept a while (kRetireAfter) for
+  // readers that opened the pending version just before the upload finished.
+  std::map<std::string, std::pair<WritebackCommit, std::chrono::steady_clock::time_point>> retired_;
+  uint64_t next_seq_ = 1;
+  uint64_t pending_bytes_ = 0;
+  uint64_t open_bytes_ = 0;
+  bool paused_ = false;
+  bool stopping_ = false;
+
+  std::mutex journal_mu_;  // appends to journal.log
+  uint64_t journal_size_ = 0;
+
+  std::thread uploader_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,413 @@
+// write_mode: write-back end to end, against real workers (ShoalCluster) and a
+// real under-store (file://, and s3rver for the round trip): Close returns
+// once the file is journaled on k workers; every client reads the new bytes
+// at once; the upload drains into the store byte-exact; a store outage, a
+// worker killed with SIGKILL at random times, a worker that cannot write its
+// journal and a restart lose nothing acknowledged; bad protocol requests are
+// refused. Uploads are held back with the workers' pause knob
+// (POST /v1/wb/pause), the store is taken away by replacing its directory.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "tests/harness/file_io.h"
+#include "tests/harness/raw_http.h"
+#include "tests/harness/s3rver.h"
+#include "tests/harness/shoal_cluster.h"
+#include "ufs/under_store.h"
+#include "ufs/uri.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kPage = 256 * 1024;  // ShoalCluster's page size
+
+// Compares bytes without printing them (they are binary and may be megabytes).
+#define EXPECT_BYTES(got, want)                                                                                \
+  do {                                                                                                         \
+    const std::string g_ = (got), w_ = (want);                                                                 \
+    EXPECT_TRUE(g_ == w_) << #got << ": " << g_.size() << " bytes" << (g_.size() < 300 ? " (" + g_ + ")" : "") \
+                          << ", expected " << w_.size() << " bytes";                                           \
+  } while (0)
+
+std::string Bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+Result<FileStatus> WriteVia(Client& c, const std::string& path, const std::string& data, size_t chunk = 300 * 1024) {
+  return WriteFileVia(c, path, data, chunk);
+}
+std::string ReadVia(Client& c, const std::string& path) { return ReadFileVia(c, path); }
+std::string ReadStore(UnderStore& s, const std::string& key) { return ReadStoreObject(s, key); }
+
+// One request to a worker; the final status and body.
+std::pair<int, std::string> Post(const std::string& address, const std::string& target, const std::string& body = "",
+                                 const std::string& method = "POST") {
+  auto conn = RawConnection::Connect(address);
+  if (!conn) return {0, "no connection"};
+  conn->Send(method + " " + target + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n\r\n" + body);
+  for (;;) {
+    auto r = conn->ReadResponse(Millis(20'000));
+    if (!r) return {0, "no answer"};
+    if (r->status >= 200) return {r->status, r->body};
+  }
+}
+
+class WritebackTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& kind, int workers = 3, std::function<void(WorkerConfig&)> tune = {}) {
+    spdlog::set_level(spdlog::level::warn);  // a fallback to through is logged: show why
+    MountConfig m;
+    m.path = "/wb";
+    m.write_mode = WriteMode::kWriteBack;
+    m.write_back_replicas = 2;
+    m.ttl = 1h;
+    if (kind == "s3") {
+      auto s3 = S3rverProcess::Start();
+      ASSERT_TRUE(s3) << s3.error().ToString();
+      s3_ = std::make_unique<S3rverProcess>(std::move(*s3));
+      ASSERT_TRUE(s3_->CreateBucket("wbk").ok());
+      m.ufs = "s3://wbk/data/";
+      m.options = s3_->MountOptions();
+      m.options["multipart_threshold"] = "5MiB";
+      m.options["multipart_part_size"] = "5MiB";
+    } else {
+      dir_ = MakeTempDir("wb");
+      ASSERT_FALSE(dir_.empty());
+      store_dir_ = dir_ + "/store";
+      fs::create_directories(store_dir_);
+      m.ufs = "file://" + store_dir_ + "/";
+    }
+    auto s = OpenUnderStore(m);
+    ASSERT_TRUE(s) << s.error().ToString();
+    store_ = *s;
+    ShoalCluster::Options o;
+    o.workers = workers;
+    o.mounts = {m};
+    o.client.down_backoff = 200ms;  // a restarted worker is used again soon
+    o.worker = [tune](WorkerConfig& w) {
+      w.write_back_takeover = 3s;
+      if (tune) tune(w);
+    };
+    auto c = ShoalCluster::Start(o);
+    ASSERT_TRUE(c) << c.error().ToString();
+    cluster_ = std::move(*c);
+    auto a = cluster_->NewClient();
+    auto b = cluster_->NewClient();
+    ASSERT_TRUE(a && b);
+    writer_ = std::move(*a);
+    reader_ = std::move(*b);
+  }
+
+  void TearDown() override {
+    writer_.reset();
+    reader_.reset();
+    cluster_.reset();
+    store_.reset();
+    s3_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  void PauseAll(bool on) {
+    for (const auto& a : cluster_->addresses()) {
+      auto [code, body] = Post(a, std::string("/v1/wb/pause?on=") + (on ? "1" : "0"));
+      ASSERT_EQ(code, 200) << body;
+    }
+  }
+
+  double Metric(const std::string& name) {
+    auto v = cluster_->MetricSum(name);
+    return v ? *v : -1;
+  }
+
+  // Polls every worker's status until nothing is pending (or the deadline).
+  bool Drained(std::chrono::seconds within = 40s) {
+    auto deadline = Clock::now() + within;
+    while (Clock::now() < deadline) {
+      bool empty = true;
+      for (size_t i = 0; i < cluster_->workers().size() && empty; ++i) {
+        auto body = cluster_->Get(i, "/v1/status");
+        empty = body && body->find("\"write_back_pending_files\":0") != std::string::npos;
+      }
+      if (empty) return true;
+      std::this_thread::sleep_for(50ms);  // polling a condition with a deadline
+    }
+    return false;
+  }
+
+  std::unique_ptr<S3rverProcess> s3_;
+  std::string dir_, store_dir_;
+  std::shared_ptr<UnderStore> store_;
+  std::unique_ptr<ShoalCluster> cluster_;
+  std::unique_ptr<Client> writer_;
+  std::unique_ptr<Client> reader_;
+};
+
+class WritebackRoundTrip : public WritebackTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(WritebackRoundTrip, EverySizeIsAcknowledgedReadAtOnceAndDrainsByteExact) {
+  Start(GetParam());
+  const std::vector<size_t> sizes = {0, 1, kPage - 1, kPage, kPage + 1, 6 * 1024 * 1024 + 3};
+  std::map<std::string, std::string> written;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const std::string path = "/wb/dir/f" + std::to_string(i);
+    const std::string data = Bytes(sizes[i], static_cast<uint32_t>(i + 1));
+    auto st = WriteVia(*writer_, path, data);
+    ASSERT_TRUE(st) << path << ": " << st.error().ToString();
+    EXPECT_EQ(st->size, data.size());
+    EXPECT_TRUE(st->version.starts_with("wb-")) << st->version;
+    // Another client sees the new size and bytes at once (pending or uploaded).
+    auto seen = reader_->Stat(path);
+    ASSERT_TRUE(seen) << seen.error().ToString();
+    EXPECT_EQ(seen->size, data.size());
+    EXPECT_BYTES(ReadVia(*reader_, path), data);
+    written[path] = data;
+  }
+  EXPECT_EQ(writer_->stats().write_backs, sizes.size());
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 0u);
+  ASSERT_TRUE(Drained());
+  for (const auto& [path, data] : written) {
+    EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+    auto st = reader_->Stat(path);
+    ASSERT_TRUE(st);
+    EXPECT_FALSE(st->version.starts_with("wb-")) << "after the upload the store's version is served: " << st->version;
+    EXPECT_BYTES(ReadVia(*reader_, path), data);
+  }
+  EXPECT_GE(Metric("shoal_writeback_uploads_total"), static_cast<double>(sizes.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, WritebackRoundTrip, ::testing::Values("file", "s3"),
+                         [](const auto& info) { return info.param; });
+
+TEST_F(WritebackTest, ReadYourWritesFromAnotherClientWhileTheUploadIsHeldAndNeverTheOlderBytes) {
+  Start("file");
+  const std::string path = "/wb/ckpt/model.pt";
+  const std::string v1 = Bytes(700 * 1024, 1), v2 = Bytes(900 * 1024 + 5, 2);
+  ASSERT_TRUE(WriteVia(*writer_, path, v1));
+  ASSERT_TRUE(Drained());
+  ASSERT_TRUE(ReadVia(*reader_, path) == v1);  // cached under v1's version now
+
+  PauseAll(true);
+  auto st = WriteVia(*writer_, path, v2);
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(st->version.starts_with("wb-"));
+  EXPECT_BYTES(ReadStore(*store_, "ckpt/model.pt"), v1);
+  // A third client, a fresh process view: the new size and bytes, not v1's.
+  auto third = cluster_->NewClient();
+  ASSERT_TRUE(third);
+  for (Client* c : {reader_.get(), third->get()}) {
+    auto seen = c->Stat(path);
+    ASSERT_TRUE(seen) << seen.error().ToString();
+    EXPECT_EQ(seen->size, v2.size());
+    EXPECT_EQ(seen->version, st->version);
+    EXPECT_BYTES(ReadVia(*c, path), v2);
+    auto f = c->OpenFile(path, OpenOptions{0});
+    ASSERT_TRUE(f);
+    std::string mid(1000, '\0');
+    auto n = (*f)->Pread(600 * 1024, std::span<char>(mid.data(), mid.size()));
+    ASSERT_TRUE(n) << n.error().ToString();
+    EXPECT_BYTES(mid, v2.substr(600 * 1024, 1000));
+  }
+  // A new file in the held state is also visible under its directory from the holders.
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/ckpt/new.bin", "fresh"));
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/ckpt/new.bin"), "fresh");
+  EXPECT_FALSE(store_->Stat("ckpt/new.bin"));
+
+  uint64_t pending = 0;
+  for (const auto& w : writer_->ClusterStatus()) pending += w.write_back_pending_files;
+  EXPECT_EQ(pending, 4u) << "two files, each on k=2 workers";
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
+  EXPECT_BYTES(ReadStore(*store_, "ckpt/model.pt"), v2);
+  EXPECT_BYTES(ReadStore(*store_, "ckpt/new.bin"), "fresh");
+  EXPECT_BYTES(ReadVia(*reader_, path), v2);
+}
+
+TEST_F(WritebackTest, ALaterWriteOfThePathSupersedesAPendingOneAndTheStoreEndsWithTheNewest) {
+  Start("file");
+  PauseAll(true);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(WriteVia(*writer_, "/wb/x", "version " + std::to_string(i)));
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/x"), "version 4");
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
+  EXPECT_BYTES(ReadStore(*store_, "x"), "version 4");
+  EXPECT_GE(Metric("shoal_writeback_superseded_total"), 4.0);
+}
+
+TEST_F(WritebackTest, TheStoreDownLosesNothingAndUploadsResumeWithBackoff) {
+  Start("file");
+  // The store goes away: its root directory is replaced by a plain file.
+  const std::string away = dir_ + "/store.away";
+  fs::rename(store_dir_, away);
+  { std::ofstream(store_dir_) << "not a directory"; }
+  std::map<std::string, std::string> written;
+  for (int i = 0; i < 6; ++i) {
+    const std::string path = "/wb/out/" + std::to_string(i);
+    written[path] = Bytes(100 * 1024 * i + 7, static_cast<uint32_t>(i));
+    auto st = WriteVia(*writer_, path, written[path]);
+    ASSERT_TRUE(st) << st.error().ToString();
+  }
+  // Failures are retried (backoff), and readers still get the bytes from the holders.
+  auto deadline = Clock::now() + 20s;
+  while (Metric("shoal_writeback_upload_retries_total") < 2 && Clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_GE(Metric("shoal_writeback_upload_retries_total"), 2.0);
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/out/3"), written["/wb/out/3"]);
+  fs::remove(store_dir_);
+  fs::rename(away, store_dir_);
+  ASSERT_TRUE(Drained());
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+}
+
+TEST_F(WritebackTest, AFailingJournalAndBackpressureFallBackToThroughAndLoseNothingAcknowledged) {
+  Start("file", 3, [](WorkerConfig& w) { w.write_back_max_pending = 1 << 20; });
+  PauseAll(true);
+  std::map<std::string, std::string> written;
+  written["/wb/bp/held"] = Bytes(200 * 1024, 5);
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/bp/held", written["/wb/bp/held"]));
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 0u);
+  // Every worker's journal directory cannot be written (a disk gone bad or
+  // full): the write falls back to through; what was held stays held.
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) {
+    const std::string wb = cluster_->cache_dir(i) + "/writeback";
+    fs::rename(wb, wb + ".away");
+    std::ofstream(wb) << "x";
+  }
+  written["/wb/bp/late"] = Bytes(10, 99);
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/bp/late", written["/wb/bp/late"]));
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 1u);
+  EXPECT_BYTES(ReadStore(*store_, "bp/late"), written["/wb/bp/late"]);
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) {
+    const std::string wb = cluster_->cache_dir(i) + "/writeback";
+    fs::remove(wb);
+    fs::rename(wb + ".away", wb);
+  }
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/bp/held"), written["/wb/bp/held"]);
+  // Past 1 MiB pending a worker answers busy: 4 writes of 700 KB on k=2 of
+  // 3 workers put at least 3 on one of them, so at least one is written through.
+  for (int i = 0; i < 4; ++i) {
+    const std::string path = "/wb/bp/" + std::to_string(i);
+    written[path] = Bytes(700 * 1024, static_cast<uint32_t>(10 + i));
+    ASSERT_TRUE(WriteVia(*writer_, path, written[path]));
+  }
+  EXPECT_GE(writer_->stats().write_back_fallbacks, 2u);
+  EXPECT_GE(Metric("shoal_writeback_busy_total"), 1.0);
+  for (int i = 0; i < 4; ++i) {
+    const std::string path = "/wb/bp/" + std::to_string(i);
+    EXPECT_BYTES(ReadVia(*reader_, path), written[path]);
+  }
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+}
+
+TEST_F(WritebackTest, ARestartedWorkerReplaysItsJournalDropsATornTailAndUnfinishedDataAndUploads) {
+  Start("file");
+  PauseAll(true);
+  std::map<std::string, std::string> written;
+  for (int i = 0; i < 5; ++i) {
+    const std::string path = "/wb/r/" + std::to_string(i);
+    written[path] = Bytes(300 * 1024 + i, static_cast<uint32_t>(20 + i));
+    ASSERT_TRUE(WriteVia(*writer_, path, written[path]));
+  }
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) cluster_->Kill(i);
+  // A torn record at the end of each journal and a data file without a commit record.
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) {
+    const std::string wb = cluster_->cache_dir(i) + "/writeback";
+    std::ofstream(wb + "/journal.log", std::ios::app) << std::string("\x40\0\0\0garbage", 11);
+    std::ofstream(wb + "/0123456789abcdef0123456789abcdef.data") << "never committed";
+  }
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) ASSERT_TRUE(cluster_->Restart(i).ok());
+  ASSERT_TRUE(Drained());
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) {
+    EXPECT_FALSE(fs::exists(cluster_->cache_dir(i) + "/writeback/0123456789abcdef0123456789abcdef.data"));
+  }
+}
+
+// ★ Checkpoints saved while workers are killed with SIGKILL at seeded random
+// times and restarted: every acknowledged file ends in the store byte-exact;
+// an unacknowledged one is absent or whole.
+TEST_F(WritebackTest, CrashTestKillNineDuringACheckpointLosesNothingAcknowledged) {
+  Start("file");
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    std::map<std::string, std::string> acked, unacked;
+    std::atomic<bool> writing{true};
+    std::thread writer([&] {
+      std::mt19937 wr(seed * 7919);
+      for (int i = 0; i < 30; ++i) {
+        const std::string path = "/wb/ck" + std::to_string(seed) + "/shard" + std::to_string(i);
+        std::string data = Bytes(wr() % (900 * 1024), wr());
+        auto st = WriteVia(*writer_, path, data, 128 * 1024);
+        (st ? acked : unacked)[path] = std::move(data);
+      }
+      writing = false;
+    });
+    while (writing) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 250));  // a random moment to crash at
+      if (!writing) break;
+      const size_t victim = rng() % cluster_->workers().size();
+      cluster_->Kill(victim);
+      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 200));
+      ASSERT_TRUE(cluster_->Restart(victim).ok());
+    }
+    writer.join();
+    EXPECT_GT(acked.size(), 20u) << "most writes are acknowledged (write-back or through)";
+    ASSERT_TRUE(Drained(50s));
+    for (const auto& [path, data] : acked) {
+      EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+    }
+    for (const auto& [path, data] : unacked) {
+      auto info = store_->Stat(path.substr(4));
+      if (info) {
+        EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+      }
+    }
+  }
+}
+
+TEST_F(WritebackTest, BadRequestsAreRefusedAndLeaveNothing) {
+  Start("file", 1);
+  const std::string a = cluster_->addresses()[0];
+  const std::string me = FormatWorkerEntry(cluster_->workers()[0]);
+  const std::string id = "00112233445566778899aabbccddeeff";
+  const std::string holders = "&holders=" + PercentEncode(me, true);
+  auto expect = [&](const std::string& target, const std::string& body, int code, const std::string& words) {
+    auto [got, text] = Post(a, target, body);
+    EXPECT_EQ(got, code) << target << ": " << text;
+    EXPECT_NE(text.find(words), std::string::npos) << target << ": " << text;
+  };
+  expect("/v1/wb/begin?id=XYZ&path=/wb/a" + holders, "", 400, "32 lowercase hex");
+  expect("/v1/wb/begin?id=" + id + "&path=/wb/a&holders=" + PercentEncode("w-x@127.0.0.1:1", true), "", 400,
+         "does not name this worker");
+  expect("/v1/wb/begin?id=" + id + "&path=/nomount/a" + holders, "", 404, "");
+  expect("/v1/wb/append?id=" + id + "&offset=0", "abc", 404, "not open");
+  expect("/v1/wb/begin?id=" + id + "&path=/wb/a" + holders, "", 200, id);
+  expect("/v1/wb/begin?id=" + id + "&path=/wb/a" + holders, "", 409, "already in use");
+  expect("/v1/wb/append?id=" + id + "&offset=5", "abc", 400, "in order");
+  expect("/v1/wb/append?id=" + id + "&offset=0", "abc", 200, "");
+  expect("/v1/wb/append?id=" + id, "abc", 400, "offset");
+  expect("/v1/wb/commit?id=" + id + "&size=4&xxh3=1", "", 400, "3 were received");
+  expect("/v1/wb/commit?id=" + id + "&size=3&xxh3=1", "", 400, "checksum");
+  expect("/v1/wb/abort?id=" + id, "", 200, "aborted");
+  EXPECT_FALSE(reader_->Stat("/wb/a")) << "nothing of a refused write is visible";
+  EXPECT_EQ(Post(a, "/v1/read?path=/wb/a&version=wb-" + id + "&size=3&offset=0&length=3", "", "GET").first, 412);
+  EXPECT_FALSE(fs::exists(cluster_->cache_dir(0) + "/writeback/" + id + ".data"));
+}
+
+}  // namespace
+}  // namespace shoal::testing
