@@ -96,6 +96,8 @@ struct ClientStats {
   uint64_t local_corrupt_reads = 0;  // short-circuit page reads that failed a checksum (and were read over TCP)
   uint64_t cache_pushed_bytes = 0;   // written bytes cached on workers by cache-through writers
   uint64_t cache_push_failures = 0;  // pages a cache-through writer could not cache (the write itself succeeded)
+  uint64_t fallback_throttled_waits = 0;  // direct store reads that waited for client.fallback_rate/_requests
+  uint64_t fallback_rate_limited = 0;     // calls failed: the fallback limit would have taken past their deadline
 };
 
 // One worker's answer to Client::CallWorkers.

@@ -159,6 +159,9 @@ struct WorkerConfig {
   // (epoch, lru, fifo, lfu, s3fifo, sieve); "": the default. Checked when the
   // worker opens its cache.
   std::string eviction;
+  // On a miss, ask the shard's previous owner or another replica for the
+  // bytes (cache only) before the under-store (src/worker/peer_fetch.h).
+  bool peer_fetch = true;
 };
 
 struct ClientConfig {
@@ -181,6 +184,10 @@ struct ClientConfig {
   // Check the bytes read short-circuit against their page's chunk checksums.
   // Off only for benchmarks and diagnosis, like worker.verify_checksums.
   bool verify_checksums = true;
+  // Under-store fallback limits of this client (a token bucket each, with one
+  // second of burst; 0 = unlimited): a lost worker must not stampede the store.
+  uint64_t fallback_rate = 200ull << 20;  // bytes/s
+  int fallback_requests = 100;            // requests/s
 };
 
 // The S3-compatible endpoint (`shoal s3`, `shoal up --s3`; src/s3/).
