@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -127,6 +128,8 @@ class PeerFetchTest : public EtcdWorkersTest {
 
 TEST_F(PeerFetchTest, AWorkerJoiningAWarmClusterCostsAlmostNoStoreBytes) {
   const double epoch = StoreBytesOfTheEpochAfterAJoin(true);
+  std::printf("epoch after a join, peer fetch on: under-store bytes / dataset bytes = %.0f / %llu = %.4f\n", epoch,
+              static_cast<unsigned long long>(dataset_bytes_), epoch / static_cast<double>(dataset_bytes_));
   EXPECT_LE(epoch, 0.05 * static_cast<double>(dataset_bytes_))
       << "the epoch after a join read " << epoch << " of " << dataset_bytes_ << " dataset bytes from the store";
   // The new worker's share came from the other workers' caches.
@@ -139,6 +142,8 @@ TEST_F(PeerFetchTest, WithoutPeerFetchTheNewWorkersShareComesFromTheStore) {
   // The control: the same epoch with worker.peer_fetch off re-reads the new
   // worker's share from the store (so the test above measures peer fetch).
   const double epoch = StoreBytesOfTheEpochAfterAJoin(false);
+  std::printf("epoch after a join, peer fetch off: under-store bytes / dataset bytes = %.0f / %llu = %.4f\n", epoch,
+              static_cast<unsigned long long>(dataset_bytes_), epoch / static_cast<double>(dataset_bytes_));
   EXPECT_GT(epoch, 0.15 * static_cast<double>(dataset_bytes_));
   EXPECT_EQ(Sum("shoal_peer_fetch_bytes_total", addresses_), 0);
 }
