@@ -51,13 +51,17 @@ Result<FileStatus> WriteVia(Client& c, const std::string& path, const std::strin
 std::string ReadVia(Client& c, const std::string& path) { return ReadFileVia(c, path); }
 std::string ReadStore(UnderStore& s, const std::string& key) { return ReadStoreObject(s, key); }
 
+// Every cluster here runs with a cluster secret: clients, holders telling
+// each other, and the raw requests below all carry it.
+const std::string kSecret = "wb-test-secret-0123456789abcdef";
+
 // One request to a worker; the final status and body.
 std::pair<int, std::string> Post(const std::string& address, const std::string& target, const std::string& body = "",
-                                 const std::string& method = "POST") {
+                                 const std::string& method = "POST", bool with_secret = true) {
   auto conn = RawConnection::Connect(address);
   if (!conn) return {0, "no connection"};
   conn->Send(method + " " + target + " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
-             "\r\n\r\n" + body);
+             (with_secret ? "\r\nAuthorization: Bearer " + kSecret : std::string()) + "\r\n\r\n" + body);
   for (;;) {
     auto r = conn->ReadResponse(Millis(20'000));
     if (!r) return {0, "no answer"};
@@ -96,6 +100,7 @@ class WritebackTest : public ::testing::Test {
     ShoalCluster::Options o;
     o.workers = workers;
     o.mounts = {m};
+    o.secret = kSecret;
     o.client.down_backoff = 200ms;  // a restarted worker is used again soon
     o.worker = [tune](WorkerConfig& w) {
       w.write_back_takeover = 3s;
@@ -406,6 +411,11 @@ TEST_F(WritebackTest, BadRequestsAreRefusedAndLeaveNothing) {
   expect("/v1/wb/abort?id=" + id, "", 200, "aborted");
   EXPECT_FALSE(reader_->Stat("/wb/a")) << "nothing of a refused write is visible";
   EXPECT_EQ(Post(a, "/v1/read?path=/wb/a&version=wb-" + id + "&size=3&offset=0&length=3", "", "GET").first, 412);
+  // Without the cluster secret no write-back route takes anything.
+  EXPECT_EQ(Post(a, "/v1/wb/begin?id=" + id + "x&path=/wb/b&holders=" + cluster_->workers()[0].id, "", "POST", false)
+                .first,
+            403);
+  EXPECT_EQ(Post(a, "/v1/wb/pause?on=1", "", "POST", false).first, 403);
   EXPECT_FALSE(fs::exists(cluster_->cache_dir(0) + "/writeback/" + id + ".data"));
 }
 

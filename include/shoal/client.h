@@ -103,6 +103,8 @@ struct ClientStats {
   uint64_t write_backs = 0;          // write-back writes acknowledged by their k workers
   // write-back writes that were written through instead (a holder busy, full or down)
   uint64_t write_back_fallbacks = 0;
+  uint64_t fallback_throttled_waits = 0;  // direct store reads that waited for client.fallback_rate/_requests
+  uint64_t fallback_rate_limited = 0;     // calls failed: the fallback limit would have taken past their deadline
 };
 
 // One worker's answer to Client::CallWorkers.

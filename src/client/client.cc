@@ -82,8 +82,10 @@ ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membersh
                                      config_.cluster.secret}),
       health_([this](const WorkerEntry& w) { return caller_.Probe(w); },
               WorkerHealth::Options{config_.client.down_backoff, std::chrono::seconds(30)}),
+      limiter_(config_.client.fallback_rate, static_cast<uint64_t>(config_.client.fallback_requests)),
       router_(std::move(membership), &health_,
-              Router::Options{config_.client.ufs_fallback, config_.client.timeout, 0}),
+              Router::Options{config_.client.ufs_fallback, config_.client.timeout, 0, &limiter_,
+                              [this](const WorkerEntry& w) { return local_.IsLocal(w.address); }}),
       fanout_pool_(static_cast<size_t>(config_.client.max_parallel)),
       readahead_pool_(4),
       // A short-circuit read is answered from the worker's page index at once;
@@ -170,6 +172,10 @@ Result<FileStatus> ClientImpl::Stat(std::string_view path) {
   return StatResolved(*rp, NewDeadline());
 }
 
+size_t ClientImpl::ReplicasFor(const ResolvedPath& rp) const {
+  return static_cast<size_t>(std::max(1, rules_.For(rp.ns_path).replicas.value_or(1)));
+}
+
 Result<FileStatus> ClientImpl::StatResolved(const ResolvedPath& rp, Deadline deadline) {
   const std::string target = "/v1/stat?path=" + PercentEncode(rp.ns_path, true);
   return router_.Route<FileStatus>(
@@ -189,8 +195,10 @@ Result<OpenedFile> ClientImpl::Open(std::string_view path, uint64_t prefetch) {
   const Deadline deadline = NewDeadline();
   const std::string& ns = rp->ns_path;
   const std::string target = "/v1/open?path=" + PercentEncode(ns, true) + "&length=" + std::to_string(prefetch);
+  // Shard 0 lives with the metadata: a replicated path is opened at any of its holders.
+  const std::string ring_key = HashRing::MetaKey(ns);
   return router_.Route<OpenedFile>(
-      HashRing::MetaKey(ns), deadline, "open " + ns,
+      Router::RouteKey(ring_key, ReplicasFor(*rp), prefetch), deadline, "open " + ns,
       [&](const WorkerEntry& w) -> WorkerAttempt<OpenedFile> {
         if (config_.client.short_circuit) {
           if (Status d = DiscoverLocal(w, deadline); !d.ok()) return WorkerFailed<OpenedFile>(d);
@@ -391,7 +399,8 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
 ClientStats ClientImpl::stats() const {
   return {worker_read_bytes_.load(),   fallback_read_bytes_.load(), caller_.failures(),
           local_read_bytes_.load(),    local_.corrupt_reads(),      cache_pushed_bytes_.load(),
-          cache_push_failures_.load(), write_backs_.load(),         write_back_fallbacks_.load()};
+          cache_push_failures_.load(), write_backs_.load(),         write_back_fallbacks_.load(),
+          limiter_.throttled_waits(),  limiter_.rejected()};
 }
 
 void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {
@@ -427,8 +436,9 @@ Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint6
                              Deadline deadline) {
   if (st.version.starts_with("wb-")) return ReadPending(rp, st, offset, out, deadline);
   const uint64_t shard = offset / config_.cluster.shard_size;
+  const std::string ring_key = HashRing::DataKey(rp.ns_path, st.version, shard);
   auto r = router_.Route<void>(
-      HashRing::DataKey(rp.ns_path, st.version, shard), deadline, "read " + rp.ns_path,
+      Router::RouteKey(ring_key, ReplicasFor(rp), out.size()), deadline, "read " + rp.ns_path,
       [&](const WorkerEntry& w) -> WorkerAttempt<void> {
         uint64_t off = offset;
         std::span<char> rest = out;

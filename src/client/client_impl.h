@@ -19,6 +19,7 @@
 
 #include "client/local_reader.h"
 #include "client/worker_caller.h"
+#include "cluster/fallback_limiter.h"
 #include "cluster/membership.h"
 #include "cluster/router.h"
 #include "cluster/worker_health.h"
@@ -125,6 +126,8 @@ class ClientImpl {
 
  private:
   Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);
+  // How many workers hold the data of `rp` (its path rule's replicas; 1 when unset).
+  size_t ReplicasFor(const ResolvedPath& rp) const;
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                    Deadline deadline);
 
@@ -147,6 +150,7 @@ class ClientImpl {
   // Declared before health_: the probe thread uses it until health_ is destroyed.
   WorkerCaller caller_;
   WorkerHealth health_;
+  FallbackLimiter limiter_;  // before router_, which uses it
   Router router_;
   TaskPool fanout_pool_;
   TaskPool readahead_pool_;

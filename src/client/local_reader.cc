@@ -36,6 +36,12 @@ LocalReader::~LocalReader() {
   for (auto& [w, ch] : channels_) CloseAll(ch.idle);
 }
 
+bool LocalReader::IsLocal(const std::string& worker) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  return it != channels_.end() && it->second.available;
+}
+
 bool LocalReader::ClaimDiscovery(const std::string& worker) {
   std::lock_guard lock(mu_);
   auto& ch = channels_[worker];

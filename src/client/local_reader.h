@@ -44,6 +44,9 @@ class LocalReader {
   // What the worker's /v1/status said ("" socket: none). Connects to check.
   void Discovered(const std::string& worker, const std::string& socket, const std::string& token);
 
+  // Whether `worker` is on this host with its short circuit open.
+  bool IsLocal(const std::string& worker);
+
   // Reads a prefix of [offset, offset + out.size()) of the file version from
   // the pages `worker` holds; returns its length (0: none cached, or the
   // worker has no short circuit to this client).

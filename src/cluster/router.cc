@@ -1,5 +1,8 @@
 #include "cluster/router.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "common/units.h"
 
 namespace shoal {
@@ -9,11 +12,16 @@ std::string WorkerName(const WorkerEntry& w) { return w.id == w.address ? w.addr
 Router::Router(std::shared_ptr<const Membership> membership, WorkerHealth* health, Options options)
     : membership_(std::move(membership)), health_(health), options_(options) {}
 
-Router::Candidates Router::For(std::string_view ring_key) const {
+std::atomic<uint32_t>& Router::Slot(const WorkerEntry& w) const {
+  return in_flight_[std::hash<std::string>{}(w.id) % kSlots];
+}
+
+Router::Candidates Router::For(std::string_view ring_key, size_t n) const {
   Candidates c;
   c.ring = membership_->Current();
   if (c.ring->ring.empty()) return c;
-  for (size_t i : c.ring->ring.Owners(ring_key, 1 + options_.replicas)) {
+  if (n == 0) n = 1 + options_.replicas;
+  for (size_t i : c.ring->ring.Owners(ring_key, n)) {
     const WorkerEntry* w = &c.ring->workers[i];
     if (auto why = health_->DownReason(*w)) {
       c.down.emplace_back(w, std::move(*why));
@@ -21,7 +29,33 @@ Router::Candidates Router::For(std::string_view ring_key) const {
       c.live.push_back(w);
     }
   }
+  if (c.live.size() > 1) {
+    // Best first: on this host, then fewest calls in flight; ties keep ring order.
+    struct Rank {
+      bool remote;
+      uint32_t busy;
+      const WorkerEntry* w;
+    };
+    std::vector<Rank> ranks;
+    for (const WorkerEntry* w : c.live) {
+      ranks.push_back({!(options_.is_local && options_.is_local(*w)), InFlight(*w), w});
+    }
+    std::stable_sort(ranks.begin(), ranks.end(), [](const Rank& a, const Rank& b) {
+      return a.remote != b.remote ? a.remote < b.remote : a.busy < b.busy;
+    });
+    for (size_t i = 0; i < ranks.size(); ++i) c.live[i] = ranks[i].w;
+  }
   return c;
+}
+
+std::pair<std::shared_ptr<const RingSnapshot>, std::vector<const WorkerEntry*>> Router::Holders(
+    std::string_view ring_key, size_t n) const {
+  auto ring = membership_->Current();
+  std::vector<const WorkerEntry*> out;
+  if (!ring->ring.empty()) {
+    for (size_t i : ring->ring.Owners(ring_key, n)) out.push_back(&ring->workers[i]);
+  }
+  return {std::move(ring), std::move(out)};
 }
 
 std::pair<std::shared_ptr<const RingSnapshot>, std::vector<Router::Member>> Router::Members() const {
@@ -54,8 +88,8 @@ Status Router::StoreFailed(std::string_view what, const std::string& failed, con
                         ? "; the under-store may be stalled: check it, or raise client.timeout (" +
                               FormatDuration(options_.timeout) + ") if it is only slow"
                         : "; check that the under-store is reachable";
-  return Status(store.code(), std::string(what) + ": " + failed + ", and reading the under-store directly failed: " +
-                                  store.message() + how);
+  return Status(store.code(), std::string(what) + ": " + failed +
+                                  ", and reading the under-store directly failed: " + store.message() + how);
 }
 
 }  // namespace shoal

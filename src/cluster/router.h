@@ -2,24 +2,32 @@
 // Every client call (stat, list, open, read, and the refresh/status fan-out)
 // routes through here; failover is written once, in Route().
 //
-// For a key, the candidates are the key's owner on the current ring snapshot,
-// then its replicas (none yet: replicas on read come in a later issue, but the
-// list shape is already what callers get), minus the workers WorkerHealth has
-// marked down.
+// For a key with N replicas (a path rule's `replicas: N`), the candidates are
+// the N distinct workers that follow the key on the current ring snapshot, in
+// ring order (owner first), minus the workers WorkerHealth has marked down.
+// With N > 1 the live ones are tried best first: a worker on this host
+// (short circuit) before the others, then the one with the fewest calls from
+// this client in flight, ties in ring order.
 //
 // Route() tries the live candidates in order. A worker's answer (a value, or
 // an error it reported such as NotFound, or a timeout while it was still
 // working) is final. A worker failure (unreachable, silent, broken, not a
 // Shoal worker) marks that worker down and moves on to the next candidate,
 // and after the last one to the under-store directly when client.ufs_fallback
-// is on. With no workers configured at all, calls go to the under-store.
+// is on, through the client's FallbackLimiter (a token bucket in bytes/s and
+// requests/s): a call that would wait past its deadline for its turn fails
+// with "under-store fallback rate-limited". With no workers configured at
+// all, calls go to the under-store (not limited: that is the configuration).
 // Everything happens before the call's one deadline; the under-store read gets
 // what is left of it.
 //
 // Thread safety: all methods are safe from any thread.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/fallback_limiter.h"
 #include "cluster/membership.h"
 #include "cluster/worker_health.h"
 #include "shoal/status.h"
@@ -42,7 +51,7 @@ std::string WorkerName(const WorkerEntry& w);
 
 template <class T>
 struct WorkerAttempt {
-  Result<T> result;            // a value, or the worker's (final) error
+  Result<T> result;  // a value, or the worker's (final) error
   // The worker, not the request, failed; result's error says why and names
   // the worker. Route() marks it down and tries elsewhere.
   bool worker_failed = false;
@@ -58,18 +67,41 @@ class Router {
   struct Options {
     bool ufs_fallback = true;
     std::chrono::milliseconds timeout{30'000};  // client.timeout, for messages
-    size_t replicas = 0;                        // candidates after the owner
+    size_t replicas = 0;                        // default candidates after the owner (RouteKey overrides)
+    FallbackLimiter* limiter = nullptr;         // direct store reads after a worker failure; null: unlimited
+    // Whether a worker is on this host (its short circuit is open): tried first among replicas.
+    std::function<bool(const WorkerEntry&)> is_local;
+  };
+
+  // What Route() routes: a ring key, how many distinct workers hold it, and
+  // the bytes a direct store read of it costs (for the FallbackLimiter).
+  struct RouteKey {
+    RouteKey(std::string_view k) : key(k) {}
+    RouteKey(const std::string& k) : key(k) {}
+    RouteKey(const char* k) : key(k) {}
+    RouteKey(std::string_view k, size_t n, uint64_t bytes) : key(k), replicas(n), store_bytes(bytes) {}
+    std::string_view key;
+    size_t replicas = 0;  // 0: 1 + Options::replicas
+    uint64_t store_bytes = 0;
   };
 
   Router(std::shared_ptr<const Membership> membership, WorkerHealth* health, Options options);
 
   struct Candidates {
-    std::shared_ptr<const RingSnapshot> ring;  // keeps the entries below alive
-    std::vector<const WorkerEntry*> live;      // in order: owner, then replicas
+    std::shared_ptr<const RingSnapshot> ring;                 // keeps the entries below alive
+    std::vector<const WorkerEntry*> live;                     // in order: owner, then replicas
     std::vector<std::pair<const WorkerEntry*, Status>> down;  // skipped, with why
   };
-  // The ordered live candidates for a ring key (HashRing::MetaKey/DataKey).
-  Candidates For(std::string_view ring_key) const;
+  // The ordered live candidates for a ring key (HashRing::MetaKey/DataKey):
+  // `n` distinct workers in ring order (0: 1 + Options::replicas), the live
+  // ones best first (see above).
+  Candidates For(std::string_view ring_key, size_t n = 0) const;
+  // The `n` distinct workers for a ring key in plain ring order, down or not:
+  // the holders of a replicated key (write-back uses the same list).
+  std::pair<std::shared_ptr<const RingSnapshot>, std::vector<const WorkerEntry*>> Holders(std::string_view ring_key,
+                                                                                          size_t n) const;
+  // Calls from this client in flight on `worker` (approximate: a hashed slot).
+  uint32_t InFlight(const WorkerEntry& worker) const { return Slot(worker).load(std::memory_order_relaxed); }
 
   struct Member {
     const WorkerEntry* entry;
@@ -89,14 +121,18 @@ class Router {
   // is given what is left of `deadline` by the caller's own means. `what`
   // names the call for messages ("stat /data/x").
   template <class T, class TryWorker, class TryStore>
-  Result<T> Route(std::string_view ring_key, Deadline deadline, std::string_view what, TryWorker&& try_worker,
+  Result<T> Route(const RouteKey& key, Deadline deadline, std::string_view what, TryWorker&& try_worker,
                   TryStore&& try_store) const {
-    Candidates c = For(ring_key);
+    Candidates c = For(key.key, key.replicas);
     std::string failed;  // why each candidate could not be used, for the final message
-    for (const auto& [w, why] : c.down) Append(&failed, "worker " + WorkerName(*w) + " is down (" + why.message() + ")");
+    for (const auto& [w, why] : c.down)
+      Append(&failed, "worker " + WorkerName(*w) + " is down (" + why.message() + ")");
     for (const WorkerEntry* w : c.live) {
       if (std::chrono::steady_clock::now() >= deadline) return Err(DeadlinePassed(what, failed));
-      WorkerAttempt<T> a = try_worker(*w);
+      WorkerAttempt<T> a = [&] {
+        InFlightGuard busy(Slot(*w));
+        return try_worker(*w);
+      }();
       if (!a.worker_failed) return std::move(a.result);
       health_->MarkDown(*w, a.result.error());
       Append(&failed, a.result.error().message());  // names the worker
@@ -104,6 +140,11 @@ class Router {
     if (!c.ring->workers.empty()) {
       if (!options_.ufs_fallback) return Err(NoFallback(what, failed));
       if (std::chrono::steady_clock::now() >= deadline) return Err(DeadlinePassed(what, failed));
+      if (options_.limiter) {
+        if (Status s = options_.limiter->Acquire(key.store_bytes, deadline, what); !s.ok()) {
+          return Err(Status(s.code(), s.message() + (failed.empty() ? "" : " (after: " + failed + ")")));
+        }
+      }
     }
     Result<T> r = try_store();
     if (!r && !failed.empty() && (r.error().code() == Code::kTimeout || r.error().code() == Code::kUnavailable)) {
@@ -113,6 +154,13 @@ class Router {
   }
 
  private:
+  static constexpr size_t kSlots = 256;
+  struct InFlightGuard {
+    explicit InFlightGuard(std::atomic<uint32_t>& s) : slot(s) { slot.fetch_add(1, std::memory_order_relaxed); }
+    ~InFlightGuard() { slot.fetch_sub(1, std::memory_order_relaxed); }
+    std::atomic<uint32_t>& slot;
+  };
+  std::atomic<uint32_t>& Slot(const WorkerEntry& w) const;
   static void Append(std::string* out, const std::string& text);
   Status NoFallback(std::string_view what, const std::string& failed) const;
   Status DeadlinePassed(std::string_view what, const std::string& failed) const;
@@ -121,6 +169,7 @@ class Router {
   std::shared_ptr<const Membership> membership_;
   WorkerHealth* health_;
   Options options_;
+  mutable std::array<std::atomic<uint32_t>, kSlots> in_flight_{};
 };
 
 }  // namespace shoal

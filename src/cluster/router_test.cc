@@ -1,5 +1,7 @@
 #include "cluster/router.h"
 
+#include "cluster/ring_history.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -151,6 +153,149 @@ TEST(Router, NoWorkersMeansTheStore) {
                                []() -> Result<int> { return 2; });
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, 2);
+}
+
+TEST(Router, ReplicasAreTheNextDistinctWorkersInRingOrderAndFailOverInTurn) {
+  Fixture f;
+  const std::string key = HashRing::DataKey("/data/x", "v1", 3);
+  auto c = f.router.For(key, 2);
+  ASSERT_EQ(c.live.size(), 2u);
+  auto owners = c.ring->ring.Owners(key, 2);
+  EXPECT_EQ(c.live[0], &c.ring->workers[owners[0]]);  // owner first when nothing else differs
+  EXPECT_EQ(c.live[1], &c.ring->workers[owners[1]]);
+  auto [ring, holders] = f.router.Holders(key, 3);
+  ASSERT_EQ(holders.size(), 3u);
+  EXPECT_EQ(holders[1], c.live[1]);
+  // The owner fails: the replica answers, the store is not read.
+  std::vector<std::string> tried;
+  auto r = f.router.Route<int>(
+      Router::RouteKey(key, 2, 100), Clock::now() + 5s, "read /data/x",
+      [&](const WorkerEntry& w) -> WorkerAttempt<int> {
+        tried.push_back(w.id);
+        if (tried.size() == 1) return WorkerFailed<int>(Status(Code::kUnavailable, "worker " + w.id + " unreachable"));
+        return {5};
+      },
+      []() -> Result<int> {
+        ADD_FAILURE() << "store read while a replica was live";
+        return 0;
+      });
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, 5);
+  ASSERT_EQ(tried.size(), 2u);
+  EXPECT_EQ(tried[0], c.live[0]->id);
+  EXPECT_EQ(tried[1], c.live[1]->id);
+  // The owner is down now: the replica is the only live candidate.
+  auto d = f.router.For(key, 2);
+  ASSERT_EQ(d.live.size(), 1u);
+  EXPECT_EQ(d.live[0], c.live[1]);
+  EXPECT_EQ(d.down.size(), 1u);
+}
+
+TEST(Router, TheBestReplicaIsOnThisHostThenTheLeastBusy) {
+  FakeProbe probe;
+  WorkerHealth health(probe.fn(), {10ms, 80ms});
+  auto membership = std::make_shared<StaticMembership>(Workers(3));
+  const std::string key = HashRing::DataKey("/data/y", "v1", 1);
+  auto owners = membership->Current()->ring.Owners(key, 3);
+  const std::string local_id = membership->Current()->workers[owners[2]].id;  // the last in ring order
+  Router local(membership, &health,
+               {true, 5s, 0, nullptr, [&](const WorkerEntry& w) { return w.id == local_id; }});
+  auto c = local.For(key, 3);
+  ASSERT_EQ(c.live.size(), 3u);
+  EXPECT_EQ(c.live[0]->id, local_id);
+
+  // Without locality: the one with fewer calls in flight goes first.
+  Router plain(membership, &health, {true, 5s, 0});
+  const WorkerEntry* owner = plain.For(key, 2).live[0];
+  std::string second_pick;
+  auto r = plain.Route<int>(
+      Router::RouteKey(key, 2, 0), Clock::now() + 5s, "read /data/y",
+      [&](const WorkerEntry& w) -> WorkerAttempt<int> {
+        EXPECT_EQ(plain.InFlight(w), 1u);
+        auto inner = plain.For(key, 2);  // a concurrent call sees the owner busy
+        second_pick = inner.live[0]->id;
+        return {1};
+      },
+      []() -> Result<int> { return 0; });
+  ASSERT_TRUE(r);
+  EXPECT_NE(second_pick, owner->id);
+  EXPECT_EQ(plain.InFlight(*owner), 0u);
+}
+
+TEST(Router, FallbackIsRateLimitedAndARejectionNamesTheLimit) {
+  FakeProbe probe;
+  WorkerHealth health(probe.fn(), {10ms, 80ms});
+  FallbackLimiter limiter(1000, 0);  // 1000 bytes/s, one second of burst
+  Router router(std::make_shared<StaticMembership>(Workers(1)), &health, {true, 5s, 0, &limiter});
+  auto failing = [](const WorkerEntry& w) { return WorkerFailed<int>(Status(Code::kUnavailable, w.id + " gone")); };
+  int store_calls = 0;
+  auto store = [&]() -> Result<int> { return ++store_calls; };
+  // The burst passes at once (and leaves the bucket in debt: 1500 bytes).
+  ASSERT_TRUE(router.Route<int>(Router::RouteKey("k", 1, 1500), Clock::now() + 5s, "read /k", failing, store));
+  EXPECT_EQ(limiter.throttled_waits(), 0u);
+  // 100 more bytes wait for the refill (about 0.6 s), within the deadline.
+  ASSERT_TRUE(router.Route<int>(Router::RouteKey("k", 1, 100), Clock::now() + 5s, "read /k", failing, store));
+  EXPECT_EQ(limiter.throttled_waits(), 1u);
+  // 10 KB cannot start before a 100 ms deadline: refused at once, no store read.
+  auto r = router.Route<int>(Router::RouteKey("k", 1, 10'000), Clock::now() + 100ms, "read /k", failing, store);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), Code::kUnavailable);
+  EXPECT_NE(r.error().message().find("under-store fallback rate-limited (client.fallback_rate"), std::string::npos)
+      << r.error().message();
+  EXPECT_EQ(store_calls, 2);
+  EXPECT_EQ(limiter.rejected(), 1u);
+}
+
+TEST(FallbackLimiter, RequestsPerSecondAndZeroMeansUnlimited) {
+  FallbackLimiter unlimited(0, 0);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(unlimited.Acquire(1ull << 30, Clock::now(), "x").ok());
+  EXPECT_EQ(unlimited.throttled_waits(), 0u);
+  FallbackLimiter two(0, 2);  // 2 requests/s
+  EXPECT_TRUE(two.Acquire(0, Clock::now() + 1s, "stat /a").ok());
+  EXPECT_TRUE(two.Acquire(0, Clock::now() + 1s, "stat /a").ok());
+  Status third = two.Acquire(0, Clock::now() + 10ms, "stat /a");
+  EXPECT_FALSE(third.ok());
+  EXPECT_NE(third.message().find("client.fallback_requests 2/s"), std::string::npos) << third.message();
+}
+
+// A membership whose snapshot the test replaces.
+class SwappableMembership final : public Membership {
+ public:
+  explicit SwappableMembership(std::shared_ptr<const RingSnapshot> s) : s_(std::move(s)) {}
+  std::shared_ptr<const RingSnapshot> Current() const override { return std::atomic_load(&s_); }
+  void Set(std::shared_ptr<const RingSnapshot> s) { std::atomic_store(&s_, std::move(s)); }
+
+ private:
+  std::shared_ptr<const RingSnapshot> s_;
+};
+
+TEST(RingHistory, PreviousHoldersAreTheOldOwnerThenTheNextOnTheRing) {
+  auto two = Workers(2);
+  auto three = Workers(3);
+  auto m = std::make_shared<SwappableMembership>(std::make_shared<const RingSnapshot>(1, two));
+  RingHistory h(m);
+  // A key the new worker w2 takes on the 3-member ring.
+  auto three_snap = std::make_shared<const RingSnapshot>(2, three);
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    std::string k = "k" + std::to_string(i);
+    if (three_snap->ring.Owner(k) == 2) key = k;
+  }
+  const std::string old_owner = two[RingSnapshot(1, two).ring.Owner(key)].id;
+  m->Set(three_snap);
+  EXPECT_EQ(h.Observe()->version, 2u);
+  EXPECT_EQ(h.kept(), 2u);
+  auto holders = h.PreviousHolders(key, "w2", 1, 2);
+  ASSERT_FALSE(holders.empty());
+  EXPECT_EQ(holders[0].id, old_owner);
+  EXPECT_EQ(holders.size(), 1u);  // the old owner is also the next on the new ring: asked once
+  // The old owner itself sees no one else for a key it still owns.
+  EXPECT_TRUE(h.PreviousHolders(key, old_owner, 1, 2).size() <= 1u);
+  // A joining worker with no history of its own still finds the old owner: the next on the ring.
+  RingHistory fresh(m);
+  auto next = fresh.PreviousHolders(key, "w2", 1, 2);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].id, old_owner);
 }
 
 TEST(WorkerHealth, DownUntilTheProbeSeesItAndTransitionsReportOnce) {

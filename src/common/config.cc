@@ -437,7 +437,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
        "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
        "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
-       "write_back_takeover"}));
+       "write_back_takeover", "peer_fetch"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -452,6 +452,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Size(w["readahead"], "worker.readahead", &c.worker.readahead));
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
+    SHOAL_RETURN_IF_ERROR(r.Bool(w["peer_fetch"], "worker.peer_fetch", &c.worker.peer_fetch));
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
     SHOAL_RETURN_IF_ERROR(
@@ -489,7 +490,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
 
   const auto& cc = root["client"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "response_timeout", "ufs_fallback",
-                                                   "readahead", "max_parallel", "down_backoff", "short_circuit", "verify_checksums"}));
+                                                   "readahead", "max_parallel", "down_backoff", "short_circuit", "verify_checksums",
+                                                   "fallback_rate", "fallback_requests"}));
   if (cc.IsDefined() && !cc.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
@@ -500,6 +502,9 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["down_backoff"], "client.down_backoff", &c.client.down_backoff));
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["short_circuit"], "client.short_circuit", &c.client.short_circuit));
     SHOAL_RETURN_IF_ERROR(r.Bool(cc["verify_checksums"], "client.verify_checksums", &c.client.verify_checksums));
+    SHOAL_RETURN_IF_ERROR(r.Size(cc["fallback_rate"], "client.fallback_rate", &c.client.fallback_rate));
+    SHOAL_RETURN_IF_ERROR(
+        r.Integer(cc["fallback_requests"], "client.fallback_requests", &c.client.fallback_requests, 0, 1'000'000));
   }
   SHOAL_RETURN_IF_ERROR(ParseS3(r, root["s3"], &c.s3));
   SHOAL_RETURN_IF_ERROR(ParseRules(r, root["rules"], &c.rules));
@@ -692,6 +697,7 @@ std::string ToYaml(const Config& c) {
   }
   if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
   e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
+  e << YAML::Key << "peer_fetch" << YAML::Value << c.worker.peer_fetch;
   if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
   if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
   if (c.worker.write_back_max_pending != 0)
@@ -714,6 +720,8 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "down_backoff" << YAML::Value << FormatDuration(c.client.down_backoff);
   e << YAML::Key << "short_circuit" << YAML::Value << c.client.short_circuit;
   e << YAML::Key << "verify_checksums" << YAML::Value << c.client.verify_checksums;
+  e << YAML::Key << "fallback_rate" << YAML::Value << std::to_string(c.client.fallback_rate);
+  e << YAML::Key << "fallback_requests" << YAML::Value << c.client.fallback_requests;
   e << YAML::EndMap;
   // Written only when set, so that a config written here still loads in a
   // process that predates the S3 endpoint.

@@ -182,6 +182,9 @@ struct WorkerConfig {
   // A holder that is not a write's primary uploads it itself once the write is
   // this old and the primary is unreachable or has lost it.
   std::chrono::milliseconds write_back_takeover{60'000};
+  // On a miss, ask the shard's previous owner or another replica for the
+  // bytes (cache only) before the under-store (src/worker/peer_fetch.h).
+  bool peer_fetch = true;
 };
 
 struct ClientConfig {
@@ -204,6 +207,10 @@ struct ClientConfig {
   // Check the bytes read short-circuit against their page's chunk checksums.
   // Off only for benchmarks and diagnosis, like worker.verify_checksums.
   bool verify_checksums = true;
+  // Under-store fallback limits of this client (a token bucket each, with one
+  // second of burst; 0 = unlimited): a lost worker must not stampede the store.
+  uint64_t fallback_rate = 200ull << 20;  // bytes/s
+  int fallback_requests = 100;            // requests/s
 };
 
 // The S3-compatible endpoint (`shoal s3`, `shoal up --s3`; src/s3/).

@@ -28,6 +28,7 @@
 #include "worker/load_job.h"
 #include "worker/local_server.h"
 #include "worker/page_put.h"
+#include "worker/peer_fetch.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
 #include "worker/writeback_journal.h"
@@ -286,6 +287,15 @@ class Worker::Impl {
       }
     }
     // Serving first: a client routed here by the new ring finds it answering.
+    if (config_.worker.peer_fetch) {
+      // The ring as clients see it, to find who held a shard before (peer_fetch.h).
+      auto membership = OpenMembership(config_);
+      if (!membership) {
+        server_->Stop();
+        return membership.error().WithContext("peer fetch (worker.peer_fetch: false turns it off)");
+      }
+      svc_->SetPeerFetch(std::make_unique<PeerFetch>(config_, std::move(*membership), id_));
+    }
     if (!config_.cluster.etcd.endpoints.empty()) {
       uint64_t capacity = 0;
       for (const auto& d : config_.worker.cache_dirs) capacity += d.capacity;
@@ -729,6 +739,13 @@ class Worker::Impl {
         ServeWriteback(rp, id, size, offset, offset + std::min(length, size - offset), {}, res);
       });
     }
+    bool cache_only = false;
+    if (auto c = q.Get("cache_only")) {
+      if (*c != "0" && *c != "1") {
+        return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "cache_only=" + *c + " is not 0 or 1")));
+      }
+      cache_only = *c == "1";
+    }
     FileRef file{rp, *version, *size};
     if (auto s = svc_->CheckClaims(file); !s.ok()) return res.Respond(ErrorAnswer(s));
     if (*offset > *size) {
@@ -737,7 +754,36 @@ class Worker::Impl {
                                                                    " (size=" + std::to_string(*size) + ")")));
     }
     uint64_t end = *offset + std::min(*length, *size - *offset);  // no overflow: offset <= size
+    if (cache_only) return ServeCached(std::make_shared<const FileRef>(std::move(file)), *offset, end, res, started);
     ServeRange(std::make_shared<const FileRef>(std::move(file)), *offset, end, {}, res, started);
+  }
+
+  // A cache-only read (a peer's miss, peer_fetch.h): all of [offset, end)
+  // from cached pages, or 404 "not cached". Never reads the under-store.
+  void ServeCached(std::shared_ptr<const FileRef> file, uint64_t offset, uint64_t end, Responder res,
+                   Clock::time_point started) {
+    if (end - offset > kWholeAnswerBytes) {
+      return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "a cache_only read is at most " +
+                                                                        std::to_string(kWholeAnswerBytes) +
+                                                                        " bytes; ask for a shorter range")));
+    }
+    auto segs = end == offset ? std::optional<std::vector<Segment>>(std::in_place) : svc_->CachedRange(*file, offset, end);
+    if (!segs) {
+      return res.Respond(ErrorAnswer(Status(Code::kNotFound, "not cached: " + file->resolved.ns_path + " version " +
+                                                                 file->version + " bytes " + std::to_string(offset) +
+                                                                 "-" + std::to_string(end) +
+                                                                 " (cache_only=1 never reads the under-store)")));
+    }
+    auto tally = std::make_shared<Tally>();
+    HttpResponse ok;
+    ok.headers = {{"Content-Type", "application/octet-stream"}};
+    ok.parts = Parts(file, *segs, *tally);
+    ok.on_done = [this, tally, started](bool complete) {
+      if (complete) {
+        svc_->CountServed(tally->hit.load(), 0, std::chrono::duration<double>(Clock::now() - started).count());
+      }
+    };
+    res.Respond(std::move(ok));
   }
 
   // GET /v1/open?path=P&length=L: the stat (in an X-Shoal-Stat header) and the

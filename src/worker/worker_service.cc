@@ -7,6 +7,7 @@
 #include "common/metrics.h"
 #include "ufs/accounting_store.h"
 #include "worker/idle_writer.h"
+#include "worker/peer_fetch.h"
 
 namespace shoal {
 
@@ -177,7 +178,10 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   // ring places shard 0 with the path's metadata), so a cold small file costs
   // one under-store request. A file with cached pages is only revalidated.
   Result<FileInfo> r = Err(Code::kInternal, "unset");
-  std::string first = ReadBuffer(pages_->HasPath(p.ns_path) ? 0 : page_size_);
+  // When another worker may hold the first page (the ring changed, or the
+  // path is replicated), a plain stat: the page then comes from that worker.
+  const bool peer_may_hold = peers_ && peers_->MayHold(p.ns_path);
+  std::string first = ReadBuffer(pages_->HasPath(p.ns_path) || peer_may_hold ? 0 : page_size_);
   Result<UnderStore::ReadWithInfoResult> rw = Err(Code::kNotFound, "not tried");
   if (!first.empty()) rw = (*store)->ReadWithInfo(p.key, 0, std::span<char>(first.data(), first.size()));
   if (rw && !rw->info.is_dir && rw->bytes == std::min<uint64_t>(page_size_, rw->info.size)) {
@@ -322,10 +326,28 @@ std::shared_ptr<Fetch> WorkerService::StartFetchLocked(const FileRef& file, uint
   return fetch;
 }
 
+void WorkerService::SetPeerFetch(std::unique_ptr<PeerFetch> peers) { peers_ = std::move(peers); }
+
+void WorkerService::CachePages(const FileRef& file, uint64_t start, const std::string& bytes) {
+  for (uint64_t off = start; off < start + bytes.size(); off += page_size_) {
+    uint64_t len = std::min<uint64_t>(page_size_, start + bytes.size() - off);
+    auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, off},
+                          std::span<const char>(bytes.data() + (off - start), len));
+    if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+  }
+}
+
 void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   Result<std::string> result = Err(Code::kInternal, "unset");
-  auto store = StoreFor(file.resolved);
-  if (!store) {
+  // Another worker's cache first (a ring change or a replica): no egress.
+  // Its pages passed their version check when it fetched them.
+  std::optional<std::string> from_peer;
+  if (peers_) from_peer = peers_->Fetch(file, fetch->start(), fetch->end());
+  auto store = from_peer ? Result<std::shared_ptr<UnderStore>>(nullptr) : StoreFor(file.resolved);
+  if (from_peer) {
+    CachePages(file, fetch->start(), *from_peer);
+    result = std::move(*from_peer);
+  } else if (!store) {
     result = Err(store.error());
   } else {
     // The size is the requester's claim. A fetch that ends at it reads one
@@ -356,11 +378,9 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
       }
       if (superseded) pages_->DropOtherVersions(file.resolved.ns_path, file.version);
       ufs_read_bytes_.fetch_add(*n, std::memory_order_relaxed);
-      for (uint64_t off = fetch->start(); off < fetch->end(); off += page_size_) {
-        uint64_t len = std::min(page_size_, fetch->end() - off);
-        auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, off},
-                              std::span<const char>(buf.data() + (off - fetch->start()), len));
-        if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+      CachePages(file, fetch->start(), buf);
+      if (peers_ && peers_->Replicas(file.resolved.ns_path) > 1) {
+        ufs_executor_([this, file, start = fetch->start(), copy = buf] { peers_->Replicate(file, start, copy); });
       }
       result = std::move(buf);
     }
@@ -419,6 +439,24 @@ std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t o
   // The reader takes what is missing over TCP (a normal read); read-ahead
   // keeps the pages after this range coming meanwhile.
   if (sequential) ReadAhead(file, end);
+  return segs;
+}
+
+std::optional<std::vector<Segment>> WorkerService::CachedRange(const FileRef& file, uint64_t offset, uint64_t end) {
+  std::vector<Segment> segs;
+  for (uint64_t page = offset / page_size_ * page_size_; page < end; page += page_size_) {
+    Segment seg;
+    seg.offset = std::max(offset, page);
+    seg.length = std::min(end, page + page_size_) - seg.offset;
+    seg.skip = seg.offset - page;
+    auto ref = pages_->Get(PageKey{file.resolved.ns_path, file.version, page});
+    if (!ref || ref->length() < seg.skip + seg.length) return std::nullopt;
+    // The file's last page must end exactly at the claimed size: a longer one
+    // means the claim is short, and the bytes would plant a truncated page.
+    if (end == file.size && page + page_size_ >= end && page + ref->length() != end) return std::nullopt;
+    seg.page = std::move(*ref);
+    segs.push_back(std::move(seg));
+  }
   return segs;
 }
 

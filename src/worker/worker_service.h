@@ -42,6 +42,7 @@ namespace shoal {
 class Counter;
 class Histogram;
 class IdleWriter;
+class PeerFetch;  // worker/peer_fetch.h
 struct PagePush;  // worker/page_put.h
 
 // One ranged read from the UFS covering one or more adjacent pages.
@@ -140,6 +141,15 @@ class WorkerService {
 
   // The under-store of a mount, opened on first use (the write-back uploader's).
   Result<std::shared_ptr<UnderStore>> Store(const ResolvedPath& p) { return StoreFor(p); }
+  // Non-blocking. For a cache-only read (GET /v1/read?cache_only=1): the
+  // cached pages covering all of [offset, end), or nullopt when any part is
+  // not cached (or, for a range ending at file.size, the last page is not
+  // exactly that long). Starts no fetch and no read-ahead.
+  std::optional<std::vector<Segment>> CachedRange(const FileRef& file, uint64_t offset, uint64_t end);
+
+  // Misses ask `peers` before the under-store; fetched pages of replicated
+  // paths are pushed to their other holders. Call before serving.
+  void SetPeerFetch(std::unique_ptr<PeerFetch> peers);
 
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
@@ -163,6 +173,8 @@ class WorkerService {
   // stopping at the first that is, and starts one fetch for them.
   std::shared_ptr<Fetch> StartFetchLocked(const FileRef& file, uint64_t first_page, uint64_t last_page);
   void RunFetch(FileRef file, std::shared_ptr<Fetch> fetch);
+  // Caches the pages of `bytes`, read for `file` at file offset `start`.
+  void CachePages(const FileRef& file, uint64_t start, const std::string& bytes);
   void ReadAhead(const FileRef& file, uint64_t from);
   std::string InflightKey(const FileRef& f, uint64_t page) const;
   // Records `version` as the latest seen of `path`; true when it supersedes
@@ -226,6 +238,7 @@ class WorkerService {
   Counter* stale_lists_;
   Histogram* read_latency_;
   std::atomic<uint64_t> ufs_read_bytes_{0};
+  std::unique_ptr<PeerFetch> peers_;
   // Last, so it is destroyed (and its queued writes, which use the members
   // above, are run) first.
   std::unique_ptr<IdleWriter> idle_writer_;

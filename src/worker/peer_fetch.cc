@@ -1,0 +1,139 @@
+#include "worker/peer_fetch.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "client/worker_caller.h"
+#include "cluster/hash_ring.h"
+#include "common/metrics.h"
+#include "ufs/uri.h"
+#include "worker/worker_service.h"
+
+namespace shoal {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}
+
+PeerFetch::PeerFetch(const Config& config, std::shared_ptr<const Membership> membership, std::string self)
+    : config_(config),
+      self_(std::move(self)),
+      rules_(PathRules::Make(config.rules).value_or(PathRules())),
+      history_(membership),
+      caller_(std::make_unique<WorkerCaller>(
+          WorkerCaller::Options{std::chrono::milliseconds(500), config.client.response_timeout,
+                                config.cluster.secret})),
+      membership_(std::move(membership)) {
+  auto& m = MetricsRegistry::Global();
+  fetched_bytes_ = &m.GetCounter("shoal_peer_fetch_bytes_total", "Bytes a miss read from another worker's cache");
+  misses_ = &m.GetCounter("shoal_peer_fetch_misses_total", "Cache-only peer reads the peer could not answer");
+  errors_ = &m.GetCounter("shoal_peer_fetch_errors_total", "Cache-only peer reads that failed (peer unreachable)");
+  pushed_bytes_ =
+      &m.GetCounter("shoal_replica_push_bytes_total", "Bytes pushed to the other holders of replicated paths");
+  push_failures_ = &m.GetCounter("shoal_replica_push_failures_total", "Pages that could not be pushed to a replica");
+}
+
+PeerFetch::~PeerFetch() = default;
+
+std::string PeerFetch::RingKey(const FileRef& file, uint64_t offset) const {
+  return HashRing::DataKey(file.resolved.ns_path, file.version, offset / config_.cluster.shard_size);
+}
+
+size_t PeerFetch::Replicas(const std::string& ns_path) const {
+  return static_cast<size_t>(std::max(1, rules_.For(ns_path).replicas.value_or(1)));
+}
+
+bool PeerFetch::MayHold(const std::string& ns_path) {
+  auto ring = history_.Observe();
+  // Not (yet) a member: this worker is joining, and its ring is about to change.
+  bool joining = !ring->workers.empty() && std::none_of(ring->workers.begin(), ring->workers.end(),
+                                                        [&](const WorkerEntry& w) { return w.id == self_; });
+  return joining || history_.kept() > 1 || Replicas(ns_path) > 1;
+}
+
+bool PeerFetch::Skipped(const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = skip_until_.find(id);
+  if (it == skip_until_.end()) return false;
+  if (Clock::now() < it->second) return true;
+  skip_until_.erase(it);
+  return false;
+}
+
+void PeerFetch::NoteFailed(const WorkerEntry& w, const std::string& why) {
+  errors_->Add();
+  std::lock_guard lock(mu_);
+  if (skip_until_.size() > 10'000) skip_until_.clear();  // a bound, not a policy
+  bool fresh = skip_until_.find(w.id) == skip_until_.end();
+  skip_until_[w.id] = Clock::now() + kSkipFailed;
+  if (fresh) spdlog::warn("peer fetch: worker {} failed ({}); not asked again for 10s", w.id, why);
+}
+
+std::optional<std::string> PeerFetch::Fetch(const FileRef& file, uint64_t start, uint64_t end) {
+  if (end <= start) return std::nullopt;
+  const std::string key = RingKey(file, start);
+  if (key != RingKey(file, end - 1)) return std::nullopt;  // one shard per fetch
+  const std::string& path = file.resolved.ns_path;
+  const std::string target = "/v1/read?path=" + PercentEncode(path, true) +
+                             "&version=" + PercentEncode(file.version, false) + "&size=" + std::to_string(file.size) +
+                             "&offset=" + std::to_string(start) + "&length=" + std::to_string(end - start) +
+                             "&cache_only=1";
+  for (const WorkerEntry& w : history_.PreviousHolders(key, self_, Replicas(path), kMaxPeers)) {
+    if (Skipped(w.id)) continue;
+    std::string buf(end - start, '\0');
+    auto r = caller_->Call(w, "GET", target, Clock::now() + kAttemptTimeout, path, std::span<char>(buf));
+    if (r.status.ok()) {
+      fetched_bytes_->Add(buf.size());
+      return buf;
+    }
+    if (r.worker_failed) {
+      NoteFailed(w, r.status.message());
+    } else {
+      misses_->Add();  // "not cached", or the peer refused the claims: either way not from it
+    }
+  }
+  return std::nullopt;
+}
+
+void PeerFetch::Replicate(const FileRef& file, uint64_t start, const std::string& bytes) {
+  const std::string& path = file.resolved.ns_path;
+  const size_t n = Replicas(path);
+  if (n < 2 || bytes.empty()) return;
+  const std::string key = RingKey(file, start);
+  auto ring = history_.Observe();
+  if (ring->ring.empty()) return;
+  std::vector<const WorkerEntry*> others;
+  bool holder = false;
+  for (size_t i : ring->ring.Owners(key, n)) {
+    if (ring->workers[i].id == self_) {
+      holder = true;
+    } else {
+      others.push_back(&ring->workers[i]);
+    }
+  }
+  if (!holder) return;  // a reader routed here by an older ring: the holders fill themselves
+  const uint64_t page = config_.worker.page_size;
+  const auto deadline = Clock::now() + kAttemptTimeout;
+  for (const WorkerEntry* w : others) {
+    if (Skipped(w->id)) continue;
+    for (uint64_t off = 0; off < bytes.size(); off += page) {
+      const uint64_t len = std::min<uint64_t>(page, bytes.size() - off);
+      const std::string target = "/v1/page?path=" + PercentEncode(path, true) +
+                                 "&version=" + PercentEncode(file.version, false) +
+                                 "&size=" + std::to_string(file.size) + "&offset=" + std::to_string(start + off);
+      auto r = caller_->Call(*w, "POST", target, deadline, path, {}, std::string_view(bytes).substr(off, len));
+      if (!r.status.ok()) {
+        push_failures_->Add();
+        if (r.worker_failed) {
+          NoteFailed(*w, r.status.message());
+          break;
+        }
+        continue;
+      }
+      pushed_bytes_->Add(len);
+    }
+  }
+}
+
+}  // namespace shoal

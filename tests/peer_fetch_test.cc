@@ -1,0 +1,152 @@
+// Peer fetch (issue 14, item 4): a worker's miss asks the shard's previous
+// holder's cache before the under-store. Real `shoal worker` processes, a
+// real etcd from the harness where membership must change, a file:// store.
+// Waits poll a condition against a deadline; none sleeps to synchronise.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "common/config.h"
+#include "common/subprocess.h"
+#include "shoal/client.h"
+#include "tests/etcd_workers.h"
+#include "tests/harness/shoal_cluster.h"
+#include "ufs/uri.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kPage = 64 * 1024;
+
+std::string CacheOnlyTarget(const std::string& path, const FileStatus& st, uint64_t offset, uint64_t length,
+                            const std::string& flag = "1") {
+  return "/v1/read?path=" + PercentEncode(path, true) + "&version=" + PercentEncode(st.version, false) +
+         "&size=" + std::to_string(st.size) + "&offset=" + std::to_string(offset) +
+         "&length=" + std::to_string(length) + "&cache_only=" + flag;
+}
+
+TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
+  std::string ufs = MakeTempDir("cache-only");
+  ASSERT_FALSE(ufs.empty());
+  const std::string data = RandomBytes(5 * kPage + 123, 7);
+  ASSERT_TRUE(WriteFile(ufs + "/f", data).ok());
+  ShoalCluster::Options o;
+  o.workers = 1;
+  o.mounts = {FileMount(ufs)};
+  o.page_size = kPage;
+  auto cluster = ShoalCluster::Start(o);
+  ASSERT_TRUE(cluster) << cluster.error().ToString();
+  auto client = (*cluster)->NewClient();
+  ASSERT_TRUE(client);
+  auto st = (*client)->Stat("/data/f");
+  ASSERT_TRUE(st) << st.error().ToString();
+  const std::string address = (*cluster)->addresses()[0];
+
+  const double before = *(*cluster)->MetricSum("shoal_ufs_read_bytes_total");
+  auto miss = WorkerGet(address, CacheOnlyTarget("/data/f", *st, 2 * kPage, kPage));
+  ASSERT_FALSE(miss) << "a cache-only read of an uncached page answered";
+  EXPECT_NE(miss.error().message().find("HTTP 404"), std::string::npos) << miss.error().ToString();
+  EXPECT_NE(miss.error().message().find("not cached"), std::string::npos) << miss.error().ToString();
+  EXPECT_EQ(*(*cluster)->MetricSum("shoal_ufs_read_bytes_total"), before) << "a cache-only read read the store";
+
+  // A bad flag is refused like any bad parameter.
+  auto bad = WorkerGet(address, CacheOnlyTarget("/data/f", *st, 0, kPage, "yes"));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("HTTP 400"), std::string::npos) << bad.error().ToString();
+
+  // Once read, the same range is answered from the cache, byte for byte; the
+  // last page only with the right size.
+  auto all = ReadWholeFile(**client, "/data/f");
+  ASSERT_TRUE(all && *all == data);
+  Result<std::string> hit = Err(Code::kInternal, "not tried");
+  ASSERT_TRUE(WaitFor(
+      [&] { return (hit = WorkerGet(address, CacheOnlyTarget("/data/f", *st, 2 * kPage, kPage))).has_value(); }, 30s))
+      << hit.error().ToString();
+  EXPECT_TRUE(*hit == data.substr(2 * kPage, kPage));
+  auto tail = WorkerGet(address, CacheOnlyTarget("/data/f", *st, 4 * kPage, 2 * kPage));
+  ASSERT_TRUE(tail) << tail.error().ToString();
+  EXPECT_TRUE(*tail == data.substr(4 * kPage));
+  FileStatus shorter = *st;
+  shorter.size -= 1;  // a claim one byte short must not be answered from a longer last page
+  EXPECT_FALSE(WorkerGet(address, CacheOnlyTarget("/data/f", shorter, 4 * kPage, 2 * kPage)));
+  cluster->reset();
+  std::error_code ec;
+  fs::remove_all(ufs, ec);
+}
+
+class PeerFetchTest : public EtcdWorkersTest {
+ protected:
+  static constexpr int kFiles = 40;
+
+  void WriteDataset() {
+    for (int i = 0; i < kFiles; ++i) {
+      files_.push_back(RandomBytes(150'000 + static_cast<size_t>(i) * 7'919, static_cast<uint64_t>(i) + 100));
+      ASSERT_TRUE(WriteFile(root_ + "/ufs/f" + std::to_string(i), files_.back()).ok());
+      dataset_bytes_ += files_.back().size();
+    }
+  }
+
+  void ReadDataset(Client& client) {
+    for (int i = 0; i < kFiles; ++i) {
+      auto got = ReadWholeFile(client, "/data/f" + std::to_string(i));
+      ASSERT_TRUE(got) << got.error().ToString();
+      ASSERT_TRUE(*got == files_[static_cast<size_t>(i)]) << "f" << i << " differs";
+    }
+  }
+
+  // Warms the dataset on two workers, adds a third, reads the dataset again:
+  // the under-store bytes of that second epoch.
+  double StoreBytesOfTheEpochAfterAJoin(bool peer_fetch) {
+    WriteDataset();
+    Config c = BaseConfig();
+    c.worker.peer_fetch = peer_fetch;
+    StartWorker(c, "c0");
+    StartWorker(c, "c1");
+    auto client = NewClient(c, 2);
+    if (!client) return -1;
+    ReadDataset(*client);
+    const double warm = Sum("shoal_ufs_read_bytes_total", addresses_);
+    EXPECT_GE(warm, static_cast<double>(dataset_bytes_));
+
+    StartWorker(c, "c2");
+    EXPECT_TRUE(WaitFor([&] { return client->Ring().members.size() == 3; }, 20s));
+    ReadDataset(*client);
+    const double after = Sum("shoal_ufs_read_bytes_total", addresses_);  // the new worker's counter started at 0
+    return after - warm;
+  }
+
+  std::vector<std::string> files_;
+  uint64_t dataset_bytes_ = 0;
+};
+
+TEST_F(PeerFetchTest, AWorkerJoiningAWarmClusterCostsAlmostNoStoreBytes) {
+  const double epoch = StoreBytesOfTheEpochAfterAJoin(true);
+  std::printf("epoch after a join, peer fetch on: under-store bytes / dataset bytes = %.0f / %llu = %.4f\n", epoch,
+              static_cast<unsigned long long>(dataset_bytes_), epoch / static_cast<double>(dataset_bytes_));
+  EXPECT_LE(epoch, 0.05 * static_cast<double>(dataset_bytes_))
+      << "the epoch after a join read " << epoch << " of " << dataset_bytes_ << " dataset bytes from the store";
+  // The new worker's share came from the other workers' caches.
+  auto peer = WorkerMetricSum({addresses_[2]}, "shoal_peer_fetch_bytes_total");
+  ASSERT_TRUE(peer) << peer.error().ToString();
+  EXPECT_GT(*peer, 0.15 * static_cast<double>(dataset_bytes_)) << "the new worker fetched little from its peers";
+}
+
+TEST_F(PeerFetchTest, WithoutPeerFetchTheNewWorkersShareComesFromTheStore) {
+  // The control: the same epoch with worker.peer_fetch off re-reads the new
+  // worker's share from the store (so the test above measures peer fetch).
+  const double epoch = StoreBytesOfTheEpochAfterAJoin(false);
+  std::printf("epoch after a join, peer fetch off: under-store bytes / dataset bytes = %.0f / %llu = %.4f\n", epoch,
+              static_cast<unsigned long long>(dataset_bytes_), epoch / static_cast<double>(dataset_bytes_));
+  EXPECT_GT(epoch, 0.15 * static_cast<double>(dataset_bytes_));
+  EXPECT_EQ(Sum("shoal_peer_fetch_bytes_total", addresses_), 0);
+}
+
+}  // namespace
+}  // namespace shoal::testing
