@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "tests/harness/file_io.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
@@ -24,41 +25,11 @@ using namespace std::chrono_literals;
 constexpr uint64_t kPage = 256 * 1024;           // ShoalCluster's page size
 constexpr uint64_t kBig = 12 * 1024 * 1024 + 3;  // > 2 multipart parts of 5 MiB, 3 shards of 4 MiB
 
-std::string ReadVia(Client& c, const std::string& path) {
-  auto f = c.OpenFile(path);
-  if (!f) return "<error: " + f.error().ToString() + ">";
-  std::string out((*f)->status().size, '\0');
-  auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-  if (!n) return "<error: " + n.error().ToString() + ">";
-  out.resize(*n);
-  return out;
-}
-
+std::string ReadVia(Client& c, const std::string& path) { return ReadFileVia(c, path); }
 Result<FileStatus> WriteVia(Client& c, const std::string& path, const std::string& data, size_t chunk = 700 * 1024) {
-  auto w = c.Create(path);
-  if (!w) return Err(w.error());
-  for (size_t off = 0; off < data.size(); off += chunk) {
-    auto n = std::min(chunk, data.size() - off);
-    if (Status st = (*w)->Write(std::span<const char>(data.data() + off, n)); !st.ok()) return Err(st);
-  }
-  return (*w)->Close();
+  return WriteFileVia(c, path, data, chunk);
 }
-
-// The whole object as the under-store holds it.
-std::string ReadStore(UnderStore& s, const std::string& key) {
-  auto info = s.Stat(key);
-  if (!info) return "<error: " + info.error().ToString() + ">";
-  std::string out(info->size, '\0');
-  uint64_t done = 0;
-  while (done < out.size()) {
-    auto n = s.Read(key, done, std::span<char>(out.data() + done, out.size() - done));
-    if (!n) return "<error: " + n.error().ToString() + ">";
-    if (*n == 0) break;
-    done += *n;
-  }
-  out.resize(done);
-  return out;
-}
+std::string ReadStore(UnderStore& s, const std::string& key) { return ReadStoreObject(s, key); }
 
 class WriteModesTest : public ::testing::TestWithParam<std::string> {
  protected:

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "tests/harness/file_io.h"
 #include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
 #include "ufs/under_store.h"
@@ -20,26 +21,10 @@ using namespace std::chrono_literals;
 constexpr uint64_t kPage = 256 * 1024;  // ShoalCluster's page size
 
 // The whole file as read through `c`, or "<error: ...>".
-std::string ReadVia(Client& c, const std::string& path) {
-  auto f = c.OpenFile(path);
-  if (!f) return "<error: " + f.error().ToString() + ">";
-  std::string out((*f)->status().size, '\0');
-  auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-  if (!n) return "<error: " + n.error().ToString() + ">";
-  out.resize(*n);
-  return out;
-}
-
+std::string ReadVia(Client& c, const std::string& path) { return ReadFileVia(c, path); }
 // Writes `data` in `chunk`-sized Writes and closes.
 Result<FileStatus> WriteVia(Client& c, const std::string& path, const std::string& data, size_t chunk = 1 << 20) {
-  auto w = c.Create(path);
-  if (!w) return Err(w.error());
-  for (size_t off = 0; off < data.size(); off += chunk) {
-    auto n = std::min(chunk, data.size() - off);
-    if (Status st = (*w)->Write(std::span<const char>(data.data() + off, n)); !st.ok()) return Err(st);
-  }
-  if ((*w)->size() != data.size()) return Err(Code::kInternal, "size() disagrees with the bytes written");
-  return (*w)->Close();
+  return WriteFileVia(c, path, data, chunk);
 }
 
 std::vector<std::string> Names(Client& c, const std::string& dir) {

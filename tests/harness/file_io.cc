@@ -12,6 +12,7 @@ Result<FileStatus> WriteFileVia(Client& c, const std::string& path, const std::s
     auto n = std::min(chunk, data.size() - off);
     if (Status st = (*w)->Write(std::span<const char>(data.data() + off, n)); !st.ok()) return Err(st);
   }
+  if ((*w)->size() != data.size()) return Err(Code::kInternal, "size() disagrees with the bytes written");
   return (*w)->Close();
 }
 
