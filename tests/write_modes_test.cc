@@ -71,14 +71,8 @@ class WriteModesTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(s) << s.error().ToString();
       stores_[m.path] = *s;
     }
-    auto c = ShoalCluster::Start(o);
-    ASSERT_TRUE(c) << c.error().ToString();
-    cluster_ = std::move(*c);
-    auto a = cluster_->NewClient();
-    auto b = cluster_->NewClient();
-    ASSERT_TRUE(a && b);
-    writer_ = std::move(*a);
-    reader_ = std::move(*b);
+    Status started = StartWithTwoClients(o, &cluster_, &writer_, &reader_);
+    ASSERT_TRUE(started.ok()) << started.ToString();
   }
 
   void TearDown() override {

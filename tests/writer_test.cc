@@ -69,14 +69,8 @@ class WriterTest : public ::testing::TestWithParam<std::string> {
     auto ufs = OpenUnderStore(o.mounts[0]);
     ASSERT_TRUE(ufs) << ufs.error().ToString();
     ufs_ = *ufs;
-    auto c = ShoalCluster::Start(o);
-    ASSERT_TRUE(c) << c.error().ToString();
-    cluster_ = std::move(*c);
-    auto a = cluster_->NewClient();
-    auto b = cluster_->NewClient();
-    ASSERT_TRUE(a && b);
-    writer_ = std::move(*a);
-    reader_ = std::move(*b);
+    Status started = StartWithTwoClients(o, &cluster_, &writer_, &reader_);
+    ASSERT_TRUE(started.ok()) << started.ToString();
   }
 
   void TearDown() override {

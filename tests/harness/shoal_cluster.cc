@@ -182,4 +182,18 @@ Result<std::string> ShoalCluster::Get(size_t i, const std::string& target) const
 
 Result<double> ShoalCluster::MetricSum(const std::string& name) const { return WorkerMetricSum(addresses(), name); }
 
+Status StartWithTwoClients(const ShoalCluster::Options& options, std::unique_ptr<ShoalCluster>* cluster,
+                           std::unique_ptr<Client>* writer, std::unique_ptr<Client>* reader) {
+  auto c = ShoalCluster::Start(options);
+  if (!c) return c.error();
+  *cluster = std::move(*c);
+  auto w = (*cluster)->NewClient();
+  if (!w) return w.error();
+  auto r = (*cluster)->NewClient();
+  if (!r) return r.error();
+  *writer = std::move(*w);
+  *reader = std::move(*r);
+  return {};
+}
+
 }  // namespace shoal::testing

@@ -104,4 +104,10 @@ std::string MakeTempDir(const std::string& tag);
 MountConfig FileMount(const std::string& dir);
 Status WriteFile(const std::string& path, const std::string& data);
 
+// Starts a cluster with `options` and two clients of it, one to write and one
+// to read (as two processes of a job would). The caller resets the clients
+// before the cluster.
+Status StartWithTwoClients(const ShoalCluster::Options& options, std::unique_ptr<ShoalCluster>* cluster,
+                           std::unique_ptr<Client>* writer, std::unique_ptr<Client>* reader);
+
 }  // namespace shoal::testing
