@@ -180,8 +180,11 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   Result<FileInfo> r = Err(Code::kInternal, "unset");
   // When another worker may hold the first page (the ring changed, or the
   // path is replicated), a plain stat: the page then comes from that worker.
+  // A path that is never cached (admission: skip) gets a plain stat too: its
+  // first page would otherwise linger in flight and serve later readers.
   const bool peer_may_hold = peers_ && peers_->MayHold(p.ns_path);
-  std::string first = ReadBuffer(pages_->HasPath(p.ns_path) || peer_may_hold ? 0 : page_size_);
+  const bool plain = pages_->HasPath(p.ns_path) || peer_may_hold || !pages_->Admits(p.ns_path);
+  std::string first = ReadBuffer(plain ? 0 : page_size_);
   Result<UnderStore::ReadWithInfoResult> rw = Err(Code::kNotFound, "not tried");
   if (!first.empty()) rw = (*store)->ReadWithInfo(p.key, 0, std::span<char>(first.data(), first.size()));
   if (rw && !rw->info.is_dir && rw->bytes == std::min<uint64_t>(page_size_, rw->info.size)) {
