@@ -296,6 +296,24 @@ TEST_F(CliTest, CacheSizeHasOneDefault) {
   w->Stop();
 }
 
+// `shoal up --eviction NAME` gives every worker that policy; a name no policy
+// has fails before anything starts, listing the ones there are.
+TEST_F(CliTest, UpEvictionPicksTheWorkersPolicyAndRefusesUnknownNames) {
+  auto bad = Shoal({"up", "--ufs", ufs_, "--workers", "1", "--state-dir", state_ + "-bad", "--eviction", "lruu"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--eviction"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("s3fifo"), std::string::npos) << "the error should list the policies: " << bad.err;
+
+  auto up = LaunchUp({"--ufs", ufs_, "--workers", "1", "--state-dir", state_, "--eviction", "sieve"}, dir_ + "/up.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  auto worker_cfg = LoadConfig(state_ + "/worker.yaml");
+  ASSERT_TRUE(worker_cfg) << worker_cfg.error().ToString();
+  EXPECT_EQ(worker_cfg->worker.eviction, "sieve");
+  auto cat = Shoal({"cat", "/data/train/small.txt", "--config", up.config});
+  EXPECT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_EQ(cat.out, "hello shoal\n");
+}
+
 // Item 8: secrets given with -o end up only in private files, and a ${NAME}
 // reference is kept as written while the workers use the variable's value.
 TEST_F(CliTest, SecretOptionsStayPrivateAndReferencesStayReferences) {

@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cache/policy/registry.h"
 #include "cli/commands.h"
 #include "cli/s3_service.h"
 #include "cli/worker_supervisor.h"
@@ -63,6 +64,7 @@ struct UpArgs {
   std::string s3_credentials;  // "" = STATE/s3-credentials, made on first use
   bool etcd = false;              // --etcd: membership from a local etcd started here
   std::string etcd_endpoints;     // --etcd-endpoints URL,...: membership from this etcd
+  std::string eviction;           // --eviction NAME: worker.eviction ("" = the default policy)
 };
 
 Status MakeDirs(const std::string& dir) {
@@ -203,6 +205,8 @@ int RunUp(const UpArgs& a) {
   Config cfg;
   cfg.mounts = {*mount};
   cfg.worker.page_size = *page;
+  cfg.worker.eviction = a.eviction;
+  if (auto policy = MakeEvictionPolicy(a.eviction); !policy) return Fail(policy.error().WithContext("--eviction"));
   cfg.cluster.shard_size = *shard;
   cfg.source = "command line";
   // A new cluster secret each start (both configs below carry it, mode 0600):
@@ -384,6 +388,9 @@ void AddUp(CLI::App& app, int* exit_code) {
   cmd->add_option("--mount-path", a->mount_path, "Namespace path of the mount")->capture_default_str();
   cmd->add_option("--consistency", a->consistency, "immutable, ttl, ttl=DURATION or always")->capture_default_str();
   cmd->add_option("--page-size", a->page_size, "Cache page size")->capture_default_str();
+  cmd->add_option("--eviction", a->eviction,
+                  "Eviction policy of the workers (worker.eviction: " + EvictionPolicyNames() + "; default " +
+                      std::string(kDefaultEvictionPolicy) + ")");
   cmd->add_option("--shard-size", a->shard_size, "Shard size (unit of placement)")->capture_default_str();
   cmd->add_option("--option,-o", a->options,
                   "Mount option key=value (repeatable), e.g. -o endpoint=http://...; a value may refer to an "
