@@ -170,6 +170,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->enospc_ = &m.GetCounter("shoal_cache_enospc_total", "Page writes that failed because a cache disk was full");
   s->free_bytes_ = options.free_bytes ? options.free_bytes : StatvfsFreeBytes;
   s->clock_ = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
+  s->reuse_window_ = options.reuse_window;
   s->old_format_ = &m.GetCounter("shoal_cache_old_format_pages_total",
                                  "Pages of an older page file format dropped at start (fetched again when read)");
   s->metrics_ = &m;
@@ -509,7 +510,7 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
       RemoveSlotLocked(slot, true);
       return std::nullopt;
     }
-    retention_->Touch(s.dir, s.cls, s.id, now);
+    if (now - s.cached_at >= reuse_window_) retention_->Touch(s.dir, s.cls, s.id, now);
     path = PathOf(*dirs_[s.dir], s.id);
     data_off = s.header_len;
     len = s.data_len;

@@ -114,6 +114,13 @@ class PageStore {
     // How often the ttl sweep runs (only while a rule has a ttl); 0: never
     // (expired pages are then only dropped when read).
     std::chrono::milliseconds ttl_sweep_interval{1'000};
+    // Reads of a page within this time of its write are not re-uses: they are
+    // the access that fetched it (a stat that brought the first page and the
+    // read after it, read-ahead and the read it was for, a page read in
+    // pieces), and the policy sees only reads after it. Without this, every
+    // page of a one-pass scan or a shuffled epoch looks read twice, and the
+    // scan-resistant policies let it displace pages that are re-used.
+    std::chrono::milliseconds reuse_window{1'000};
   };
 
   struct Stats {
@@ -233,6 +240,7 @@ class PageStore {
   Counter* corrupt_ = nullptr;
   Counter* old_format_ = nullptr;
   std::function<std::chrono::system_clock::time_point()> clock_;
+  std::chrono::milliseconds reuse_window_{0};
   std::mutex save_mu_;   // one SaveState at a time
   bool opened_ = false;  // Open() finished: only then is there a policy state worth saving
   std::jthread saver_;   // saves the policy state every state_save_interval

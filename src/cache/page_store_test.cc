@@ -47,6 +47,7 @@ class PageStoreTest : public ::testing::Test {
     o.dirs = {{root_ + "/d0", capacity}};
     o.page_size = kPage;
     o.metrics = &metrics_;
+    o.reuse_window = std::chrono::milliseconds(0);  // every read counts, also right after the write
     return o;
   }
   std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
@@ -150,6 +151,29 @@ TEST_F(PageStoreTest, UnknownPolicyIsAClearError) {
   EXPECT_EQ(s.error().code(), Code::kInvalidArgument);
   EXPECT_NE(s.error().message().find("worker.eviction"), std::string::npos) << s.error().message();
   EXPECT_NE(s.error().message().find("s3fifo"), std::string::npos) << s.error().message();
+}
+
+// A read right after the write (the access that fetched the page: a stat and
+// the read after it, read-ahead) is not a re-use; a read after the window is.
+TEST_F(PageStoreTest, ReadsWithinTheReuseWindowOfTheWriteDoNotCountAsReuse) {
+  auto now = std::chrono::system_clock::now();
+  PageStore::Options o = Options(3 * kPage + 3 * 200, "lru");
+  o.reuse_window = std::chrono::seconds(1);
+  o.clock = [&now] { return now; };
+  auto s = PageStore::Open(o);
+  ASSERT_TRUE(s) << s.error().ToString();
+  auto page = [](uint64_t i) { return PageKey{"/w", "v", i * kPage}; };
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE((*s)->Put(page(i), Bytes(kPage, i)).ok());
+  ASSERT_TRUE((*s)->Get(page(0)));  // at once: the same access, page 0 stays the oldest
+  ASSERT_TRUE((*s)->Put(page(3), Bytes(kPage, 3)).ok());
+  EXPECT_FALSE((*s)->Contains(page(0)));
+  EXPECT_TRUE((*s)->Contains(page(1)));
+
+  now += std::chrono::seconds(2);
+  ASSERT_TRUE((*s)->Get(page(1)));  // past the window: a re-use, page 1 becomes the newest
+  ASSERT_TRUE((*s)->Put(page(4), Bytes(kPage, 4)).ok());
+  EXPECT_TRUE((*s)->Contains(page(1)));
+  EXPECT_FALSE((*s)->Contains(page(2)));
 }
 
 // Policy state across a restart. Page 0 is written first (the oldest mtime)
