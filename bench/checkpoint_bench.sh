@@ -9,7 +9,17 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 BIN="$BUILD_DIR/bench"
 QUICK=0
-[[ ${1:-} == --quick ]] && QUICK=1
+usage() {
+  echo "usage: bench/checkpoint_bench.sh [--quick]   (--quick: 8 x 32 MiB, 100 small writes; default 8 x 256 MiB, 300)"
+}
+while (($#)); do
+  case $1 in
+    --quick) QUICK=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench/checkpoint_bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
 [[ -x $BIN/checkpoint_bench && -x $BIN/wan_proxy && -x $BUILD_DIR/shoal ]] ||
   { echo "bench/checkpoint_bench.sh: build first (ninja -C $BUILD_DIR shoal checkpoint_bench wan_proxy)" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/shoal-ckpt-bench.XXXXXX)

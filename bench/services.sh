@@ -216,7 +216,8 @@ start_shoal() {
     AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     "$BUILD_DIR/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE" \
     --state-dir "$WORK/shoal-state" --consistency ttl=1h -o "endpoint=http://127.0.0.1:$PROXY_PORT" \
-    -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true
+    -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true \
+    ${SHOAL_UP_ARGS:-}
   SHOAL_PID=$BG_PID
   local line
   line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
