@@ -138,6 +138,16 @@ TEST_F(RulesTest, PinThroughTheCliSurvivesPressureAndUnpinMakesItEvictable) {
   ASSERT_EQ(pin.exit_code, 0) << pin.err;
   EXPECT_NE(pin.out.find("on 2 workers"), std::string::npos) << pin.out;
   EXPECT_GT(ReadCost(val), kMiB);
+  // The file's first page came with the open's stat and is written to the
+  // cache by the worker's idle-priority writer; on a busy machine that can
+  // lag, and until then the page is served from memory. Wait for all of the
+  // file to be in the page store, or the flood would not test the pin.
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (Metric("shoal_cache_pinned_bytes") < static_cast<double>(kMiB + 1000) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GE(Metric("shoal_cache_pinned_bytes"), static_cast<double>(kMiB + 1000)) << "the pinned file never got cached";
   Flood("a", 24);  // 24 MiB through 8 MiB of cache
   EXPECT_EQ(ReadCost(val), 0u) << "the pinned file was evicted";
   EXPECT_GT(Metric("shoal_cache_pinned_bytes"), static_cast<double>(kMiB));
