@@ -12,7 +12,7 @@
 //
 //   policy_sim [--ops N] [--cache PAGES] [--seed S]
 //
-// Traces (all pages the same size; the cache holds --cache pages):
+// Traces (all pages the same size but in the last; the cache holds --cache pages):
 //   zipf-0.8, zipf-1.0   Zipf over 10x the cache's pages, scrambled ids;
 //   zipf-0.8+scans       Zipf 0.8 with, every 50k reads, a scan of 2x the cache
 //                        of pages never read before;
@@ -20,7 +20,9 @@
 //                        random order of the pages each fifth of the trace);
 //   epochs-1.5x, -3x     shuffled passes over a dataset 1.5x / 3x the cache,
 //                        measured from the second epoch (the first is cold
-//                        for every policy).
+//                        for every policy);
+//   epochs-1.5x-sizes    the same with pages of 110-150 units in a cache of
+//                        130 units per page (the real small-files dataset).
 #include <xxhash.h>
 
 #include <algorithm>
@@ -46,7 +48,14 @@ struct Trace {
   std::vector<uint64_t> keys;
   size_t measured_from = 0;  // reads before this one warm the cache and are not counted
   double dataset_pages = 0;  // epoch traces: the dataset's size
+  bool sized = false;        // pages of 110-150 units (SizeOf) in a cache of 130 units per page, else all 1
 };
+
+// The size of a page of a sized trace: 110-150 units, like the small files of
+// the real epoch experiment (bench/epoch_bench.sh, 110-150 KiB), where one
+// eviction often does not free room for the next page.
+uint64_t SizeOf(uint64_t key) { return 110 + XXH3_64bits(&key, sizeof key) % 41; }
+constexpr uint64_t kMeanSize = 130;
 
 // Zipf(alpha) over [0, n) by inverting the CDF; ranks scrambled so that hot
 // pages are not neighbours.
@@ -88,8 +97,8 @@ Trace ZipfTrace(std::string name, uint64_t ops, uint64_t universe, double alpha,
   return t;
 }
 
-Trace EpochTrace(std::string name, uint64_t ops, uint64_t dataset, uint64_t seed) {
-  Trace t{std::move(name), {}, dataset, static_cast<double>(dataset)};
+Trace EpochTrace(std::string name, uint64_t ops, uint64_t dataset, uint64_t seed, bool sized = false) {
+  Trace t{std::move(name), {}, dataset, static_cast<double>(dataset), sized};
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> order(dataset);
   std::iota(order.begin(), order.end(), 0);
@@ -106,12 +115,12 @@ PageId IdOf(uint64_t key) {
 }
 
 double MissRatio(const std::string& policy, const Trace& t, const std::vector<PageId>& ids, uint64_t cache) {
-  SimulatedCache c(std::move(*MakeEvictionPolicy(policy)), cache);
+  SimulatedCache c(std::move(*MakeEvictionPolicy(policy)), t.sized ? cache * kMeanSize : cache);
   uint64_t misses = 0, reads = 0;
   auto now = std::chrono::system_clock::time_point{};
   for (size_t i = 0; i < ids.size(); ++i) {
     now += std::chrono::milliseconds(1);
-    bool hit = c.Access(ids[i], 1, now);
+    bool hit = c.Access(ids[i], t.sized ? SizeOf(t.keys[i]) : 1, now);
     if (i >= t.measured_from) misses += !hit, ++reads;
   }
   if (c.stray_victims() != 0) {
@@ -198,6 +207,7 @@ int Main(int argc, char** argv) {
   traces.push_back(ZipfTrace("zipf-0.8-shifting", ops, 10 * cache, 0.8, 0, 0, seed + 50, ops / 5));
   traces.push_back(EpochTrace("epochs-1.5x", ops, cache * 3 / 2, seed + 30));
   traces.push_back(EpochTrace("epochs-3x", ops, cache * 3, seed + 40));
+  traces.push_back(EpochTrace("epochs-1.5x-sizes", ops, cache * 3 / 2, seed + 70, true));
 
   std::vector<std::string> policies;
   for (const auto& p : EvictionPolicies()) policies.push_back(p.name);

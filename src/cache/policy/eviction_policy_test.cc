@@ -273,8 +273,12 @@ TEST(S3FifoPolicy, LruLosesThePageReadTwiceToTheSameScan) {
 // keeps a stable subset (about cache/dataset of each epoch hits), where LRU
 // cycles everything through and hits next to nothing.
 // The hit ratio of epochs [from, epochs).
-double EpochHitRatio(std::string_view policy, uint64_t cache_pages, uint64_t dataset_pages, int epochs, int from) {
-  SimulatedCache c(Make(policy), cache_pages);
+// With `sized`, pages are 110-150 units in a cache of 130 units per page (as
+// the small files of bench/epoch_bench.sh), so one eviction often does not make
+// room for the next page; the ratio is then of bytes.
+double EpochHitRatio(std::string_view policy, uint64_t cache_pages, uint64_t dataset_pages, int epochs, int from,
+                     bool sized = false) {
+  SimulatedCache c(Make(policy), sized ? cache_pages * 130 : cache_pages);
   std::vector<uint64_t> order(dataset_pages);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(3);
@@ -282,8 +286,10 @@ double EpochHitRatio(std::string_view policy, uint64_t cache_pages, uint64_t dat
   for (int e = 0; e < epochs; ++e) {
     std::shuffle(order.begin(), order.end(), rng);
     for (auto k : order) {
-      bool hit = c.Access(PageId{k, std::hash<uint64_t>{}(k)*0x9e3779b97f4a7c15ull}, 1, kT0);
-      if (e >= from) hits += hit, ++reads;
+      const uint64_t h = std::hash<uint64_t>{}(k) * 0x9e3779b97f4a7c15ull;
+      const uint64_t bytes = sized ? 110 + (h >> 32) % 41 : 1;
+      bool hit = c.Access(PageId{k, h}, bytes, kT0);
+      if (e >= from) hits += hit ? bytes : 0, reads += bytes;
     }
   }
   return static_cast<double>(hits) / static_cast<double>(reads);
@@ -297,6 +303,14 @@ TEST(EpochPolicy, KeepsAStableSubsetAcrossShuffledEpochs) {
   EXPECT_GE(epoch, 0.9 * 1000 / 3000);
   EXPECT_LT(lru, 0.5 * epoch);
   EXPECT_GE(early, 0.7 * 1000 / 3000);
+}
+
+TEST(EpochPolicy, KeepsTheSubsetWhenPagesDifferInSize) {
+  // A page that needs more room than its victim freed takes a second victim;
+  // that one must not come from the kept subset (it did, by the main queue's
+  // CLOCK: 0.82 x cache/dataset, in the simulator and on a real cluster).
+  double sized = EpochHitRatio("epoch", 1000, 1500, 6, 1, true);
+  EXPECT_GE(sized, 0.9 * 1000 / 1500);
 }
 
 TEST(EpochPolicy, AScanOfUnreadPagesLeavesTheReadOnesAlone) {
