@@ -80,13 +80,13 @@ class EtcdWorkersTest : public ::testing::Test {
     return c;
   }
 
-  // Starts a worker with cache dir root_/cache (its id lives there).
-  void StartWorker(const Config& c, const std::string& cache) {
+  // Starts a worker with cache dir root_/cache (its id lives there), listening on `listen`.
+  void StartWorker(const Config& c, const std::string& cache, const std::string& listen = "127.0.0.1:0") {
     std::string config = root_ + "/worker.yaml";
     ASSERT_TRUE(WriteFile(config, ToYaml(c)).ok());
     Subprocess::Options o;
-    o.argv = {ShoalBinary(), "worker",      "--config",          config,         "--listen",
-              "127.0.0.1:0", "--cache-dir", root_ + "/" + cache, "--cache-size", "64MiB"};
+    o.argv = {ShoalBinary(), "worker", "--config",          config,         "--listen",
+              listen,        "--cache-dir", root_ + "/" + cache, "--cache-size", "64MiB"};
     o.stderr_file = root_ + "/" + cache + ".log";
     auto p = Subprocess::Start(o);
     ASSERT_TRUE(p) << p.error().ToString();

@@ -437,7 +437,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
        "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
        "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
-       "write_back_takeover", "peer_fetch"}));
+       "write_back_takeover", "peer_fetch", "advertise"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -453,6 +453,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["peer_fetch"], "worker.peer_fetch", &c.worker.peer_fetch));
+    SHOAL_RETURN_IF_ERROR(r.String(w["advertise"], "worker.advertise", &c.worker.advertise));
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
     SHOAL_RETURN_IF_ERROR(
@@ -698,6 +699,7 @@ std::string ToYaml(const Config& c) {
   if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
   e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
   e << YAML::Key << "peer_fetch" << YAML::Value << c.worker.peer_fetch;
+  if (!c.worker.advertise.empty()) e << YAML::Key << "advertise" << YAML::Value << c.worker.advertise;
   if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
   if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
   if (c.worker.write_back_max_pending != 0)

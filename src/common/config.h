@@ -185,6 +185,10 @@ struct WorkerConfig {
   // On a miss, ask the shard's previous owner or another replica for the
   // bytes (cache only) before the under-store (src/worker/peer_fetch.h).
   bool peer_fetch = true;
+  // HOST or HOST:PORT other hosts connect to (etcd membership, /v1/status).
+  // "" (the default): the listen address, or, when that is a wildcard
+  // (0.0.0.0, [::]), this host's first non-loopback address (src/worker/advertise.h).
+  std::string advertise;
 };
 
 struct ClientConfig {

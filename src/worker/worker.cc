@@ -24,6 +24,7 @@
 #include "s3/s3_endpoint.h"
 #include "shoal/client.h"
 #include "ufs/uri.h"
+#include "worker/advertise.h"
 #include "worker/http_status.h"
 #include "worker/load_job.h"
 #include "worker/local_server.h"
@@ -272,7 +273,17 @@ class Worker::Impl {
     auto server = net::HttpServer::Bind(o);
     if (!server) return server.error().WithContext("worker.listen");
     server_ = std::move(*server);
-    address_ = server_->address();
+    auto advertised = AdvertisedAddress(w.advertise, server_->address(), server_->port(),
+                                        w.advertise.empty() ? HostAddresses() : std::vector<std::string>{});
+    if (!advertised) {
+      server_->Stop();
+      return advertised.error();
+    }
+    address_ = std::move(*advertised);
+    if (address_ != server_->address()) {
+      spdlog::info("worker {} listens on {} and gives other hosts {} (worker.advertise)", id_, server_->address(),
+                   address_);
+    }
     loads_ = std::make_unique<LoadJobs>(svc_.get(), std::vector<std::string>{id_, address_});
     // Before serving: /v1/status reports the local socket.
     StartLocalServer(server_->port());
