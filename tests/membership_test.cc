@@ -309,6 +309,7 @@ TEST_F(MembershipTest, UpWithEtcdWritesOnlyTheEndpointsAndStatusShowsTheRing) {
   auto cfg = LoadConfig(up.config);
   ASSERT_TRUE(cfg) << cfg.error().ToString();
   EXPECT_TRUE(cfg->cluster.workers.empty()) << Slurp(up.config);
+  EXPECT_TRUE(cfg->mounts.empty()) << "the mount table is in etcd: " << Slurp(up.config);
   ASSERT_EQ(cfg->cluster.etcd.endpoints.size(), 1u);
   const std::string endpoint = cfg->cluster.etcd.endpoints[0];
   EXPECT_TRUE(endpoint.starts_with("http://127.0.0.1:")) << endpoint;
@@ -316,6 +317,9 @@ TEST_F(MembershipTest, UpWithEtcdWritesOnlyTheEndpointsAndStatusShowsTheRing) {
   auto client = Client::Open(up.config);
   ASSERT_TRUE(client) << client.error().ToString();
   ASSERT_TRUE(WaitFor([&] { return (*client)->Ring().members.size() == 2; }, 20s));
+  auto mounts = (*client)->Mounts();
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0].path, "/data");
   auto status = Shoal({"status", "--config", up.config});
   EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
   EXPECT_NE(status.out.find("ring: etcd membership, version "), std::string::npos) << status.out;

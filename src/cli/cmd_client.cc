@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/units.h"
+#include "meta/etcd_mounts.h"
 
 namespace shoal::cli {
 namespace {
@@ -71,7 +72,7 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   }
   {
     auto options = std::make_shared<ClientOptions>();
-    auto* mount = app.add_subcommand("mount", "Show the mount table");
+    auto* mount = app.add_subcommand("mount", "Show or publish the mount table");
     auto* list = mount->add_subcommand("list", "Print the mount table");
     mount->require_subcommand(1);
     AddClientOptions(list, options.get());
@@ -83,6 +84,27 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         std::printf("%-20s %-45s %-14s %s\n", m.path.c_str(), m.ufs.c_str(), m.consistency.c_str(),
                     m.read_only ? "ro" : "rw");
       }
+      *exit_code = 0;
+    });
+    // Publishes a config's mounts in its etcd (meta/etcd_mounts.h): clients
+    // with only cluster.etcd then see them, workers get their credentials.
+    auto from = std::make_shared<std::string>();
+    auto* publish = mount->add_subcommand("publish", "Publish the mounts of a config in its etcd (cluster.etcd)");
+    publish->add_option("--from", *from, "Config file whose mounts (and cluster.etcd) to publish")->required();
+    publish->callback([from, exit_code] {
+      auto c = LoadConfig(*from);
+      if (!c) return void(*exit_code = Fail(c.error()));
+      if (c->cluster.etcd.endpoints.empty()) {
+        return void(*exit_code = Fail(Status(Code::kInvalidArgument, *from + " names no etcd (cluster.etcd.endpoints): "
+                                                                          "nowhere to publish its mounts")));
+      }
+      if (c->mounts.empty()) {
+        return void(*exit_code = Fail(Status(Code::kInvalidArgument, *from + " has no mounts to publish")));
+      }
+      if (auto st = Validate(*c); !st.ok()) return void(*exit_code = Fail(st));
+      if (auto st = ValidateMounts(*c); !st.ok()) return void(*exit_code = Fail(st.WithContext("config error in " + *from)));
+      if (auto st = PublishEtcdMounts(c->cluster.etcd, c->mounts); !st.ok()) return void(*exit_code = Fail(st));
+      for (const auto& m : c->mounts) std::printf("published: %s -> %s\n", m.path.c_str(), m.ufs.c_str());
       *exit_code = 0;
     });
   }

@@ -33,6 +33,7 @@
 #include "cli/s3_service.h"
 #include "cli/worker_supervisor.h"
 #include "cluster/local_etcd.h"
+#include "meta/etcd_mounts.h"
 #include "common/config.h"
 #include "common/subprocess.h"
 #include "common/units.h"
@@ -273,6 +274,10 @@ int RunUp(const UpArgs& a) {
     std::printf("etcd: %s (data %s, log %s)\n", local_etcd.endpoint().c_str(), eo.data_dir.c_str(), eo.log_file.c_str());
   }
   const bool with_etcd = !cfg.cluster.etcd.endpoints.empty();
+  // With etcd the mount table lives there too: the client config then needs only the endpoints.
+  if (with_etcd) {
+    if (auto st = PublishEtcdMounts(cfg.cluster.etcd, cfg.mounts); !st.ok()) return Fail(st);
+  }
 
   // Both configs may hold secrets from -o: readable by their owner only.
   std::string worker_config = state + "/worker.yaml";
@@ -299,7 +304,9 @@ int RunUp(const UpArgs& a) {
 
   std::string client_config = state + "/shoal.yaml";
   if (!with_etcd) cfg.cluster.workers = workers.members();
-  if (auto st = WriteFileAtomic(client_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);
+  Config client_cfg = cfg;
+  if (with_etcd) client_cfg.mounts.clear();  // no store credentials in the client config
+  if (auto st = WriteFileAtomic(client_config, ToYaml(client_cfg), 0600); !st.ok()) return Fail(st);
 
   std::printf("mount: %s -> %s\n", mount->path.c_str(), mount->ufs.c_str());
   auto info = workers.workers();

@@ -8,6 +8,7 @@
 #include "client/client_impl.h"
 #include "cluster/etcd_membership.h"
 #include "common/units.h"
+#include "meta/etcd_mounts.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/uri.h"
 
@@ -76,7 +77,7 @@ ClientImpl::ClientImpl(Config config) : ClientImpl(config, std::make_shared<Stat
 
 ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membership)
     : config_(std::move(config)),
-      mounts_(config_.mounts),
+      mounts_(config_.mounts, EtcdMountLoader(config_.cluster.etcd, /*with_secrets=*/false)),
       rules_(PathRules::Make(config_.rules).value_or(PathRules())),
       caller_(WorkerCaller::Options{config_.client.connect_timeout, config_.client.response_timeout,
                                      config_.cluster.secret}),
@@ -92,7 +93,7 @@ ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membersh
       // an open may wait on a store's stat, and one that takes longer than the
       // response timeout goes over HTTP, which heartbeats.
       local_(config_.client.response_timeout, std::chrono::seconds(30), config_.client.verify_checksums),
-      fallback_stores_(config_.mounts.size()) {}
+      fallback_stores_(LiveMountTable::kMaxMounts) {}
 
 Result<std::shared_ptr<UnderStore>> ClientImpl::FallbackStore(const ResolvedPath& rp) {
   std::lock_guard lock(mu_);
@@ -535,7 +536,10 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(path));
-  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m))));
+  auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m));
+  // With etcd, the mounts published there join the config's (meta/etcd_mounts.h).
+  if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(path));
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
 Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const std::string& source) {
@@ -543,7 +547,9 @@ Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const 
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(source));
-  return std::unique_ptr<Client>(new Client(std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m))));
+  auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m));
+  if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(source));
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
 Result<FileStatus> Client::Stat(std::string_view path) { return impl_->Stat(path); }
@@ -604,7 +610,7 @@ ClientStats Client::stats() const { return impl_->stats(); }
 
 std::vector<MountInfo> Client::Mounts() const {
   std::vector<MountInfo> out;
-  for (const auto& m : impl_->config().mounts) {
+  for (const auto& m : impl_->mounts().Current()->mounts()) {
     MountInfo i;
     i.path = m.path;
     i.ufs = m.ufs;

@@ -26,7 +26,7 @@
 #include "common/config.h"
 #include "common/path_rules.h"
 #include "common/task_pool.h"
-#include "meta/mount_table.h"
+#include "meta/live_mount_table.h"
 #include "shoal/client.h"
 #include "ufs/under_store.h"
 
@@ -51,7 +51,8 @@ class ClientImpl {
   ClientImpl(Config config, std::shared_ptr<const Membership> membership);
 
   const Config& config() const { return config_; }
-  const MountTable& mounts() const { return mounts_; }
+  // The config's mounts, and with cluster.etcd those published in etcd (never their credentials).
+  const LiveMountTable& mounts() const { return mounts_; }
   // The config's `rules:` table (common/path_rules.h).
   const PathRules& rules() const { return rules_; }
   // How a write to `rp` is acknowledged: its path rule's write_mode, else its mount's.
@@ -145,7 +146,7 @@ class ClientImpl {
   Status DiscoverLocal(const WorkerEntry& worker, Deadline deadline);
 
   Config config_;
-  MountTable mounts_;
+  LiveMountTable mounts_;
   PathRules rules_;
   // Declared before health_: the probe thread uses it until health_ is destroyed.
   WorkerCaller caller_;

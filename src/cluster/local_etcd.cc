@@ -69,7 +69,7 @@ Result<LocalEtcd> LocalEtcd::Start(const Options& options) {
     auto peer = options.peer_port > 0 ? Result<int>(options.peer_port) : FreePort();
     if (!client) return Err(client.error());
     if (!peer) return Err(peer.error());
-    const std::string c = "http://127.0.0.1:" + std::to_string(*client);
+    const std::string c = "http://" + options.client_host + ":" + std::to_string(*client);
     const std::string p = "http://127.0.0.1:" + std::to_string(*peer);
     Subprocess::Options o;
     o.argv = {options.binary,

@@ -1,7 +1,7 @@
 // LocalEtcd: a single-member etcd (Debian's etcd-server, /usr/bin/etcd) on
 // loopback, for `shoal up --etcd` and for tests.
 //
-// It listens on 127.0.0.1 only, on a client port and a peer port that were
+// It listens on 127.0.0.1 only (or on Options::client_host for clients), on a client port and a peer port that were
 // free when it started (taken by binding port 0; if etcd loses the race for
 // one it is started again on new ones), keeps its data in `data_dir`, logs to
 // `log_file`, and is stopped with the object (SIGTERM, then SIGKILL). etcd
@@ -26,6 +26,9 @@ class LocalEtcd {
     std::string binary = kDefaultBinary;
     std::string data_dir;  // required
     std::string log_file;  // "" = DATA_DIR.log
+    // The address clients reach etcd on: loopback, or (tests in network
+    // namespaces) the address of a bridge this host owns.
+    std::string client_host = "127.0.0.1";
     int client_port = 0;   // 0 = a free one
     int peer_port = 0;     // 0 = a free one
     std::chrono::milliseconds startup_timeout{30'000};
@@ -39,8 +42,8 @@ class LocalEtcd {
   LocalEtcd(LocalEtcd&&) noexcept = default;
   LocalEtcd& operator=(LocalEtcd&&) noexcept = default;
 
-  // "http://127.0.0.1:PORT"
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(client_port_); }
+  // "http://CLIENT_HOST:PORT"
+  std::string endpoint() const { return "http://" + options_.client_host + ":" + std::to_string(client_port_); }
   int client_port() const { return client_port_; }
   int peer_port() const { return peer_port_; }
   pid_t pid() const { return process_.pid(); }

@@ -375,7 +375,7 @@ class Worker::Impl {
       return S3LocalPages(st, offset, end);
     };
     std::vector<std::string> mounts;
-    for (const auto& m : config_.mounts) mounts.push_back(m.path);
+    for (const auto& m : svc_->mounts().Current()->mounts()) mounts.push_back(m.path);
     auto endpoint = s3::S3Endpoint::Create(std::move(hooks), mounts, config_.s3);
     if (!endpoint) return endpoint.error().WithContext("worker.s3_listen");
     s3_ = std::move(*endpoint);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/metrics.h"
+#include "meta/etcd_mounts.h"
 #include "ufs/accounting_store.h"
 #include "worker/idle_writer.h"
 #include "worker/peer_fetch.h"
@@ -62,15 +63,15 @@ void Fetch::Finish(Result<std::string> r) {
 
 WorkerService::WorkerService(const Config& config, Executor ufs_executor)
     : config_(config),
-      mounts_(config.mounts),
+      mounts_(config.mounts, EtcdMountLoader(config.cluster.etcd, /*with_secrets=*/true)),
       ufs_executor_(std::move(ufs_executor)),
       meta_(config.worker.metadata_entries),
       page_size_(config.worker.page_size),
       // One UFS request covers at most this much: large enough to amortise the
       // first-byte latency of an object store, small enough to start serving soon.
       max_fetch_bytes_(std::max<uint64_t>(config.worker.page_size, 8ull << 20)),
-      stores_(config.mounts.size()),
-      outage_until_(new std::atomic<int64_t>[std::max<size_t>(1, config.mounts.size())]()) {
+      stores_(LiveMountTable::kMaxMounts),
+      outage_until_(new std::atomic<int64_t>[LiveMountTable::kMaxMounts]()) {
   auto& m = MetricsRegistry::Global();
   hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
   miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
@@ -85,6 +86,8 @@ WorkerService::~WorkerService() = default;
 
 Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& config, Executor ufs_executor) {
   std::unique_ptr<WorkerService> s(new WorkerService(config, std::move(ufs_executor)));
+  // The mounts published in etcd join the config's before the worker serves.
+  if (auto added = s->mounts_.Reload(); !added) return Err(added.error());
   PageStore::Options o;
   o.dirs = config.worker.cache_dirs;
   o.page_size = config.worker.page_size;

@@ -33,7 +33,7 @@
 #include "cache/page_store.h"
 #include "common/config.h"
 #include "meta/metadata_cache.h"
-#include "meta/mount_table.h"
+#include "meta/live_mount_table.h"
 #include "ufs/under_store.h"
 #include "worker/rules_route.h"
 
@@ -93,7 +93,8 @@ class WorkerService {
   ~WorkerService();
 
   const Config& config() const { return config_; }
-  const MountTable& mounts() const { return mounts_; }
+  // The config's mounts, and with cluster.etcd those published in etcd (with their credentials).
+  const LiveMountTable& mounts() const { return mounts_; }
   PageStore& pages() { return *pages_; }
   // The path rules (config and CLI) the page store enforces.
   RuleBook& rules() { return *rules_; }
@@ -187,7 +188,7 @@ class WorkerService {
   bool NoteRead(const FileRef& file, uint64_t offset, uint64_t end);
 
   Config config_;
-  MountTable mounts_;
+  LiveMountTable mounts_;
   Executor ufs_executor_;
   std::unique_ptr<PageStore> pages_;
   std::unique_ptr<RuleBook> rules_;

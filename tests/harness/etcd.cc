@@ -4,7 +4,7 @@
 
 namespace shoal::testing {
 
-Result<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
+Result<std::unique_ptr<EtcdProcess>> EtcdProcess::Start(const std::string& client_host) {
   std::unique_ptr<EtcdProcess> e(new EtcdProcess());
   auto dir = MakeScratchDir("etcd", "etcd's data");
   if (!dir) return Err(dir.error());
@@ -12,6 +12,7 @@ Result<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
   LocalEtcd::Options o;
   o.data_dir = e->dir_->path + "/data";
   o.log_file = e->dir_->path + "/etcd.log";
+  o.client_host = client_host;
   auto started = LocalEtcd::Start(o);
   if (!started) return Err(started.error());
   e->etcd_ = std::move(*started);

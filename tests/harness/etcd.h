@@ -21,7 +21,8 @@ namespace shoal::testing {
 class EtcdProcess {
  public:
   // kNotFound (with a message naming the package) when /usr/bin/etcd is missing.
-  static Result<std::unique_ptr<EtcdProcess>> Start();
+  // `client_host`: the address etcd serves clients on (LocalEtcd::Options).
+  static Result<std::unique_ptr<EtcdProcess>> Start(const std::string& client_host = "127.0.0.1");
   ~EtcdProcess();
 
   std::string endpoint() const { return etcd_.endpoint(); }
