@@ -185,6 +185,10 @@ struct WorkerConfig {
   // On a miss, ask the shard's previous owner or another replica for the
   // bytes (cache only) before the under-store (src/worker/peer_fetch.h).
   bool peer_fetch = true;
+  // How the page store keeps pages on disk (docs/page-format.md): "files" (a
+  // file per page) or "blocks" (slots of block files reused in place: a miss
+  // creates no file). Switching drops what the other layout cached.
+  std::string page_store = "files";
 };
 
 struct ClientConfig {
