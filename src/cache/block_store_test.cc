@@ -197,7 +197,7 @@ TEST_F(BlockStoreTest, ALeasedSlotIsNotReusedAndAReusedSlotIsToldApart) {
   EXPECT_NE(ref_c->generation(), gen);
   page_format::PageFileReader reader;
   Status st = reader.Begin(fd, header_len, at, gen);
-  EXPECT_EQ(st.code(), Code::kCorruption) << "a reused slot was read as the old page";
+  EXPECT_EQ(st.code(), Code::kNotFound) << "a reused slot was read as the old page: " << st.ToString();
   EXPECT_NE(st.message().find("generation"), std::string::npos) << st.message();
   ::close(fd);
 }

@@ -186,9 +186,10 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
                    std::to_string(header_len) + " recorded when the page was written");
   }
   if (h->generation() != generation) {
-    // Not a changed byte: the slot now holds another page (or another copy of this one).
-    return Corrupt("slot reused: generation " + std::to_string(h->generation()) + ", not " +
-                   std::to_string(generation));
+    // Not a changed byte (the header checks): the slot now holds another page, or another copy of this one.
+    return Status(Code::kNotFound, "page at offset " + std::to_string(h->offset()) + " of " + std::string(h->path()) +
+                                       ": its block-file slot was reused (generation " +
+                                       std::to_string(h->generation()) + ", not " + std::to_string(generation) + ")");
   }
   header_ = *h;
   header_len_ = h->header_len();

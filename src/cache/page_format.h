@@ -98,9 +98,10 @@ class PageFileReader {
   // caller's): 0 in a page file, the slot's offset in a block file.
   // `header_len` is the header length the page store recorded (the data
   // follows the header), or 0 when unknown. Reads and checks the header,
-  // including that its generation is `generation` (a block-file slot reused
-  // for another page since the store handed it out fails here); kCorruption
-  // when it fails. Without verification nothing is read; header() is then unset.
+  // and that its generation is `generation`: kCorruption when it fails its
+  // checks, kNotFound when it checks but has another generation (a block-file
+  // slot reused since the store handed it out: a miss, not a bad disk).
+  // Without verification nothing is read; header() is then unset.
   Status Begin(int fd, uint32_t header_len, uint64_t at = 0, uint64_t generation = 0);
   // REQUIRES: a successful Begin with verification.
   const HeaderView& header() const { return header_; }

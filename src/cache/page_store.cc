@@ -402,7 +402,8 @@ void PageStore::MeasureDirLocked(Dir& dir, const char* when) {
                  FormatSize(dir.effective_capacity));
     return;
   }
-  uint64_t room = dir.used + *free;
+  // Free block-file slots are room too: the file system counts them as used.
+  uint64_t room = dir.used + *free + (dir.blocks ? dir.blocks->free_bytes() : 0);
   if (room < dir.capacity) {
     dir.full_since = std::chrono::steady_clock::now();
     SetEffectiveLocked(dir, room,
