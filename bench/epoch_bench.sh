@@ -67,8 +67,7 @@ start_proxy PROXY "$S3_PORT"  # the WAN: 20 ms, 25 MB/s/conn, 200 MB/s total
 SHOAL_CACHE_SIZE=$PER_WORKER
 for policy in $POLICIES; do
   rm -rf "$WORK/cache" "$WORK/shoal-state"
-  SHOAL_UP_ARGS="--eviction $policy"
-  start_shoal "s3://bench/" "$WORKERS" "$WORK/cache" || { log "shoal up with --eviction $policy failed"; exit 1; }
+  start_shoal "s3://bench/" "$WORKERS" "$WORK/cache" --eviction "$policy" || { log "shoal up with --eviction $policy failed"; exit 1; }
   for ((e = 1; e <= EPOCHS; e++)); do
     b0=$(proxy_counter "$PROXY_STATS" bytes_down)
     "$LG" run --manifest "$WORK/small.manifest" --reader "shoal:$SHOAL_CONFIG:/data" --label "$policy" \

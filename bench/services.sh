@@ -205,19 +205,19 @@ unmount_and_stop() {
   stop_pid "$pid"
 }
 
-# start_shoal UFS WORKERS CACHE_DIR: starts `shoal up` against the proxied S3; sets SHOAL_CONFIG,
+# start_shoal UFS WORKERS CACHE_DIR [FLAG...]: starts `shoal up` (with FLAGs) against the proxied S3; sets SHOAL_CONFIG,
 # and writes SHOAL_TCP_CONFIG: the same cluster with client.short_circuit off (a reader on another host).
 # The endpoint is a mount option, so it is in the client config too: a client
 # that falls back to the UFS reads through the same emulator. The 1 h metadata
 # TTL matches the 1 h stat caches given to s3fs and rclone.
 start_shoal() {
   local ufs=$1 workers=$2 cache=$3
+  shift 3  # the rest: more `shoal up` flags
   bg shoal env AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT" AWS_ACCESS_KEY_ID=S3RVER \
     AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     "$BUILD_DIR/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE" \
     --state-dir "$WORK/shoal-state" --consistency ttl=1h -o "endpoint=http://127.0.0.1:$PROXY_PORT" \
-    -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true \
-    ${SHOAL_UP_ARGS:-}
+    -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true "$@"
   SHOAL_PID=$BG_PID
   local line
   line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
@@ -225,4 +225,37 @@ start_shoal() {
   SHOAL_TCP_CONFIG="$WORK/shoal-tcp.yaml"
   grep -q 'short_circuit: true' "$SHOAL_CONFIG" || { log "$SHOAL_CONFIG does not say short_circuit: true"; return 1; }
   sed 's/short_circuit: true/short_circuit: false/' "$SHOAL_CONFIG" >"$SHOAL_TCP_CONFIG"
+}
+
+# tree_cpu NAME...: CPU seconds (user + system) used so far by the processes
+# bench started under these names (see services.sh: bg) and all their
+# descendants: the contender's own daemons (nginx, the proxy, s3fs, rclone,
+# `shoal up` and its workers). s3rver is the remote store and is not counted.
+tree_cpu() {
+  (($#)) || { echo 0; return; }
+  local roots
+  roots=$(awk -v names=" $* " '{ n = $2; sub(/-.*/, "", n); if (index(names, " " n " ")) print $1 }' "$PIDS_FILE" | tr '\n' ' ')
+  python3 - "$roots" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK")
+roots = set(int(p) for p in sys.argv[1].split())
+parent, ticks = {}, {}
+for d in os.listdir("/proc"):
+    if not d.isdigit():
+        continue
+    try:
+        with open(f"/proc/{d}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    parent[int(d)] = int(fields[1])
+    ticks[int(d)] = int(fields[11]) + int(fields[12])
+def counted(p):
+    while p > 1:
+        if p in roots:
+            return True
+        p = parent.get(p, 0)
+    return False
+print("%.3f" % (sum(t for p, t in ticks.items() if counted(p)) / hz))
+PY
 }

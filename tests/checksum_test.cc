@@ -1,6 +1,8 @@
 // End-to-end: bytes of cached pages that change on disk while the worker runs
-// are never served. Single bytes are flipped in the page files of a running
-// worker (<cache dir>/<hh>/<32 hex>.pg), then the file is read through the
+// are never served. Single bytes are flipped in the pages of a running worker
+// (page files <cache dir>/<hh>/<32 hex>.pg, or slots of the block files
+// <cache dir>/blocks/<slot size>.blk with worker.page_store: blocks; both
+// layouts run every test), then the file is read through the
 // client over HTTP and short-circuit: every byte must match the source, the
 // worker must count and drop the bad pages, fetch them again, and serve the
 // next read from the cache.
@@ -9,6 +11,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <optional>
+#include <tuple>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -23,7 +28,52 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kTestPage = 256 * 1024;  // ShoalCluster's default page size
 
-class ClusterChecksumTest : public ::testing::Test {
+// A page on disk: its file, where its header starts, the header's length and the page's bytes in all.
+struct PageOnDisk {
+  fs::path file;
+  uint64_t at = 0;
+  uint32_t header_len = 0;
+  uint64_t size = 0;
+  bool operator<(const PageOnDisk& o) const { return std::tie(file, at) < std::tie(o.file, o.at); }
+};
+
+// The header length and data length: 4 bytes each at offsets 8 and 12 (docs/page-format.md).
+std::optional<std::pair<uint32_t, uint32_t>> ReadLengths(int fd, uint64_t at) {
+  char h[16];
+  if (::pread(fd, h, sizeof h, static_cast<off_t>(at)) != sizeof h || std::memcmp(h, "SHOALPG2", 8) != 0) {
+    return std::nullopt;
+  }
+  uint32_t header_len, data_len;
+  std::memcpy(&header_len, h + 8, 4);
+  std::memcpy(&data_len, h + 12, 4);
+  return std::pair{header_len, data_len};
+}
+
+std::vector<PageOnDisk> PagesOnDisk(const std::string& cache_dir) {
+  std::vector<PageOnDisk> out;
+  for (auto& e : fs::recursive_directory_iterator(cache_dir)) {
+    const auto ext = e.path().extension();
+    if (ext == ".pg" && e.path().parent_path().filename() != "tmp") {
+      int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      if (auto l = ReadLengths(fd, 0)) out.push_back({e.path(), 0, l->first, fs::file_size(e.path())});
+      ::close(fd);
+    } else if (ext == ".blk") {
+      // Slots of the size the name gives; those whose header starts with the magic hold a page.
+      const uint64_t slot = std::stoull(e.path().stem().string());
+      int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      for (uint64_t at = 0; at + slot <= fs::file_size(e.path()); at += slot) {
+        if (auto l = ReadLengths(fd, at)) out.push_back({e.path(), at, l->first, uint64_t{l->first} + l->second});
+      }
+      ::close(fd);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class ClusterChecksumTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     ufs_ = MakeTempDir("ufs");
@@ -44,6 +94,7 @@ class ClusterChecksumTest : public ::testing::Test {
     o.workers = 1;
     o.mounts = {FileMount(ufs_)};
     o.client.short_circuit = short_circuit;
+    o.worker = [layout = GetParam()](WorkerConfig& w) { w.page_store = layout; };
     auto c = ShoalCluster::Start(o);
     ASSERT_TRUE(c) << c.error().ToString();
     cluster_ = std::move(*c);
@@ -84,30 +135,25 @@ class ClusterChecksumTest : public ::testing::Test {
     return true;
   }
 
-  // Flips `data_flips` single bytes at random in the data of the worker's page
-  // files, and one byte of one more file's header; returns how many files changed.
+  // Flips `data_flips` single bytes at random in the data of the worker's
+  // pages, and one byte of one more page's header; returns how many pages changed.
   size_t FlipBytes(int data_flips, uint64_t seed) {
-    std::vector<fs::path> files;
-    for (auto& e : fs::recursive_directory_iterator(cluster_->cache_dir(0))) {
-      if (e.path().extension() == ".pg" && e.path().parent_path().filename() != "tmp") files.push_back(e.path());
-    }
+    std::vector<PageOnDisk> files = PagesOnDisk(cluster_->cache_dir(0));
     EXPECT_GE(files.size(), 4u);
     if (files.size() < 4) return 0;
-    std::sort(files.begin(), files.end());
     std::mt19937_64 rng(seed);
     std::set<size_t> changed;
     std::set<std::pair<size_t, uint64_t>> done;  // flipping a byte twice would undo it
     auto flip = [&](size_t file, bool in_header) {
-      int fd = ::open(files[file].c_str(), O_RDWR | O_CLOEXEC);
-      ASSERT_GE(fd, 0) << files[file];
-      // The header length: 4 bytes at offset 8 (docs/page-format.md).
-      uint32_t header_len = 0;
-      ASSERT_EQ(::pread(fd, &header_len, 4, 8), 4);
-      const uint64_t size = fs::file_size(files[file]);
+      const auto& page = files[file];
+      int fd = ::open(page.file.c_str(), O_RDWR | O_CLOEXEC);
+      ASSERT_GE(fd, 0) << page.file;
+      const uint32_t header_len = page.header_len;
+      const uint64_t size = page.size;
       ASSERT_GT(size, header_len);
       uint64_t at;
       do {
-        at = in_header ? rng() % header_len : header_len + rng() % (size - header_len);
+        at = page.at + (in_header ? rng() % header_len : header_len + rng() % (size - header_len));
       } while (!done.insert({file, at}).second);
       char c;
       ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(at)), 1);
@@ -155,13 +201,13 @@ class ClusterChecksumTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(ClusterChecksumTest, FlippedBytesAreNeverServedOverHttp) {
+TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedOverHttp) {
   Start(/*short_circuit=*/false);
   FlipAndReadTwice();
   EXPECT_EQ(client_->stats().local_read_bytes, 0u);
 }
 
-TEST_F(ClusterChecksumTest, FlippedBytesAreNeverServedShortCircuit) {
+TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedShortCircuit) {
   Start(/*short_circuit=*/true);
   FlipAndReadTwice();
   const auto st = client_->stats();
@@ -173,6 +219,9 @@ TEST_F(ClusterChecksumTest, FlippedBytesAreNeverServedShortCircuit) {
   EXPECT_GE(client_->stats().local_read_bytes - local, data_.size() - kTestPage);
   EXPECT_EQ(client_->stats().local_corrupt_reads, corrupt);
 }
+
+INSTANTIATE_TEST_SUITE_P(PageStore, ClusterChecksumTest, ::testing::Values("files", "blocks"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace shoal::testing

@@ -134,10 +134,11 @@ class UpTest : public ::testing::Test {
 
   // Started, read, stopped, `between` run, started again, read again:
   // returns the under-store bytes the workers read for the second round.
-  double ReadAfterRestart(const std::function<void()>& between) {
+  // `extra`: more `shoal up` flags, both times.
+  double ReadAfterRestart(const std::function<void()>& between, const std::vector<std::string>& extra = {}) {
     AddFile("big.bin", 5 * 1024 * 1024 + 4321, 1);
     for (int i = 0; i < 12; ++i) AddFile("small/f" + std::to_string(i), 1000 + i * 23'456, 10 + i);
-    Start();
+    Start(extra);
     ReadEverything();
     WaitForCacheFill();
     auto first = WorkerMetricSum(Addresses(), "shoal_ufs_read_bytes_total");
@@ -145,7 +146,7 @@ class UpTest : public ::testing::Test {
     before_ = started_;
     Stop();
     between();
-    Start();
+    Start(extra);
     EXPECT_EQ(started_.size(), before_.size());
     for (size_t i = 0; i < started_.size() && i < before_.size(); ++i) {
       EXPECT_EQ(started_[i].id, before_[i].id) << "worker " << i << " lost its id";
@@ -202,6 +203,20 @@ TEST_F(UpTest, StartedAgainOnTheSameStateDirTakesItsPortsAndIsWarm) {
     EXPECT_EQ(started_[i].address, before_[i].address) << "worker " << i << " changed its port";
   }
   EXPECT_EQ(ufs_bytes, 0) << "the restarted cluster read the under-store again";
+}
+
+// With `--page-store blocks` the pages sit in block files (no page file is
+// created), and a restart rebuilds the index from the slot headers: warm.
+TEST_F(UpTest, WithBlockFilesARestartIsWarmAndNoPageFileIsCreated) {
+  double ufs_bytes = ReadAfterRestart([] {}, {"--page-store", "blocks"});
+  EXPECT_EQ(ufs_bytes, 0) << "the restarted cluster read the under-store again";
+  size_t page_files = 0, block_files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(state_ + "/cache")) {
+    if (e.path().extension() == ".pg") ++page_files;
+    if (e.path().extension() == ".blk") ++block_files;
+  }
+  EXPECT_EQ(page_files, 0u);
+  EXPECT_GT(block_files, 0u);
 }
 
 // The same with the old ports taken by someone else: the workers get new

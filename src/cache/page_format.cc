@@ -79,9 +79,13 @@ Status ReadError(std::string_view what, int64_t neg_errno) {
 
 }  // namespace
 
-std::string EncodeHeader(const PageKey& key, std::span<const char> data, uint32_t chunk_size) {
+size_t HeaderSize(const PageKey& key, uint64_t data_len, uint32_t chunk_size) {
+  return kFixedHeader + 8 * ChunkCount(data_len, chunk_size) + key.path.size() + key.version.size();
+}
+
+std::string EncodeHeader(const PageKey& key, std::span<const char> data, uint32_t chunk_size, uint64_t generation) {
   const uint64_t n = ChunkCount(data.size(), chunk_size);
-  std::string h(kFixedHeader + 8 * n + key.path.size() + key.version.size(), '\0');
+  std::string h(HeaderSize(key, data.size(), chunk_size), '\0');
   char* p = h.data();
   std::memcpy(p, kMagic, 8);
   PutU32(p + 8, static_cast<uint32_t>(h.size()));
@@ -90,6 +94,7 @@ std::string EncodeHeader(const PageKey& key, std::span<const char> data, uint32_
   PutU32(p + 24, chunk_size);
   PutU16(p + 28, static_cast<uint16_t>(key.path.size()));
   PutU16(p + 30, static_cast<uint16_t>(key.version.size()));
+  PutU64(p + 32, generation);
   for (uint64_t i = 0; i < n; ++i) {
     size_t begin = i * chunk_size;
     size_t len = std::min<size_t>(chunk_size, data.size() - begin);
@@ -118,6 +123,7 @@ Result<HeaderView> ParseHeader(std::string_view b) {
   h.data_len_ = GetU32(b.data() + 12);
   h.offset_ = GetU64(b.data() + 16);
   h.chunk_size_ = GetU32(b.data() + 24);
+  h.generation_ = GetU64(b.data() + 32);
   uint16_t plen = GetU16(b.data() + 28), vlen = GetU16(b.data() + 30);
   if (!ValidChunkSize(h.chunk_size_)) return Err(Code::kCorruption, "page header with an invalid chunk size");
   uint64_t n = ChunkCount(h.data_len_, h.chunk_size_);
@@ -146,15 +152,16 @@ Status PageFileReader::Corrupt(std::string_view what) const {
   return Status(Code::kCorruption, page + ": " + std::string(what));
 }
 
-Status PageFileReader::Begin(int fd, uint32_t header_len) {
+Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t generation) {
   fd_ = fd;
   header_ = HeaderView();
   header_len_ = header_len;
+  at_ = at;
   if (!verify_ && header_len != 0) return {};
   // One pread for the header in the usual case: its length is known, or fits the probe.
   header_bytes_.resize(header_len ? header_len : kHeaderProbe);
   iovec iov{header_bytes_.data(), header_bytes_.size()};
-  int64_t n = PreadvFull(fd, &iov, 1, 0);
+  int64_t n = PreadvFull(fd, &iov, 1, at);
   if (n < 0) return ReadError("a page file header", n);
   bytes_read_ += static_cast<uint64_t>(n);
   header_bytes_.resize(static_cast<size_t>(n));
@@ -163,7 +170,7 @@ Status PageFileReader::Begin(int fd, uint32_t header_len) {
   if (header_len == 0 && claimed > header_bytes_.size() && n == static_cast<int64_t>(kHeaderProbe)) {
     header_bytes_.resize(claimed);
     iovec more{header_bytes_.data() + kHeaderProbe, claimed - kHeaderProbe};
-    int64_t m = PreadvFull(fd, &more, 1, kHeaderProbe);
+    int64_t m = PreadvFull(fd, &more, 1, at + kHeaderProbe);
     if (m < 0) return ReadError("a page file header", m);
     bytes_read_ += static_cast<uint64_t>(m);
     header_bytes_.resize(kHeaderProbe + static_cast<size_t>(m));
@@ -177,6 +184,12 @@ Status PageFileReader::Begin(int fd, uint32_t header_len) {
   if (header_len != 0 && h->header_len() != header_len) {
     return Corrupt("header length " + std::to_string(h->header_len()) + " differs from the " +
                    std::to_string(header_len) + " recorded when the page was written");
+  }
+  if (h->generation() != generation) {
+    // Not a changed byte (the header checks): the slot now holds another page, or another copy of this one.
+    return Status(Code::kNotFound, "page at offset " + std::to_string(h->offset()) + " of " + std::string(h->path()) +
+                                       ": its block-file slot was reused (generation " +
+                                       std::to_string(h->generation()) + ", not " + std::to_string(generation) + ")");
   }
   header_ = *h;
   header_len_ = h->header_len();
@@ -194,7 +207,7 @@ Status PageFileReader::Read(uint64_t begin, std::span<char> out) {
   if (out.empty()) return {};
   if (!verify_) {
     iovec iov{out.data(), out.size()};
-    int64_t n = PreadvFull(fd_, &iov, 1, header_len_ + begin);
+    int64_t n = PreadvFull(fd_, &iov, 1, at_ + header_len_ + begin);
     if (n < 0) return ReadError("a page file", n);
     bytes_read_ += static_cast<uint64_t>(n);
     if (static_cast<uint64_t>(n) < out.size()) return Corrupt("shorter than its header says");
@@ -233,7 +246,7 @@ Status PageFileReader::Read(uint64_t begin, std::span<char> out) {
       iov[n++] = {at(lo), hi - lo};
       lo = hi;
     }
-    int64_t got = PreadvFull(fd_, iov, n, header_len_ + pos);
+    int64_t got = PreadvFull(fd_, iov, n, at_ + header_len_ + pos);
     if (got < 0) return ReadError("a page file", got);
     bytes_read_ += static_cast<uint64_t>(got);
     if (static_cast<uint64_t>(got) < stop - pos) return Corrupt("page file shorter than its header says");

@@ -47,9 +47,13 @@ constexpr size_t kHeaderProbe = 4096;
 constexpr size_t kMaxHeaderLen = 1 << 20;
 
 // The header of `data` as the page `key`, chunked by `chunk_size` (a power of
-// two, at least kMinChunkSize). REQUIRES: data.size() < 4 GiB; path and
-// version shorter than 64 KiB each.
-std::string EncodeHeader(const PageKey& key, std::span<const char> data, uint32_t chunk_size = kChunkSize);
+// two, at least kMinChunkSize). `generation` tells apart the pages a reused
+// block-file slot held (0 in page files). REQUIRES: data.size() < 4 GiB; path
+// and version shorter than 64 KiB each.
+std::string EncodeHeader(const PageKey& key, std::span<const char> data, uint32_t chunk_size = kChunkSize,
+                         uint64_t generation = 0);
+// The length of the header EncodeHeader makes for `key` and `data_len` bytes.
+size_t HeaderSize(const PageKey& key, uint64_t data_len, uint32_t chunk_size = kChunkSize);
 
 // A checked header, viewing the bytes it was parsed from (which must outlive it).
 class HeaderView {
@@ -57,6 +61,7 @@ class HeaderView {
   uint32_t header_len() const { return header_len_; }
   uint32_t data_len() const { return data_len_; }
   uint64_t offset() const { return offset_; }  // of the page in its file
+  uint64_t generation() const { return generation_; }
   uint32_t chunk_size() const { return chunk_size_; }
   uint32_t chunk_count() const { return chunk_count_; }
   std::string_view path() const { return path_; }
@@ -67,7 +72,7 @@ class HeaderView {
   friend Result<HeaderView> ParseHeader(std::string_view bytes);
   const char* table_ = nullptr;
   uint32_t header_len_ = 0, data_len_ = 0, chunk_size_ = 0, chunk_count_ = 0;
-  uint64_t offset_ = 0;
+  uint64_t offset_ = 0, generation_ = 0;
   std::string_view path_, version_;
 };
 
@@ -89,11 +94,15 @@ class PageFileReader {
   PageFileReader(const PageFileReader&) = delete;
   PageFileReader& operator=(const PageFileReader&) = delete;
 
-  // Starts on page file `fd` (which stays the caller's). `header_len` is the
-  // header length the page store recorded (the data's offset in the file), or
-  // 0 when unknown. Reads and checks the header; kCorruption when it fails.
+  // Starts on the page whose header is at byte `at` of `fd` (which stays the
+  // caller's): 0 in a page file, the slot's offset in a block file.
+  // `header_len` is the header length the page store recorded (the data
+  // follows the header), or 0 when unknown. Reads and checks the header,
+  // and that its generation is `generation`: kCorruption when it fails its
+  // checks, kNotFound when it checks but has another generation (a block-file
+  // slot reused since the store handed it out: a miss, not a bad disk).
   // Without verification nothing is read; header() is then unset.
-  Status Begin(int fd, uint32_t header_len);
+  Status Begin(int fd, uint32_t header_len, uint64_t at = 0, uint64_t generation = 0);
   // REQUIRES: a successful Begin with verification.
   const HeaderView& header() const { return header_; }
 
@@ -119,6 +128,7 @@ class PageFileReader {
   bool verify_;
   int fd_ = -1;
   uint32_t header_len_ = 0;
+  uint64_t at_ = 0;  // where the header starts in the file
   std::string header_bytes_;
   HeaderView header_;
   std::unique_ptr<char[]> scratch_;  // 2 chunks: the head and tail padding of a read

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <unordered_set>
 
@@ -71,6 +72,7 @@ struct PageStore::Dir {
   std::chrono::steady_clock::time_point full_since;  // when it was lowered
   bool logged_enospc = false;
   uint64_t used = 0;
+  std::shared_ptr<BlockFiles> blocks;  // the layout kBlocks only
 };
 
 struct PageStore::Slot {
@@ -82,7 +84,10 @@ struct PageStore::Slot {
   Retention::ClassId cls = 0;        // its rule class
   EvictionPolicy::Time cached_at{};  // when it was written (its file's mtime after a restart)
   PageKey key;
-  uint64_t bytes() const { return header_len + data_len; }
+  BlockFiles::Slot block;   // the layout kBlocks: where it is
+  uint64_t generation = 0;  // the layout kBlocks: its header's
+  uint32_t slot_bytes = 0;  // the layout kBlocks: the slot's size, which it holds on disk
+  uint64_t bytes() const { return slot_bytes ? slot_bytes : header_len + data_len; }
 };
 
 PageRef& PageRef::operator=(PageRef&& o) noexcept {
@@ -98,6 +103,25 @@ PageRef& PageRef::operator=(PageRef&& o) noexcept {
 
 PageRef::~PageRef() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+Status PageFileWriter::WriteAt(int fd, uint64_t offset, std::span<const char> header, std::span<const char> data) {
+  // Data first: a header that checks then means its data was written too (a
+  // process killed mid-write leaves a slot whose old header, if any, no longer
+  // matches its chunks, or whose new header was never written).
+  for (auto [part, at] : {std::pair{data, offset + header.size()}, std::pair{header, offset}}) {
+    for (size_t done = 0; done < part.size();) {
+      ssize_t n = ::pwrite(fd, part.data() + done, part.size() - done, static_cast<off_t>(at + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int e = n < 0 ? errno : EIO;
+        return Status(e == ENOSPC || e == EDQUOT ? Code::kNoSpace : Code::kIo,
+                      "cannot write a page into a block file slot: " + std::string(std::strerror(e)));
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  return {};
 }
 
 Status PageFileWriter::WriteNew(const std::string& path, std::span<const char> header, std::span<const char> data) {
@@ -157,6 +181,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   }
   std::unique_ptr<PageStore> s(new PageStore());
   s->page_size_ = options.page_size;
+  s->layout_ = options.layout;
   s->writer_ = options.writer ? options.writer : std::make_shared<PageFileWriter>();
   auto& m = options.metrics ? *options.metrics : MetricsRegistry::Global();
   s->evicted_bytes_ = &m.GetCounter("shoal_cache_evicted_bytes_total", "Bytes of pages evicted from the cache");
@@ -188,9 +213,20 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
 
   for (const auto& d : options.dirs) {
     SHOAL_RETURN_IF_ERROR(MakeDir(d.path));
-    SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/tmp"));
-    for (int i = 0; i < kBuckets; ++i) SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/" + Hex(static_cast<uint64_t>(i)).substr(14)));
+    RemoveOtherLayout(d.path, s->layout_);
     auto dir = std::make_unique<Dir>();
+    if (s->blocks()) {
+      // Freed slots kept allocated for reuse: a few regions, or 1/32 of the capacity.
+      const uint64_t slack = std::max(d.capacity / 32, std::min<uint64_t>(64 << 20, d.capacity / 4));
+      auto files = BlockFiles::Open(d.path, s->page_size_, slack, s->writer_);
+      if (!files) return Err(files.error());
+      dir->blocks = std::move(*files);
+    } else {
+      SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/tmp"));
+      for (int i = 0; i < kBuckets; ++i) {
+        SHOAL_RETURN_IF_ERROR(MakeDir(d.path + "/" + Hex(static_cast<uint64_t>(i)).substr(14)));
+      }
+    }
     dir->path = d.path;
     dir->capacity = dir->effective_capacity = d.capacity;
     s->dirs_.push_back(std::move(dir));
@@ -202,9 +238,12 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   // The scan is bound by the disk's latency (an inode and a header block per
   // page, uncached after a reboot), not by CPU: many threads keep many reads
   // in flight. Work items are the 256 buckets of every directory.
-  for (auto& d : s->dirs_) RemoveHalfWrittenPages(d->path);
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> found(s->dirs_.size());
-  {
+  if (s->blocks()) {
+    for (size_t i = 0; i < s->dirs_.size(); ++i) s->ScanBlocks(i, &found[i]);
+    s->NextGeneration();  // past every generation found, and at least the time now
+  } else {
+    for (auto& d : s->dirs_) RemoveHalfWrittenPages(d->path);
     const size_t items = s->dirs_.size() * kBuckets;
     const size_t nthreads = std::min<size_t>(kScanThreads, items);
     std::atomic<size_t> next{0};
@@ -364,7 +403,8 @@ void PageStore::MeasureDirLocked(Dir& dir, const char* when) {
                  FormatSize(dir.effective_capacity));
     return;
   }
-  uint64_t room = dir.used + *free;
+  // Free block-file slots are room too: the file system counts them as used.
+  uint64_t room = dir.used + *free + (dir.blocks ? dir.blocks->free_bytes() : 0);
   if (room < dir.capacity) {
     dir.full_since = std::chrono::steady_clock::now();
     SetEffectiveLocked(dir, room,
@@ -440,14 +480,84 @@ void PageStore::ScanBucket(size_t dir_index, int bucket, std::vector<std::pair<i
       s.data_len = h->data_len();
       s.cached_at = EvictionPolicy::Time(std::chrono::duration_cast<EvictionPolicy::Time::duration>(
           std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-      std::lock_guard lock(mu_);
-      if (index_.contains(id)) continue;
-      s.cls = retention_->ClassFor(key.path);
       s.key = std::move(key);
-      uint32_t slot = AddSlotLocked(std::move(s));
-      found->emplace_back(static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, slot);
+      IndexFound(std::move(s), static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, found);
     }
     ::closedir(d);
+  }
+}
+
+void PageStore::ScanBlocks(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found) {
+  auto& files = *dirs_[dir_index]->blocks;
+  files.Scan([&](BlockFiles::Slot where, const page_format::HeaderView& h) {
+    // Only the header is checked here; the data is checked by every read.
+    if (h.data_len() > page_size_ || h.offset() % page_size_ != 0 || h.generation() == 0) {
+      corrupt_->Add(1);  // a page size change, or not a slot this layout wrote
+      return false;
+    }
+    Slot s;
+    s.key = PageKey{std::string(h.path()), std::string(h.version()), h.offset()};
+    s.id = IdOf(s.key);
+    s.dir = static_cast<uint16_t>(dir_index);
+    s.live = true;
+    s.header_len = h.header_len();
+    s.data_len = h.data_len();
+    s.block = where;
+    s.generation = h.generation();
+    s.slot_bytes = files.slot_sizes()[where.cls];
+    // The generation is the time the page was written, in ns (NextGeneration).
+    s.cached_at = EvictionPolicy::Time(std::chrono::duration_cast<EvictionPolicy::Time::duration>(
+        std::chrono::nanoseconds(h.generation())));
+    for (uint64_t last = last_generation_.load(); last < h.generation();) {
+      if (last_generation_.compare_exchange_weak(last, h.generation())) break;
+    }
+    // A second copy of a page (cached again after an eviction, and a crash
+    // before the old slot's header was cleared) holds the same bytes: one is freed.
+    return IndexFound(std::move(s), static_cast<int64_t>(h.generation()), found);
+  });
+}
+
+bool PageStore::IndexFound(Slot s, int64_t time_ns, std::vector<std::pair<int64_t, uint32_t>>* found) {
+  std::lock_guard lock(mu_);
+  if (index_.contains(s.id)) return false;
+  s.cls = retention_->ClassFor(s.key.path);
+  uint32_t slot = AddSlotLocked(std::move(s));
+  found->emplace_back(time_ns, slot);
+  return true;
+}
+
+uint64_t PageStore::NextGeneration() {
+  // Unique and increasing across restarts (past every generation the scan
+  // found), and the time of the write, which a restart reads back as the
+  // page's age (as page files have their mtime).
+  const auto now = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  uint64_t last = last_generation_.load(), next;
+  do {
+    next = std::max(last + 1, now);
+  } while (!last_generation_.compare_exchange_weak(last, next));
+  return next;
+}
+
+void PageStore::RemoveOtherLayout(const std::string& dir, Layout layout) {
+  // A cache: what the other layout held is fetched again when read.
+  std::error_code ec;
+  uint64_t removed = 0;
+  if (layout == Layout::kBlocks) {
+    for (int i = 0; i < kBuckets; ++i) {
+      const std::string bucket = dir + "/" + Hex(static_cast<uint64_t>(i)).substr(14);
+      if (std::filesystem::exists(bucket, ec)) removed += std::filesystem::remove_all(bucket, ec);
+    }
+    if (std::filesystem::exists(dir + "/tmp", ec)) removed += std::filesystem::remove_all(dir + "/tmp", ec);
+  } else if (std::filesystem::exists(dir + "/blocks", ec)) {
+    removed += std::filesystem::remove_all(dir + "/blocks", ec);
+  }
+  if (removed) {
+    spdlog::info("cache dir {}: removed {} files of the {} layout (worker.page_store is now {}); their pages are "
+                 "fetched again when read",
+                 dir, removed, layout == Layout::kBlocks ? "files" : "blocks",
+                 layout == Layout::kBlocks ? "blocks" : "files");
   }
 }
 
@@ -488,7 +598,13 @@ void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
     }
     if (pit->second.empty()) by_path_.erase(pit);
   }
-  if (unlink_file) ::unlink(PathOf(dir, s.id).c_str());
+  if (unlink_file) {
+    if (dir.blocks) {
+      dir.blocks->Free(s.block);
+    } else {
+      ::unlink(PathOf(dir, s.id).c_str());
+    }
+  }
   s = Slot{};
   free_slots_.push_back(slot);
 }
@@ -498,6 +614,8 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
   std::string path;
   uint64_t data_off;
   uint32_t len;
+  std::optional<BlockFiles::Handle> held;
+  uint64_t page_offset = 0, generation = 0;
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(id);
@@ -511,24 +629,45 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
       return std::nullopt;
     }
     if (now - s.cached_at >= reuse_window_) retention_->Touch(s.dir, s.cls, s.id, now);
-    path = PathOf(*dirs_[s.dir], s.id);
     data_off = s.header_len;
     len = s.data_len;
+    if (auto& files = dirs_[s.dir]->blocks) {
+      // Held before the lock is let go: the slot cannot be freed and reused in between.
+      auto h = files->Hold(s.block);
+      if (!h) {
+        spdlog::warn("{}", h.error().message());
+        return std::nullopt;
+      }
+      held = std::move(*h);
+      page_offset = files->offset(s.block);
+      generation = s.generation;
+    } else {
+      path = PathOf(*dirs_[s.dir], s.id);
+    }
   }
+  if (held) return PageRef(held->fd, page_offset, static_cast<uint32_t>(data_off), len, generation, held->lease);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // evicted between the lookup and the open
   return PageRef(fd, data_off, len);
 }
 
-bool PageStore::DropCorrupt(const PageKey& key, int fd) {
+bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
   Id id = IdOf(key);
   std::string path;
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(id);
     if (it == index_.end()) return false;
+    if (blocks()) {
+      // The slot's page must be the one the reader read: the generation is new for every page written.
+      if (slots_[it->second].generation != ref.generation()) return false;
+      corrupt_->Add(1);
+      RemoveSlotLocked(it->second, true);
+      return true;
+    }
     path = PathOf(*dirs_[slots_[it->second].dir], id);
   }
+  const int fd = ref.fd();
   // The reader's file must be the one indexed: a page dropped and fetched
   // again meanwhile has a new file with good bytes, which stays.
   struct stat held, now;
@@ -570,8 +709,21 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
                                        std::to_string(key.offset) + " does not fit the page size");
   }
   Id id = IdOf(key);
-  std::string header = page_format::EncodeHeader(key, data);
+  const uint64_t generation = blocks() ? NextGeneration() : 0;
+  std::string header = page_format::EncodeHeader(key, data, page_format::kChunkSize, generation);
   uint64_t bytes = header.size() + data.size();
+  uint16_t size_class = 0;
+  if (blocks()) {
+    // Every dir has the same slot sizes; the page takes up a whole slot.
+    auto c = dirs_[0]->blocks->ClassFor(bytes);
+    if (!c) {
+      return Status(Code::kInvalidArgument, "page of " + key.path + " not cached: its path and version (" +
+                                                std::to_string(key.path.size() + key.version.size()) +
+                                                " bytes) do not fit a block-file slot");
+    }
+    size_class = *c;
+    bytes = dirs_[0]->blocks->slot_sizes()[size_class];
+  }
   size_t dir_index;
   Retention::ClassId cls;
   std::string tmp, final_path;
@@ -616,19 +768,34 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     logged_pinned_full_ = false;
     dir.used += bytes;
     retention_->Reserve(cls, static_cast<int64_t>(bytes));
-    tmp = dir.path + "/tmp/" + std::to_string(tmp_counter_.fetch_add(1)) + ".pg";
-    final_path = PathOf(dir, id);
+    if (!blocks()) {
+      tmp = dir.path + "/tmp/" + std::to_string(tmp_counter_.fetch_add(1)) + ".pg";
+      final_path = PathOf(dir, id);
+    }
   }
-  Status st = writer_->WriteNew(tmp, header, data);
-  if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    st = Status(Code::kIo, "cannot rename page into '" + final_path + "': " + std::strerror(errno));
+  Status st;
+  BlockFiles::Slot where;
+  if (auto& files = dirs_[dir_index]->blocks) {
+    auto slot = files->Allocate(size_class);
+    if (slot) {
+      where = *slot;
+      st = files->Write(where, header, data);
+      if (!st.ok()) files->Free(where);
+    } else {
+      st = slot.error();
+    }
+  } else {
+    st = writer_->WriteNew(tmp, header, data);
+    if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+      st = Status(Code::kIo, "cannot rename page into '" + final_path + "': " + std::strerror(errno));
+    }
   }
   std::lock_guard lock(mu_);
   auto& dir = *dirs_[dir_index];
   dir.used -= bytes;
   retention_->Reserve(cls, -static_cast<int64_t>(bytes));
   if (!st.ok()) {
-    ::unlink(tmp.c_str());
+    if (!blocks()) ::unlink(tmp.c_str());
     if (st.code() == Code::kNoSpace) {
       // The disk is fuller than our accounting thinks (shared disk): stop at what we hold.
       enospc_->Add(1);
@@ -642,7 +809,10 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     }
     return st;
   }
-  if (index_.contains(id)) return {};  // a concurrent Put of the same page won; same bytes
+  if (index_.contains(id)) {  // a concurrent Put of the same page won; same bytes
+    if (dir.blocks) dir.blocks->Free(where);
+    return {};
+  }
   Slot s;
   s.id = id;
   s.dir = static_cast<uint16_t>(dir_index);
@@ -652,6 +822,11 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
   s.key = key;
   s.cls = cls;
   s.cached_at = clock_();
+  if (dir.blocks) {
+    s.block = where;
+    s.generation = generation;
+    s.slot_bytes = static_cast<uint32_t>(bytes);
+  }
   AddSlotLocked(std::move(s));
   retention_->Insert(dir_index, cls, id, bytes, clock_());
   return {};

@@ -1,11 +1,19 @@
 // PageStore: the on-disk page cache of one worker.
 //
-// A cached file version is a set of fixed-size pages (the last one shorter),
-// each in its own file under one of the cache directories. A page file starts
-// with a header (key, offset, length, a checksum per chunk of data and one of
-// the header itself; see cache/page_format.h and docs/page-format.md), is
-// written under a temporary name and renamed into place, so a crash never
-// leaves a half page under a real name.
+// A cached file version is a set of fixed-size pages (the last one shorter).
+// Every page on disk starts with a header (key, offset, length, a checksum per
+// chunk of data and one of the header itself; see cache/page_format.h and
+// docs/page-format.md). Options::layout (worker.page_store) says where pages
+// sit:
+// - kFiles: each page in its own file under one of the cache directories,
+//   written under a temporary name and renamed into place, so a crash never
+//   leaves a half page under a real name.
+// - kBlocks: each page in a slot of a preallocated block file, reused in place
+//   (cache/block_files.h): a miss creates no file and an eviction deletes
+//   none. The header carries a generation, new for every page written; a slot
+//   is written data first, header last, and a half-written slot never has a
+//   header that checks together with its data, so a crash never serves a
+//   torn page. Capacity counts whole slots.
 //
 // Reads hand out a PageRef (an open fd plus the data's offset and length).
 // Whoever reads through it checks what it reads (page_format::PageFileReader
@@ -13,8 +21,9 @@
 // fails with DropCorrupt(): the store itself never reads page data back, so a
 // page that changes on disk while the worker runs is caught by its next
 // reader, not at the next restart. An evicted page stays readable through
-// refs already handed out. The in-memory index is rebuilt at Open() by a
-// parallel scan of the directories (warm restart), which checks each header
+// refs already handed out (a block-file slot is not reused while a ref to it
+// lives). The in-memory index is rebuilt at Open() by a parallel scan of the
+// directories or of the slot headers (warm restart), which checks each header
 // and drops pages of an older format.
 //
 // Each directory has a capacity; when a Put would exceed it, pages are evicted
@@ -52,6 +61,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/block_files.h"
 #include "cache/page_format.h"
 #include "cache/policy/eviction_policy.h"
 #include "cache/policy/policy_state.h"
@@ -66,11 +76,25 @@ class Counter;
 class Gauge;
 class Retention;
 
-// An open page file, positioned by data_offset. Move-only; closes on destruction.
+// An open page: a descriptor of its page file (or block file), where its
+// header starts (page_offset: 0 in a page file, the slot's offset in a block
+// file), the data's offset and length, and the generation its header must
+// carry. Move-only; closes the fd on destruction. While it lives, a block-file
+// slot is not reused (its lease), so the bytes a reader checked are the bytes
+// it sends.
 class PageRef {
  public:
-  PageRef(int fd, uint64_t data_offset, uint32_t length) : fd_(fd), data_offset_(data_offset), length_(length) {}
-  PageRef(PageRef&& o) noexcept : fd_(o.fd_), data_offset_(o.data_offset_), length_(o.length_) { o.fd_ = -1; }
+  PageRef(int fd, uint64_t data_offset, uint32_t length)
+      : fd_(fd), data_offset_(data_offset), length_(length), header_len_(static_cast<uint32_t>(data_offset)) {}
+  PageRef(int fd, uint64_t page_offset, uint32_t header_len, uint32_t length, uint64_t generation,
+          std::shared_ptr<void> lease)
+      : fd_(fd), data_offset_(page_offset + header_len), length_(length), header_len_(header_len),
+        page_offset_(page_offset), generation_(generation), lease_(std::move(lease)) {}
+  PageRef(PageRef&& o) noexcept
+      : fd_(o.fd_), data_offset_(o.data_offset_), length_(o.length_), header_len_(o.header_len_),
+        page_offset_(o.page_offset_), generation_(o.generation_), lease_(std::move(o.lease_)) {
+    o.fd_ = -1;
+  }
   PageRef& operator=(PageRef&& o) noexcept;
   PageRef(const PageRef&) = delete;
   ~PageRef();
@@ -78,25 +102,44 @@ class PageRef {
   int fd() const { return fd_; }
   uint64_t data_offset() const { return data_offset_; }
   uint32_t length() const { return length_; }
+  uint32_t header_len() const { return header_len_; }
+  uint64_t page_offset() const { return page_offset_; }
+  uint64_t generation() const { return generation_; }
+  // Starts `reader` on this page (PageFileReader::Begin with its position and generation).
+  Status BeginRead(page_format::PageFileReader& reader) const {
+    return reader.Begin(fd_, header_len_, page_offset_, generation_);
+  }
 
  private:
   int fd_;
   uint64_t data_offset_;
   uint32_t length_;
+  uint32_t header_len_;
+  uint64_t page_offset_ = 0;
+  uint64_t generation_ = 0;
+  std::shared_ptr<void> lease_;
 };
 
-// Writes a new page file. The seam tests use to inject ENOSPC and I/O errors.
+// Writes pages to disk. The seam tests use to inject ENOSPC, I/O errors and torn writes.
 class PageFileWriter {
  public:
   virtual ~PageFileWriter() = default;
   // Creates `path` (which must not exist) holding header then data.
   virtual Status WriteNew(const std::string& path, std::span<const char> header, std::span<const char> data);
+  // Writes a page into the block-file slot at `offset` of `fd`: the data
+  // (after the header's place) first, then the header.
+  virtual Status WriteAt(int fd, uint64_t offset, std::span<const char> header, std::span<const char> data);
 };
 
 class PageStore {
  public:
+  // How pages sit on disk (worker.page_store): a file per page, or slots of
+  // block files reused in place (cache/block_files.h).
+  enum class Layout { kFiles, kBlocks };
+
   struct Options {
     std::vector<CacheDirConfig> dirs;
+    Layout layout = Layout::kFiles;
     uint64_t page_size = 1 << 20;
     std::string policy;  // "": the default (kDefaultEvictionPolicy)
     // How often the policy's state is saved (also at destruction); 0: only at destruction.
@@ -150,11 +193,11 @@ class PageStore {
   // A ref to the page, or nullopt on a miss (absent or evicted). Its bytes
   // are unchecked: read them with a page_format::PageFileReader.
   std::optional<PageRef> Get(const PageKey& key);
-  // A reader found the page file open as `fd` failing its checksum: deletes
+  // A reader found the page `ref` (from Get) failing its checksum: deletes
   // it, so that the next read fetches the page again, and counts it. A page
-  // already dropped, or since replaced by a new file, is left alone. Returns
-  // whether this call dropped it.
-  bool DropCorrupt(const PageKey& key, int fd);
+  // already dropped, or since replaced (a new file, or a new generation in a
+  // block-file slot), is left alone. Returns whether this call dropped it.
+  bool DropCorrupt(const PageKey& key, const PageRef& ref);
   bool Contains(const PageKey& key);
   // Caches one page. REQUIRES: data.size() <= page_size(); key.offset a multiple of it.
   Status Put(const PageKey& key, std::span<const char> data);
@@ -199,6 +242,15 @@ class PageStore {
   // Indexes the pages of one bucket (subdirectory) of a cache dir; appends
   // (mtime, slot) of each to `found`. Safe from several threads at once.
   void ScanBucket(size_t dir_index, int bucket, std::vector<std::pair<int64_t, uint32_t>>* found);
+  // The same for the block files of a cache dir (the layout kBlocks).
+  void ScanBlocks(size_t dir_index, std::vector<std::pair<int64_t, uint32_t>>* found);
+  // Indexes a page found at Open (by either scan); false when the index
+  // already holds a newer copy. Appends (time, slot) to `found`. Takes mu_.
+  bool IndexFound(Slot s, int64_t time_ns, std::vector<std::pair<int64_t, uint32_t>>* found);
+  // Removes the page files, or the block files, that the other layout left.
+  static void RemoveOtherLayout(const std::string& dir, Layout layout);
+  uint64_t NextGeneration();
+  bool blocks() const { return layout_ == Layout::kBlocks; }
   uint32_t AddSlotLocked(Slot slot);
   void RemoveSlotLocked(uint32_t slot, bool unlink_file);
   size_t ChooseDirLocked(uint64_t bytes) const;
@@ -219,7 +271,9 @@ class PageStore {
   std::string StatePath(const Dir& dir) const;
 
   uint64_t page_size_ = 0;
+  Layout layout_ = Layout::kFiles;
   std::shared_ptr<PageFileWriter> writer_;
+  std::atomic<uint64_t> last_generation_{0};  // of the pages written to block files
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Dir>> dirs_;

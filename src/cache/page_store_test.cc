@@ -265,7 +265,7 @@ TEST_F(PolicyRestartTest, StateIsSavedPeriodicallyWhileRunning) {
 // What every reader of a page does: check the chunks it reads.
 Status ReadChecked(const PageRef& r, std::string* out) {
   page_format::PageFileReader reader;
-  SHOAL_RETURN_IF_ERROR(reader.Begin(r.fd(), static_cast<uint32_t>(r.data_offset())));
+  SHOAL_RETURN_IF_ERROR(r.BeginRead(reader));
   out->assign(r.length(), '\0');
   return reader.Read(0, std::span<char>(out->data(), out->size()));
 }
@@ -293,8 +293,8 @@ TEST_F(PageStoreTest, PageCorruptedWhileOpenIsCaughtByItsReaderAndDropped) {
   ASSERT_TRUE(ref);
   std::string got;
   EXPECT_EQ(ReadChecked(*ref, &got).code(), Code::kCorruption);
-  EXPECT_TRUE(s->DropCorrupt(k, ref->fd()));
-  EXPECT_FALSE(s->DropCorrupt(k, ref->fd())) << "dropped twice";
+  EXPECT_TRUE(s->DropCorrupt(k, *ref));
+  EXPECT_FALSE(s->DropCorrupt(k, *ref)) << "dropped twice";
   EXPECT_FALSE(s->Contains(k));
   EXPECT_TRUE(PageFiles().empty());
   EXPECT_EQ(s->stats().dropped_corrupt, 1u);
@@ -302,7 +302,7 @@ TEST_F(PageStoreTest, PageCorruptedWhileOpenIsCaughtByItsReaderAndDropped) {
   // Fetched and cached again, it is served; a late report through the old
   // file's fd does not drop the new page.
   ASSERT_TRUE(s->Put(k, data).ok());
-  EXPECT_FALSE(s->DropCorrupt(k, ref->fd()));
+  EXPECT_FALSE(s->DropCorrupt(k, *ref));
   auto again = s->Get(k);
   ASSERT_TRUE(again);
   ASSERT_TRUE(ReadChecked(*again, &got).ok());
@@ -323,7 +323,7 @@ TEST_F(PageStoreTest, PageCorruptedWhileStoppedIsCaughtByItsFirstReader) {
   ASSERT_TRUE(ref);
   std::string got;
   EXPECT_EQ(ReadChecked(*ref, &got).code(), Code::kCorruption);
-  EXPECT_TRUE(s->DropCorrupt(PageKey{"/c", "v", 0}, ref->fd()));
+  EXPECT_TRUE(s->DropCorrupt(PageKey{"/c", "v", 0}, *ref));
   EXPECT_TRUE(PageFiles().empty());
 }
 

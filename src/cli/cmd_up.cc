@@ -66,6 +66,7 @@ struct UpArgs {
   bool etcd = false;              // --etcd: membership from a local etcd started here
   std::string etcd_endpoints;     // --etcd-endpoints URL,...: membership from this etcd
   std::string eviction;           // --eviction NAME: worker.eviction ("" = the default policy)
+  std::string page_store = "files";  // worker.page_store
 };
 
 Status MakeDirs(const std::string& dir) {
@@ -208,6 +209,7 @@ int RunUp(const UpArgs& a) {
   cfg.worker.page_size = *page;
   cfg.worker.eviction = a.eviction;
   if (auto policy = MakeEvictionPolicy(a.eviction); !policy) return Fail(policy.error().WithContext("--eviction"));
+  cfg.worker.page_store = a.page_store;
   cfg.cluster.shard_size = *shard;
   cfg.source = "command line";
   // A new cluster secret each start (both configs below carry it, mode 0600):
@@ -416,6 +418,11 @@ void AddUp(CLI::App& app, int* exit_code) {
                   "Membership from this etcd (URL,...), e.g. http://10.0.0.5:2379, instead of a static list");
   cmd->add_option("--fuse", a->fuse,
                   "Also mount the namespace on this directory (FUSE); unmounted before the workers stop");
+  cmd->add_option("--page-store", a->page_store,
+                  "How workers keep pages on disk: files (a file per page) or blocks (slots of block files reused "
+                  "in place)")
+      ->check(CLI::IsMember({"files", "blocks"}))
+      ->capture_default_str();
   cmd->callback([a, exit_code] { *exit_code = RunUp(*a); });
 }
 

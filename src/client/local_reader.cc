@@ -171,9 +171,12 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
   uint64_t done = 0;
   for (size_t i = 0; i < fds.size(); ++i) {
     const auto& seg = reply.segments[i];
-    if (seg.length > out.size() - done || seg.data_offset < seg.header_len) break;  // never write past `out`
-    const uint64_t skip = seg.data_offset - seg.header_len;  // into the page's data
-    Status st = reader.Begin(fds[i], seg.header_len);
+    if (seg.length > out.size() - done || seg.page_offset > UINT64_MAX - seg.header_len ||
+        seg.data_offset < seg.page_offset + seg.header_len) {
+      break;  // never write past `out`
+    }
+    const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // into the page's data
+    Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation);
     if (st.ok() && verify_) {
       // The page must be the one asked for: a worker handing out the wrong
       // page shows here, not as wrong bytes.

@@ -437,7 +437,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
        "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
        "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
-       "write_back_takeover", "peer_fetch", "advertise"}));
+       "write_back_takeover", "peer_fetch", "advertise", "page_store"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -456,6 +456,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.String(w["advertise"], "worker.advertise", &c.worker.advertise));
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
+    SHOAL_RETURN_IF_ERROR(r.String(w["page_store"], "worker.page_store", &c.worker.page_store));
+    if (c.worker.page_store != "files" && c.worker.page_store != "blocks") {
+      return Err(r.Fail(w["page_store"], "worker.page_store", "must be files or blocks"));
+    }
     SHOAL_RETURN_IF_ERROR(
         r.Size(w["write_back_max_pending"], "worker.write_back_max_pending", &c.worker.write_back_max_pending));
     SHOAL_RETURN_IF_ERROR(
@@ -706,6 +710,7 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "write_back_max_pending" << YAML::Value << std::to_string(c.worker.write_back_max_pending);
   if (c.worker.write_back_takeover != defaults.write_back_takeover)
     e << YAML::Key << "write_back_takeover" << YAML::Value << FormatDuration(c.worker.write_back_takeover);
+  if (c.worker.page_store != defaults.page_store) e << YAML::Key << "page_store" << YAML::Value << c.worker.page_store;
   e << YAML::Key << "cache_dirs" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : c.worker.cache_dirs) {
     e << YAML::BeginMap << YAML::Key << "path" << YAML::Value << d.path << YAML::Key << "capacity" << YAML::Value

@@ -189,6 +189,10 @@ struct WorkerConfig {
   // "" (the default): the listen address, or, when that is a wildcard
   // (0.0.0.0, [::]), this host's first non-loopback address (src/worker/advertise.h).
   std::string advertise;
+  // How the page store keeps pages on disk (docs/page-format.md): "files" (a
+  // file per page) or "blocks" (slots of block files reused in place: a miss
+  // creates no file). Switching drops what the other layout cached.
+  std::string page_store = "files";
 };
 
 struct ClientConfig {

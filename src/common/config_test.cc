@@ -269,6 +269,21 @@ TEST(Config, EvictionPolicyIsReadWrittenAndEmptyByDefault) {
   EXPECT_NE(bad.error().message().find("worker.eviction"), std::string::npos) << bad.error().message();
 }
 
+TEST(Config, PageStoreLayoutIsReadWrittenAndChecked) {
+  EXPECT_EQ(Config().worker.page_store, "files");
+  auto c = ParseConfig("worker:\n  page_store: blocks\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->worker.page_store, "blocks");
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->worker.page_store, "blocks");
+  EXPECT_EQ(ToYaml(Config()).find("page_store"), std::string::npos) << "left out when the default, for older workers";
+  auto bad = ParseConfig("worker:\n  page_store: slabs\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("worker.page_store"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("files or blocks"), std::string::npos) << bad.error().message();
+}
+
 namespace {
 
 TEST(Config, EtcdMembershipKeysRoundTripAndAreChecked) {

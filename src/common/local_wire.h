@@ -7,10 +7,13 @@
 // passed as file descriptors (SCM_RIGHTS), and the client reads them with
 // pread(2): a warm read costs a memory copy instead of a trip through TCP.
 // The client checks what it reads against the page's chunk checksums
-// (cache/page_format.h), so each segment also names the page's header length.
-// Pages are immutable once named (written to a temp file and renamed), and an
-// evicted page stays readable through an fd already passed, so a descriptor
-// always reads the bytes of the version it was asked for.
+// (cache/page_format.h), so each segment also names where the page's header
+// is and its length, and the generation the header must carry. A page file
+// is immutable once named, and an evicted page stays readable through an fd
+// already passed; a block-file slot (worker.page_store: blocks) can be reused
+// once the worker has sent its fd, which the client sees as another
+// generation in the header and reads over TCP instead: a descriptor never
+// yields bytes of another page.
 //
 // Messages are SOCK_SEQPACKET records in host byte order (both ends are on
 // one host):
@@ -31,7 +34,7 @@
 
 namespace shoal::local_wire {
 
-constexpr uint32_t kMagic = 0x5348'4c32;  // "SHL2": segments carry the header length
+constexpr uint32_t kMagic = 0x5348'4c33;  // "SHL3": segments carry the header's place, length and generation
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
 
@@ -50,14 +53,17 @@ struct Request {
 };
 
 // Bytes [offset, offset + length) of the file are bytes
-// [data_offset, data_offset + length) of the segment's fd, a page file whose
-// header is header_len bytes (its data starts there, so the bytes are
-// [data_offset - header_len, ...) of the page's data).
+// [data_offset, data_offset + length) of the segment's fd, a page file (or
+// block file) whose page header starts at page_offset and is header_len
+// bytes (its data follows, so the bytes are [data_offset - page_offset -
+// header_len, ...) of the page's data) and carries `generation`.
 struct Segment {
   uint64_t data_offset = 0;
   uint64_t length = 0;
   uint32_t header_len = 0;
   uint32_t reserved = 0;  // 0
+  uint64_t page_offset = 0;
+  uint64_t generation = 0;
 };
 
 struct Reply {

@@ -45,13 +45,16 @@ TEST(LocalWire, RequestRoundTrips) {
 TEST(LocalWire, ReplyRoundTrips) {
   Reply r;
   r.code = 3;
-  r.segments = {{4096, 100, 4000}, {64, 1 << 20, 60}};
+  r.segments = {{4096, 100, 4000}, {(5ull << 32) + 64, 1 << 20, 60, 0, 5ull << 32, 77}};
   r.message = "why";
   auto d = DecodeReply(EncodeReply(r));
   ASSERT_TRUE(d) << d.error().ToString();
   EXPECT_EQ(d->code, 3);
   ASSERT_EQ(d->segments.size(), 2u);
-  EXPECT_EQ(d->segments[1].data_offset, 64u);
+  EXPECT_EQ(d->segments[1].data_offset, (5ull << 32) + 64);
+  EXPECT_EQ(d->segments[1].page_offset, 5ull << 32);
+  EXPECT_EQ(d->segments[1].generation, 77u);
+  EXPECT_EQ(d->segments[0].generation, 0u);
   EXPECT_EQ(d->segments[1].length, 1u << 20);
   EXPECT_EQ(d->segments[0].header_len, 4000u);
   EXPECT_EQ(d->segments[1].header_len, 60u);

@@ -448,14 +448,14 @@ class Loader {
           continue;
         }
         page_format::PageFileReader reader;
-        Status st = reader.Begin(ref->fd(), static_cast<uint32_t>(ref->data_offset()));
+        Status st = ref->BeginRead(reader);
         if (st.ok() && ref->length() != len) {
           st = Status(Code::kCorruption,
                       "holds " + std::to_string(ref->length()) + " bytes, not " + std::to_string(len));
         }
         if (st.ok()) st = reader.Read(0, std::span<char>(buf.data(), len));
         if (!st.ok()) {
-          pages.DropCorrupt(key, ref->fd());
+          pages.DropCorrupt(key, *ref);
           job_->Mismatch(path, "page at offset " + std::to_string(off) + " failed its check (" + st.message() +
                                    "): dropped, loading it again");
           whole = false;

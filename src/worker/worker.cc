@@ -529,8 +529,8 @@ class Worker::Impl {
     if (end == offset) return out;
     uint64_t hit = 0;
     for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments)) {
-      out.segments.push_back(
-          {seg.page->data_offset() + seg.skip, seg.length, static_cast<uint32_t>(seg.page->data_offset())});
+      out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(), 0,
+                              seg.page->page_offset(), seg.page->generation()});
       hit += seg.length;
       pages->push_back(std::move(*seg.page));
     }
@@ -961,7 +961,7 @@ class Worker::Impl {
                            uint64_t from, uint64_t to) {
     auto take = [this, file, page, page_offset, from, to]() -> Result<std::vector<BodyPart>> {
       page_format::PageFileReader reader;
-      Status st = reader.Begin(page->fd(), static_cast<uint32_t>(page->data_offset()));
+      Status st = page->BeginRead(reader);
       uint64_t stop = from;
       if (st.ok()) {
         stop = reader.NextStop(from, std::max<uint64_t>(kSendBatch, reader.header().chunk_size()), to);
@@ -975,7 +975,7 @@ class Worker::Impl {
         return parts;
       }
       // The rest of the segment, [from, to), from a fetch of the page.
-      std::shared_ptr<Fetch> fetch = svc_->RefetchCorruptPage(*file, page_offset, page->fd(), st);
+      std::shared_ptr<Fetch> fetch = svc_->RefetchCorruptPage(*file, page_offset, *page, st);
       parts.push_back(FetchedDeferred(file, std::move(fetch), page_offset + from, to - from));
       return parts;
     };

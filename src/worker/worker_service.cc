@@ -92,6 +92,7 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   o.dirs = config.worker.cache_dirs;
   o.page_size = config.worker.page_size;
   o.policy = config.worker.eviction;
+  o.layout = config.worker.page_store == "blocks" ? PageStore::Layout::kBlocks : PageStore::Layout::kFiles;
   auto book = RuleBook::Open(config.worker.cache_dirs.at(0).path, config.rules);
   if (!book) return Err(book.error());
   s->rules_ = std::move(*book);
@@ -527,9 +528,9 @@ Result<std::vector<Segment>> WorkerService::PlanRead(const FileRef& file, uint64
   return segs;
 }
 
-std::shared_ptr<Fetch> WorkerService::RefetchCorruptPage(const FileRef& file, uint64_t page, int fd,
+std::shared_ptr<Fetch> WorkerService::RefetchCorruptPage(const FileRef& file, uint64_t page, const PageRef& ref,
                                                         const Status& why) {
-  bool dropped = pages_->DropCorrupt(PageKey{file.resolved.ns_path, file.version, page}, fd);
+  bool dropped = pages_->DropCorrupt(PageKey{file.resolved.ns_path, file.version, page}, ref);
   spdlog::warn("{}; {}, reading it again from the under-store", why.message(),
                dropped ? "dropped the page" : "the page was already dropped");
   std::lock_guard lock(inflight_mu_);

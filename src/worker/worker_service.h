@@ -131,7 +131,7 @@ class WorkerService {
   // `fd` (`why` says how): drops it, counted in shoal_cache_corrupt_pages_total,
   // and returns the fetch that reads it again from the under-store (one
   // already in flight for it, or a new one), which also caches it again.
-  std::shared_ptr<Fetch> RefetchCorruptPage(const FileRef& file, uint64_t page, int fd, const Status& why);
+  std::shared_ptr<Fetch> RefetchCorruptPage(const FileRef& file, uint64_t page, const PageRef& ref, const Status& why);
 
   // Blocking (call from the UFS executor). Caches one page a cache-through
   // writer pushed (src/worker/page_put.cc): checks the claims of `push` and
