@@ -149,6 +149,8 @@ class PageStore {
   // whether this call dropped it.
   bool DropCorrupt(const PageKey& key, int fd);
   bool Contains(const PageKey& key);
+  // Deletes one page (an extra copy no longer wanted); whether it was cached.
+  bool Drop(const PageKey& key);
   // Caches one page. REQUIRES: data.size() <= page_size(); key.offset a multiple of it.
   Status Put(const PageKey& key, std::span<const char> data);
 

@@ -185,6 +185,12 @@ struct WorkerConfig {
   // On a miss, ask the shard's previous owner or another replica for the
   // bytes (cache only) before the under-store (src/worker/peer_fetch.h).
   bool peer_fetch = true;
+  // Hot shards (cluster/hot_shards.h): a shard read more often than this
+  // (reads/s over a sliding window of hot_shard_window) is marked hot in the
+  // answers, and clients spread its reads over this worker and the next one
+  // on the ring; it cools below a quarter of the rate. 0: off.
+  int hot_shard_rps = 500;
+  std::chrono::milliseconds hot_shard_window{1'000};
 };
 
 struct ClientConfig {
