@@ -15,6 +15,7 @@
 #include "cluster/membership.h"
 #include "shoal/client.h"
 #include "tests/etcd_workers.h"
+#include "tests/harness/ring_snapshot.h"
 #include "ufs/uri.h"
 
 namespace shoal::testing {
@@ -58,14 +59,8 @@ class HotShardsTest : public EtcdWorkersTest {
 
   // Where each shard of `st` lives, on the ring the client routes by.
   std::vector<Shard> Shards(Client& client, const FileStatus& st) {
-    RingInfo info = client.Ring();
-    std::vector<WorkerEntry> workers;
-    std::vector<uint64_t> weights;
-    for (const auto& m : info.members) {
-      workers.push_back({m.id, m.address});
-      weights.push_back(m.weight);
-    }
-    RingSnapshot ring(info.version, workers, weights);
+    const RingSnapshot ring = SnapshotOf(client.Ring());
+    const std::vector<WorkerEntry>& workers = ring.workers;
     auto index = [&](size_t member) {
       for (size_t i = 0; i < entries_.size(); ++i) {
         if (entries_[i].id == workers[member].id) return i;
