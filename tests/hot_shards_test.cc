@@ -187,6 +187,16 @@ TEST_F(HotShardsTest, AHotFileIsServedByTwoWorkersFromOneStoreReadAndGivenBackWh
       },
       120s);
   EXPECT_FALSE(AnyHot("/data/cold")) << "a cold file was found hot";
+  // `shoal status` names the hot shards while the readers go on.
+  testing::Run status;
+  if (both && wrong == 0) {
+    const std::string yaml = root_ + "/client.yaml";
+    if (WriteFile(yaml, ToYaml(config_)).ok()) {  // no ASSERT while the readers run
+      status = Shoal({"status", "--config", yaml});
+    } else {
+      ADD_FAILURE() << "cannot write " << yaml;
+    }
+  }
   stop = true;
   for (auto& r : readers) r.join();
   ASSERT_TRUE(both) << "the next owners did not serve the hot shards; spread reads: "
@@ -196,6 +206,9 @@ TEST_F(HotShardsTest, AHotFileIsServedByTwoWorkersFromOneStoreReadAndGivenBackWh
   std::printf("hot file: %llu 64 KiB reads by 4 readers, %llu of them spread to the next owner\n",
               static_cast<unsigned long long>(reads.load()), static_cast<unsigned long long>(spread.load()));
   EXPECT_GT(spread.load(), 0u);
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_NE(status.out.find("hot shards: /data/hot shard "), std::string::npos) << status.out;
+  EXPECT_EQ(CountLines(status.out, "reads served as next owner: "), 3) << status.out;
 
   // Both workers of each shard served it: the next owner holds a copy, which
   // came from the owner's cache, not the store.
