@@ -320,6 +320,16 @@ EOF
     echo "not run: $FAILOVER_NOTRUN"
   fi
   echo
+  echo "## Hot shards (bench/hot_shards_bench)"
+  echo
+  if [[ -f $WORK/hot_shards.out ]]; then
+    echo "Two clusters of three workers on loopback over one file:// directory (membership in one etcd, so workers know their peers), hot shards off and on; 8 readers (each its own client, short circuit off) read one 1 MiB file whole in a loop, interleaved off/on round by round. With hot shards on, the file's owner marks it hot and the readers spread over the owner and the next worker on the ring, which fills its copy from the owner's cache (under-store bytes stay at one copy). On this 2-core machine all workers and readers share the same cores, so the figure to read is the split of the load; the throughput gain needs the owner to be the limit (its NIC, disk or cores), which one host cannot show."
+    echo
+    cat "$WORK/hot_shards.out"
+  else
+    echo "not run: $HOT_NOTRUN"
+  fi
+  echo
   echo "## Checkpoints: write modes (bench/checkpoint_bench)"
   echo
   if [[ -f $WORK/checkpoint.out ]]; then

@@ -65,6 +65,11 @@ struct WorkerStatus {
   uint64_t ring_version = 0;  // the ring's version (1 for a static list, the etcd revision with etcd)
   uint64_t ring_weight = 0;   // its weight (cache capacity it registered; 0 = equal weights)
   double ring_share = 0;      // the fraction of keys it owns
+  // Hot shards (README "Hot shards"): the shards it finds hot now, as
+  // "PATH shard N (R reads/s)", and the reads it served of other workers'
+  // hot shards as their next owner.
+  std::vector<std::string> hot_shards;
+  uint64_t hot_spread_reads = 0;
   double hit_ratio() const {
     auto t = hit_bytes + miss_bytes;
     return t ? static_cast<double>(hit_bytes) / static_cast<double>(t) : 0.0;
@@ -105,6 +110,8 @@ struct ClientStats {
   uint64_t write_back_fallbacks = 0;
   uint64_t fallback_throttled_waits = 0;  // direct store reads that waited for client.fallback_rate/_requests
   uint64_t fallback_rate_limited = 0;     // calls failed: the fallback limit would have taken past their deadline
+  // reads of hot shards sent to a worker beyond the shard's holders (its next owner on the ring)
+  uint64_t hot_spread_reads = 0;
 };
 
 // One worker's answer to Client::CallWorkers.

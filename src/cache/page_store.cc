@@ -683,6 +683,14 @@ bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
   return true;
 }
 
+bool PageStore::Drop(const PageKey& key) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(IdOf(key));
+  if (it == index_.end()) return false;
+  RemoveSlotLocked(it->second, true);
+  return true;
+}
+
 bool PageStore::Contains(const PageKey& key) {
   std::lock_guard lock(mu_);
   return index_.contains(IdOf(key));

@@ -199,6 +199,8 @@ class PageStore {
   // block-file slot), is left alone. Returns whether this call dropped it.
   bool DropCorrupt(const PageKey& key, const PageRef& ref);
   bool Contains(const PageKey& key);
+  // Deletes one page (an extra copy no longer wanted); whether it was cached.
+  bool Drop(const PageKey& key);
   // Caches one page. REQUIRES: data.size() <= page_size(); key.offset a multiple of it.
   Status Put(const PageKey& key, std::span<const char> data);
 

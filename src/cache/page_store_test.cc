@@ -91,6 +91,21 @@ TEST_F(PageStoreTest, PutGetRoundTrip) {
   EXPECT_EQ(ReadRef(*s->Get(PageKey{"/data/a", "v1", kPage})), "tail");
 }
 
+TEST_F(PageStoreTest, DropDeletesOnePageAndItsFile) {
+  auto s = Open(10 * kPage);
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(s->Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
+  const uint64_t used = s->stats().used_bytes;
+  EXPECT_TRUE(s->Drop(PageKey{"/f", "v", kPage}));
+  EXPECT_FALSE(s->Drop(PageKey{"/f", "v", kPage}));  // already gone
+  EXPECT_FALSE(s->Drop(PageKey{"/f", "other", 0}));  // never cached
+  EXPECT_FALSE(s->Contains(PageKey{"/f", "v", kPage}));
+  EXPECT_TRUE(s->Contains(PageKey{"/f", "v", 0}));
+  EXPECT_TRUE(s->Contains(PageKey{"/f", "v", 2 * kPage}));
+  EXPECT_EQ(s->stats().pages, 2u);
+  EXPECT_LT(s->stats().used_bytes, used);
+  EXPECT_EQ(PageFiles().size(), 2u);
+}
+
 TEST_F(PageStoreTest, EvictsLeastRecentlyUsedAtCapacity) {
   // Room for three pages (plus headers).
   auto s = Open(3 * kPage + 3 * 200, nullptr, nullptr, "lru");

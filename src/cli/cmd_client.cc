@@ -173,7 +173,9 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
                            {"ring_share", w.ring_share},
                            {"write_back_pending_bytes", w.write_back_pending_bytes},
                            {"write_back_pending_files", w.write_back_pending_files},
-                           {"write_back_oldest_pending_seconds", w.write_back_oldest_pending_seconds}};
+                           {"write_back_oldest_pending_seconds", w.write_back_oldest_pending_seconds},
+                           {"hot_shards", w.hot_shards},
+                           {"hot_spread_reads", w.hot_spread_reads}};
           std::printf("%s\n", j.dump().c_str());
         }
         *exit_code = down == 0 ? 0 : 5;
@@ -204,6 +206,10 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         std::printf("%-22s write-back pending: %llu files, %s, oldest %.0fs\n", "",
                     static_cast<unsigned long long>(w.write_back_pending_files),
                     FormatSize(w.write_back_pending_bytes).c_str(), w.write_back_oldest_pending_seconds);
+        std::string hot;
+        for (const auto& h : w.hot_shards) hot += (hot.empty() ? "" : ", ") + h;
+        std::printf("%-22s hot shards: %s; reads served as next owner: %llu\n", "", hot.empty() ? "none" : hot.c_str(),
+                    static_cast<unsigned long long>(w.hot_spread_reads));
       }
       std::printf("path rules (shoal rules):\n");
       PrintRuleUsage(**c);

@@ -198,8 +198,10 @@ Result<OpenedFile> ClientImpl::Open(std::string_view path, uint64_t prefetch) {
   const std::string target = "/v1/open?path=" + PercentEncode(ns, true) + "&length=" + std::to_string(prefetch);
   // Shard 0 lives with the metadata: a replicated path is opened at any of its holders.
   const std::string ring_key = HashRing::MetaKey(ns);
+  const size_t replicas = ReplicasFor(*rp);
+  const Router::RouteKey key = ReadKey(ring_key, replicas, prefetch);
   return router_.Route<OpenedFile>(
-      Router::RouteKey(ring_key, ReplicasFor(*rp), prefetch), deadline, "open " + ns,
+      key, deadline, "open " + ns,
       [&](const WorkerEntry& w) -> WorkerAttempt<OpenedFile> {
         if (config_.client.short_circuit) {
           if (Status d = DiscoverLocal(w, deadline); !d.ok()) return WorkerFailed<OpenedFile>(d);
@@ -213,8 +215,9 @@ Result<OpenedFile> ClientImpl::Open(std::string_view path, uint64_t prefetch) {
             return {OpenedFile{*rp, std::move(*st), std::move(o->prefix)}};
           }
         }
-        auto r = caller_.Call(w, "GET", target, deadline, ns);
+        auto r = caller_.Call(w, "GET", target + SpreadParam(key, replicas, w), deadline, ns);
         if (r.worker_failed) return WorkerFailed<OpenedFile>(r.status);
+        NoteHeat(ring_key, w, r.hot);
         if (!r.status.ok()) return {Err(r.status)};
         auto st = StatusFromJson(r.shoal_stat);
         if (!st) return WorkerFailed<OpenedFile>(st.error());
@@ -385,6 +388,11 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
         s.write_back_pending_bytes = j.value("write_back_pending_bytes", uint64_t{0});
         s.write_back_pending_files = j.value("write_back_pending_files", uint64_t{0});
         s.write_back_oldest_pending_seconds = j.value("write_back_oldest_pending_seconds", 0.0);
+        s.hot_spread_reads = j.value("hot_spread_reads", uint64_t{0});
+        for (const auto& h : j.value("hot_shards", Json::array())) {
+          s.hot_shards.push_back(h.value("path", "") + " shard " + std::to_string(h.value("shard", uint64_t{0})) + " (" +
+                                 std::to_string(static_cast<uint64_t>(h.value("rps", 0.0))) + " reads/s)");
+        }
       } catch (const std::exception& e) {
         s.up = false;
         s.error = std::string("malformed status: ") + e.what();
@@ -401,7 +409,7 @@ ClientStats ClientImpl::stats() const {
   return {worker_read_bytes_.load(),   fallback_read_bytes_.load(), caller_.failures(),
           local_read_bytes_.load(),    local_.corrupt_reads(),      cache_pushed_bytes_.load(),
           cache_push_failures_.load(), write_backs_.load(),         write_back_fallbacks_.load(),
-          limiter_.throttled_waits(),  limiter_.rejected()};
+          limiter_.throttled_waits(),  limiter_.rejected(),         spread_reads_.load()};
 }
 
 void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {
@@ -438,8 +446,10 @@ Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint6
   if (st.version.starts_with("wb-")) return ReadPending(rp, st, offset, out, deadline);
   const uint64_t shard = offset / config_.cluster.shard_size;
   const std::string ring_key = HashRing::DataKey(rp.ns_path, st.version, shard);
+  const size_t replicas = ReplicasFor(rp);
+  const Router::RouteKey key = ReadKey(ring_key, replicas, out.size());
   auto r = router_.Route<void>(
-      Router::RouteKey(ring_key, ReplicasFor(rp), out.size()), deadline, "read " + rp.ns_path,
+      key, deadline, "read " + rp.ns_path,
       [&](const WorkerEntry& w) -> WorkerAttempt<void> {
         uint64_t off = offset;
         std::span<char> rest = out;
@@ -463,8 +473,10 @@ Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint6
           off += n;
           rest = rest.subspan(n);
         }
-        auto r = caller_.Call(w, "GET", ReadTarget(rp, st, off, rest.size()), deadline, rp.ns_path, rest);
+        auto r = caller_.Call(w, "GET", ReadTarget(rp, st, off, rest.size()) + SpreadParam(key, replicas, w), deadline,
+                              rp.ns_path, rest);
         if (r.worker_failed) return WorkerFailed<void>(r.status);
+        NoteHeat(ring_key, w, r.hot);
         if (r.status.ok()) {
           worker_read_bytes_.fetch_add(rest.size(), std::memory_order_relaxed);
           return {};

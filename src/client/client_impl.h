@@ -20,6 +20,7 @@
 #include "client/local_reader.h"
 #include "client/worker_caller.h"
 #include "cluster/fallback_limiter.h"
+#include "cluster/hot_shards.h"
 #include "cluster/membership.h"
 #include "cluster/router.h"
 #include "cluster/worker_health.h"
@@ -132,6 +133,17 @@ class ClientImpl {
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                    Deadline deadline);
 
+  // Hot shards (cluster/hot_shards.h, src/client/hot_reads.cc). How a read of
+  // `ring_key` is routed: over its `replicas` holders, or, while a worker
+  // says the key is hot, over that many workers in ring order, round robin.
+  Router::RouteKey ReadKey(const std::string& ring_key, size_t replicas, uint64_t bytes);
+  // "&spread=1" when `w` is not one of the key's `replicas` holders (it
+  // serves a copy only because the key is hot; it counts such reads), else "".
+  std::string SpreadParam(const Router::RouteKey& key, size_t replicas, const WorkerEntry& w);
+  // What `w`'s answer for `ring_key` said: X-Shoal-Hot marks the key hot; an
+  // answer without it from the key's owner makes it cold again.
+  void NoteHeat(const std::string& ring_key, const WorkerEntry& w, uint32_t hot);
+
   // The under-store side of each call; bounded by what is left of `deadline`.
   Result<std::shared_ptr<UnderStore>> FallbackStore(const ResolvedPath& rp);
   Result<FileStatus> StatFromStore(const ResolvedPath& rp, Deadline deadline);
@@ -167,6 +179,8 @@ class ClientImpl {
   std::atomic<uint64_t> cache_push_failures_{0};
   std::atomic<uint64_t> write_backs_{0};
   std::atomic<uint64_t> write_back_fallbacks_{0};
+  HotKeys hot_;
+  std::atomic<uint64_t> spread_reads_{0};
 };
 
 }  // namespace detail

@@ -70,7 +70,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
         if (Clock::now() >= deadline) {
           return WorkerReply{Status(Code::kTimeout, "no time left to reach worker " + WorkerLabel(worker) + " for " +
                                                         std::string(path) + " (client.timeout)"),
-                             false, {}, {}};
+                             false, {}, {}, 0};
         }
         return Failed(worker, c.error());
       }
@@ -99,6 +99,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
     }
     if (!st.ok()) return judge(*conn, st);
     r.shoal_stat = std::move(head->shoal_stat);
+    r.hot = head->shoal_hot;
     if (head->keep_alive) pool_.Release(std::move(conn));
     if (!ok) {
       std::string code, msg = r.body;

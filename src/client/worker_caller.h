@@ -36,6 +36,7 @@ struct WorkerReply {
   bool worker_failed = false;   // the worker failed (see above); status says why and names it
   std::string body;             // the body, unless it went to body_out
   std::string shoal_stat;       // X-Shoal-Stat of a /v1/open answer
+  uint32_t hot = 0;             // X-Shoal-Hot of a read answer: the shard is hot (cluster/hot_shards.h)
 };
 
 class WorkerCaller {

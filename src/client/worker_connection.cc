@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 
@@ -196,6 +197,11 @@ Result<ResponseHead> WorkerConnection::ReadHead(Limits limits) {
           h.shoal_protocol = std::string(value);
         } else if (IEquals(name, "x-shoal-worker")) {
           h.shoal_worker = std::string(value);
+        } else if (IEquals(name, "x-shoal-hot")) {
+          // A hint: anything but a small number is ignored.
+          uint32_t n = 0;
+          auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+          if (ec == std::errc() && p == value.data() + value.size() && n <= 64) h.shoal_hot = n;
         } else if (IEquals(name, "connection") && IEquals(value, "close")) {
           h.keep_alive = false;
         }

@@ -49,6 +49,7 @@ struct ResponseHead {
   std::string shoal_stat;      // the X-Shoal-Stat header (a /v1/open answer)
   std::string shoal_protocol;  // X-Shoal-Protocol ("" when absent)
   std::string shoal_worker;    // X-Shoal-Worker: the worker's id ("" when absent)
+  uint32_t shoal_hot = 0;      // X-Shoal-Hot: spread reads of this shard over that many workers (0: absent)
   uint32_t interim = 0;        // 1xx interim responses (heartbeats) skipped before this head
 };
 

@@ -16,7 +16,7 @@ std::atomic<uint32_t>& Router::Slot(const WorkerEntry& w) const {
   return in_flight_[std::hash<std::string>{}(w.id) % kSlots];
 }
 
-Router::Candidates Router::For(std::string_view ring_key, size_t n) const {
+Router::Candidates Router::For(std::string_view ring_key, size_t n, bool spread) const {
   Candidates c;
   c.ring = membership_->Current();
   if (c.ring->ring.empty()) return c;
@@ -28,6 +28,10 @@ Router::Candidates Router::For(std::string_view ring_key, size_t n) const {
     } else {
       c.live.push_back(w);
     }
+  }
+  if (spread && c.live.size() > 1) {
+    const size_t turn = round_robin_.fetch_add(1, std::memory_order_relaxed) % c.live.size();
+    std::rotate(c.live.begin(), c.live.begin() + static_cast<std::ptrdiff_t>(turn), c.live.end());
   }
   if (c.live.size() > 1) {
     // Best first: on this host, then fewest calls in flight; ties keep ring order.

@@ -7,7 +7,9 @@
 // ring order (owner first), minus the workers WorkerHealth has marked down.
 // With N > 1 the live ones are tried best first: a worker on this host
 // (short circuit) before the others, then the one with the fewest calls from
-// this client in flight, ties in ring order.
+// this client in flight, ties in ring order. A hot key (cluster/hot_shards.h)
+// is routed with `spread`: its ties go round robin instead, so that one
+// client's reads of it alternate between the owner and the next workers.
 //
 // Route() tries the live candidates in order. A worker's answer (a value, or
 // an error it reported such as NotFound, or a timeout while it was still
@@ -79,10 +81,12 @@ class Router {
     RouteKey(std::string_view k) : key(k) {}
     RouteKey(const std::string& k) : key(k) {}
     RouteKey(const char* k) : key(k) {}
-    RouteKey(std::string_view k, size_t n, uint64_t bytes) : key(k), replicas(n), store_bytes(bytes) {}
+    RouteKey(std::string_view k, size_t n, uint64_t bytes, bool spread = false)
+        : key(k), replicas(n), store_bytes(bytes), spread(spread) {}
     std::string_view key;
     size_t replicas = 0;  // 0: 1 + Options::replicas
     uint64_t store_bytes = 0;
+    bool spread = false;  // a hot key: ties between candidates go round robin
   };
 
   Router(std::shared_ptr<const Membership> membership, WorkerHealth* health, Options options);
@@ -94,8 +98,8 @@ class Router {
   };
   // The ordered live candidates for a ring key (HashRing::MetaKey/DataKey):
   // `n` distinct workers in ring order (0: 1 + Options::replicas), the live
-  // ones best first (see above).
-  Candidates For(std::string_view ring_key, size_t n = 0) const;
+  // ones best first (see above); with `spread`, ties round robin.
+  Candidates For(std::string_view ring_key, size_t n = 0, bool spread = false) const;
   // The `n` distinct workers for a ring key in plain ring order, down or not:
   // the holders of a replicated key (write-back uses the same list).
   std::pair<std::shared_ptr<const RingSnapshot>, std::vector<const WorkerEntry*>> Holders(std::string_view ring_key,
@@ -123,7 +127,7 @@ class Router {
   template <class T, class TryWorker, class TryStore>
   Result<T> Route(const RouteKey& key, Deadline deadline, std::string_view what, TryWorker&& try_worker,
                   TryStore&& try_store) const {
-    Candidates c = For(key.key, key.replicas);
+    Candidates c = For(key.key, key.replicas, key.spread);
     std::string failed;  // why each candidate could not be used, for the final message
     for (const auto& [w, why] : c.down)
       Append(&failed, "worker " + WorkerName(*w) + " is down (" + why.message() + ")");
@@ -170,6 +174,7 @@ class Router {
   WorkerHealth* health_;
   Options options_;
   mutable std::array<std::atomic<uint32_t>, kSlots> in_flight_{};
+  mutable std::atomic<uint64_t> round_robin_{0};  // spread keys' turn
 };
 
 }  // namespace shoal

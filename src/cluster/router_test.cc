@@ -330,5 +330,40 @@ TEST(WorkerHealth, NoProbeThreadUntilAWorkerFails) {
   EXPECT_EQ(calls.load(), 0);
 }
 
+TEST(Router, ASpreadKeyAlternatesBetweenItsOwnerAndTheNextWorker) {
+  Fixture f;
+  const std::string key = "m\n/data/hot";
+  auto holders = f.router.Holders(key, 2).second;
+  ASSERT_EQ(holders.size(), 2u);
+  // Not spread: the owner first every time (no calls in flight, ring order).
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(f.router.For(key, 2).live.front(), holders[0]);
+  // Spread: each of the two first in turn, and the other second.
+  int first[2] = {0, 0};
+  for (int i = 0; i < 10; ++i) {
+    auto c = f.router.For(key, 2, true);
+    ASSERT_EQ(c.live.size(), 2u);
+    EXPECT_NE(c.live[0], c.live[1]);
+    first[c.live[0] == holders[0] ? 0 : 1]++;
+  }
+  EXPECT_EQ(first[0], 5);
+  EXPECT_EQ(first[1], 5);
+  // Route() takes them in that order too.
+  std::vector<std::string> asked;
+  for (int i = 0; i < 4; ++i) {
+    auto r = f.router.Route<int>(
+        Router::RouteKey(key, 2, 0, true), Clock::now() + 5s, "read /data/hot",
+        [&](const WorkerEntry& w) -> WorkerAttempt<int> {
+          asked.push_back(w.id);
+          return {1};
+        },
+        [] { return Result<int>(0); });
+    ASSERT_TRUE(r);
+  }
+  ASSERT_EQ(asked.size(), 4u);
+  EXPECT_NE(asked[0], asked[1]);
+  EXPECT_EQ(asked[0], asked[2]);
+  EXPECT_EQ(asked[1], asked[3]);
+}
+
 }  // namespace
 }  // namespace shoal

@@ -437,7 +437,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
        "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
        "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
-       "write_back_takeover", "peer_fetch", "advertise", "page_store"}));
+       "write_back_takeover", "peer_fetch", "advertise", "page_store",
+       "hot_shard_rps", "hot_shard_window"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -454,6 +455,12 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["peer_fetch"], "worker.peer_fetch", &c.worker.peer_fetch));
     SHOAL_RETURN_IF_ERROR(r.String(w["advertise"], "worker.advertise", &c.worker.advertise));
+    SHOAL_RETURN_IF_ERROR(
+        r.Integer(w["hot_shard_rps"], "worker.hot_shard_rps", &c.worker.hot_shard_rps, 0, 1'000'000'000));
+    SHOAL_RETURN_IF_ERROR(r.Duration(w["hot_shard_window"], "worker.hot_shard_window", &c.worker.hot_shard_window));
+    if (c.worker.hot_shard_window.count() <= 0) {
+      return Err(r.Fail(w["hot_shard_window"], "worker.hot_shard_window", "must be more than 0, e.g. 1s"));
+    }
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["page_store"], "worker.page_store", &c.worker.page_store));
@@ -704,6 +711,10 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
   e << YAML::Key << "peer_fetch" << YAML::Value << c.worker.peer_fetch;
   if (!c.worker.advertise.empty()) e << YAML::Key << "advertise" << YAML::Value << c.worker.advertise;
+  if (c.worker.hot_shard_rps != defaults.hot_shard_rps)
+    e << YAML::Key << "hot_shard_rps" << YAML::Value << c.worker.hot_shard_rps;
+  if (c.worker.hot_shard_window != defaults.hot_shard_window)
+    e << YAML::Key << "hot_shard_window" << YAML::Value << FormatDuration(c.worker.hot_shard_window);
   if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
   if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
   if (c.worker.write_back_max_pending != 0)

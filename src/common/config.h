@@ -193,6 +193,12 @@ struct WorkerConfig {
   // file per page) or "blocks" (slots of block files reused in place: a miss
   // creates no file). Switching drops what the other layout cached.
   std::string page_store = "files";
+  // Hot shards (cluster/hot_shards.h): a shard read more often than this
+  // (reads/s over a sliding window of hot_shard_window) is marked hot in the
+  // answers, and clients spread its reads over this worker and the next one
+  // on the ring; it cools below a quarter of the rate. 0: off.
+  int hot_shard_rps = 500;
+  std::chrono::milliseconds hot_shard_window{1'000};
 };
 
 struct ClientConfig {

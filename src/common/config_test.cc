@@ -317,3 +317,27 @@ cluster:
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(Config, HotShardKeysRoundTripAndAreChecked) {
+  EXPECT_EQ(Config().worker.hot_shard_rps, 500);
+  auto c = ParseConfig("worker:\n  hot_shard_rps: 40\n  hot_shard_window: 200ms\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->worker.hot_shard_rps, 40);
+  EXPECT_EQ(c->worker.hot_shard_window, std::chrono::milliseconds(200));
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->worker.hot_shard_rps, 40);
+  EXPECT_EQ(again->worker.hot_shard_window, std::chrono::milliseconds(200));
+  EXPECT_EQ(ToYaml(Config()).find("hot_shard"), std::string::npos) << "left out when unset, for older workers";
+  for (const char* bad : {"worker: {hot_shard_rps: -1}\n", "worker: {hot_shard_window: 0s}\n"}) {
+    auto b = ParseConfig(bad, "t.yaml");
+    ASSERT_FALSE(b) << bad;
+    EXPECT_NE(b.error().message().find("worker.hot_shard"), std::string::npos) << b.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace shoal

@@ -49,7 +49,10 @@ bool PeerFetch::MayHold(const std::string& ns_path) {
   // Not (yet) a member: this worker is joining, and its ring is about to change.
   bool joining = !ring->workers.empty() && std::none_of(ring->workers.begin(), ring->workers.end(),
                                                         [&](const WorkerEntry& w) { return w.id == self_; });
-  return joining || history_.kept() > 1 || Replicas(ns_path) > 1;
+  // Not the path's owner: a reader sent it here while the owner holds the
+  // first page (a hot shard spread to its next owner, or a failover).
+  const bool owner = joining || ring->ring.empty() || ring->workers[ring->ring.Owner(HashRing::MetaKey(ns_path))].id == self_;
+  return joining || history_.kept() > 1 || Replicas(ns_path) > 1 || !owner;
 }
 
 bool PeerFetch::Skipped(const std::string& id) {

@@ -66,7 +66,8 @@ class PeerFetch {
   void Replicate(const FileRef& file, uint64_t start, const std::string& bytes);
 
   // Whether another worker may hold pages of `ns_path` that this one lacks:
-  // the ring changed while this worker ran, or the path is replicated.
+  // the ring changed while this worker ran, the path is replicated, or this
+  // worker is not the owner of its metadata (and first shard).
   bool MayHold(const std::string& ns_path);
 
   // How many workers hold `ns_path`'s data (its rule's replicas, else 1).

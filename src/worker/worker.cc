@@ -25,6 +25,7 @@
 #include "shoal/client.h"
 #include "ufs/uri.h"
 #include "worker/advertise.h"
+#include "worker/hot_reads.h"
 #include "worker/http_status.h"
 #include "worker/load_job.h"
 #include "worker/local_server.h"
@@ -249,6 +250,7 @@ class Worker::Impl {
       id_ = config_.worker.id;
     }
     SHOAL_RETURN_IF_ERROR(StartWriteback());
+    hot_ = std::make_unique<HotReads>(config_, &svc_->pages(), id_);
 
     const WorkerConfig& w = config_.worker;
     net::ServerOptions o;
@@ -305,6 +307,7 @@ class Worker::Impl {
         server_->Stop();
         return membership.error().WithContext("peer fetch (worker.peer_fetch: false turns it off)");
       }
+      hot_->SetMembership(*membership);
       svc_->SetPeerFetch(std::make_unique<PeerFetch>(config_, std::move(*membership), id_));
     }
     if (!config_.cluster.etcd.endpoints.empty()) {
@@ -564,7 +567,7 @@ class Worker::Impl {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
     auto wb = wb_->stats();
-    return Json{{"address", address_},
+    Json j{{"address", address_},
                 {"id", id_},
                 {"cache_used_bytes", st.used_bytes},
                 {"cache_capacity_bytes", st.capacity_bytes},
@@ -584,6 +587,8 @@ class Worker::Impl {
                 {"write_back_pending_files", wb.pending_files},
                 {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
                 {"write_back_paused", wb.paused}};
+    j.update(hot_->StatusJson());
+    return j;
   }
 
   // The query and its path parameter, resolved; or the answer already given.
@@ -610,6 +615,7 @@ class Worker::Impl {
 
   void HandleMetrics(const HttpRequest&, Responder res) {
     svc_->pages().UpdateRuleGauges();
+    hot_->UpdateMetrics();
     res.Respond(HttpResponse::Text(200, MetricsRegistry::Global().RenderPrometheus(), "text/plain; version=0.0.4"));
   }
 
@@ -757,6 +763,8 @@ class Worker::Impl {
       }
       cache_only = *c == "1";
     }
+    auto spread = HotReads::SpreadFlag(q.Get("spread"));
+    if (!spread) return res.Respond(ErrorAnswer(spread.error()));
     FileRef file{rp, *version, *size};
     if (auto s = svc_->CheckClaims(file); !s.ok()) return res.Respond(ErrorAnswer(s));
     if (*offset > *size) {
@@ -766,7 +774,9 @@ class Worker::Impl {
     }
     uint64_t end = *offset + std::min(*length, *size - *offset);  // no overflow: offset <= size
     if (cache_only) return ServeCached(std::make_shared<const FileRef>(std::move(file)), *offset, end, res, started);
-    ServeRange(std::make_shared<const FileRef>(std::move(file)), *offset, end, {}, res, started);
+    net::Headers extra;  // X-Shoal-Hot when the shard is hot (worker/hot_reads.h)
+    hot_->Note(rp.ns_path, *version, *size, *offset, end - *offset, *spread, &extra);
+    ServeRange(std::make_shared<const FileRef>(std::move(file)), *offset, end, std::move(extra), res, started);
   }
 
   // A cache-only read (a peer's miss, peer_fetch.h): all of [offset, end)
@@ -806,7 +816,9 @@ class Worker::Impl {
     if (!parsed) return;
     auto length = parsed->first.Number("length");
     if (!length) return res.Respond(ErrorAnswer(length.error()));
-    pool_.Post([this, rp = parsed->second, length = *length, res, started] {
+    auto spread = HotReads::SpreadFlag(parsed->first.Get("spread"));
+    if (!spread) return res.Respond(ErrorAnswer(spread.error()));
+    pool_.Post([this, rp = parsed->second, length = *length, spread = *spread, res, started] {
       if (auto pending = wb_->Pending(rp.ns_path)) {
         std::string stat = JsonText(PendingJson(*pending));
         stat.pop_back();
@@ -820,6 +832,7 @@ class Worker::Impl {
       net::Headers extra = {{"X-Shoal-Stat", std::move(stat)}};
       auto file = std::make_shared<const FileRef>(FileRef{rp, st->is_dir ? std::string() : st->Version(), st->size});
       uint64_t end = st->is_dir ? 0 : std::min(length, st->size);
+      if (!st->is_dir) hot_->Note(rp.ns_path, file->version, st->size, 0, end, spread, &extra);
       ServeRange(file, 0, end, std::move(extra), res, started);
     });
   }
@@ -1127,6 +1140,7 @@ class Worker::Impl {
   std::string s3_address_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
+  std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
       "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");
 };
