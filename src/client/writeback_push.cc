@@ -99,7 +99,8 @@ Status WritebackStream::Offer(uint64_t written) {
     return true;
   };
   if (!cv_.wait_until(lock, deadline, caught_up)) {
-    Fail(Status(Code::kTimeout, "a holder of the write-back of " + rp_.ns_path + " took no bytes within client.timeout"));
+    Fail(Status(Code::kTimeout,
+                "a holder of the write-back of " + rp_.ns_path + " took no bytes within client.timeout"));
   }
   return failed_;
 }
@@ -137,8 +138,8 @@ void WritebackStream::Run(size_t h) {
     }
     ssize_t got = ::pread(spill_fd_, buf.get(), len, static_cast<off_t>(off));
     if (got != static_cast<ssize_t>(len)) {
-      return fail(Status(Code::kIo, "reading the writer's spill file: " +
-                                        std::string(got < 0 ? std::strerror(errno) : "short read")));
+      return fail(Status(
+          Code::kIo, "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read")));
     }
     if (auto r = call("/v1/wb/append" + q + "&offset=" + std::to_string(off), std::string_view(buf.get(), len)); !r) {
       return fail(r.error());
@@ -183,8 +184,8 @@ Result<FileStatus> WritebackStream::Put(const WorkerEntry& w, uint64_t size, uin
   if (size > 0) {
     ssize_t got = ::pread(spill_fd_, body.data(), size, 0);
     if (got != static_cast<ssize_t>(size)) {
-      return Err(Code::kIo, "reading the writer's spill file: " +
-                                std::string(got < 0 ? std::strerror(errno) : "short read"));
+      return Err(Code::kIo,
+                 "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read"));
     }
   }
   const std::string target = "/v1/wb/put?id=" + id_ + "&path=" + PercentEncode(rp_.ns_path, true) +

@@ -268,15 +268,17 @@ class Worker::Impl {
       if (::pread(fd, buf.data(), len, static_cast<off_t>(off)) != static_cast<ssize_t>(len)) return;
       const std::span<const char> bytes(buf.data(), len);
       Status st = !owner ? svc_->pages().Put(PageKey{c.path, version, off}, bytes)
-                         : peers_.Call(*owner, "POST",
-                                       "/v1/page?path=" + PercentEncode(c.path, true) + "&version=" +
-                                           PercentEncode(version, false) + "&size=" + std::to_string(as.size) +
-                                           "&offset=" + std::to_string(off),
-                                       Clock::now() + std::chrono::seconds(10), c.path, {},
-                                       std::string_view(bytes.data(), bytes.size()))
+                         : peers_
+                               .Call(*owner, "POST",
+                                     "/v1/page?path=" + PercentEncode(c.path, true) +
+                                         "&version=" + PercentEncode(version, false) +
+                                         "&size=" + std::to_string(as.size) + "&offset=" + std::to_string(off),
+                                     Clock::now() + std::chrono::seconds(10), c.path, {},
+                                     std::string_view(bytes.data(), bytes.size()))
                                .status;
       if (!st.ok()) {
-        if (st.code() != Code::kNoSpace) spdlog::warn("caching {} at {} after its upload: {}", c.path, off, st.ToString());
+        if (st.code() != Code::kNoSpace)
+          spdlog::warn("caching {} at {} after its upload: {}", c.path, off, st.ToString());
         off = (off / shard + 1) * shard;  // the rest of this shard is read from the store
         continue;
       }
@@ -492,9 +494,8 @@ class Worker::Impl {
     route("GET", "/v1/status", &Impl::HandleStatus);
     route("POST", "/v1/load", &Impl::HandleLoad);
     route("GET", "/v1/load", &Impl::HandleLoad);
-    for (const char* wb :
-         {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/put", "/v1/wb/abort", "/v1/wb/done",
-          "/v1/wb/pause"}) {
+    for (const char* wb : {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/put", "/v1/wb/abort",
+                           "/v1/wb/done", "/v1/wb/pause"}) {
       route("POST", wb, &Impl::HandleWriteback);
     }
     route("GET", "/v1/wb/state", &Impl::HandleWriteback);
