@@ -148,5 +148,51 @@ TEST_F(PeerFetchTest, WithoutPeerFetchTheNewWorkersShareComesFromTheStore) {
   EXPECT_EQ(Sum("shoal_peer_fetch_bytes_total", addresses_), 0);
 }
 
+// A write-back file, once uploaded, stays cached for all its shards: its
+// primary pushes their pages under the store's version to their owners on
+// the ring it follows (etcd here), so reading it back costs the store nothing.
+TEST_F(PeerFetchTest, AnUploadedWriteBackFileStaysCachedOnTheOwnersOfAllItsShards) {
+  Config c = BaseConfig();
+  fs::create_directories(root_ + "/wb");
+  MountConfig m = FileMount(root_ + "/wb");
+  m.path = "/wb";
+  m.write_mode = WriteMode::kWriteBack;
+  m.consistency = Consistency::kTtl;
+  m.ttl = std::chrono::hours(1);
+  c.mounts.push_back(m);
+  for (const char* cache : {"c0", "c1", "c2"}) StartWorker(c, cache);
+  auto client = NewClient(c, 3);
+  ASSERT_TRUE(client);
+  const std::string data = RandomBytes(12 * 256 * 1024 + 777, 9);  // 13 shards of 256 KiB
+  {
+    auto w = client->Create("/wb/ckpt.bin");
+    ASSERT_TRUE(w) << w.error().ToString();
+    ASSERT_TRUE((*w)->Write(std::span<const char>(data.data(), data.size())).ok());
+    auto st = (*w)->Close();
+    ASSERT_TRUE(st) << st.error().ToString();
+    EXPECT_TRUE(st->version.starts_with("wb-")) << "held, not written through: " << st->version;
+  }
+  auto drained = [&] {
+    for (const auto& a : addresses_) {
+      auto body = WorkerGet(a, "/v1/status", c.cluster.secret);
+      if (!body || body->find("\"write_back_pending_files\":0") == std::string::npos) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(drained, 60s)) << "the upload did not finish";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto st = client->Stat("/wb/ckpt.bin");
+        return st && !st->version.starts_with("wb-");
+      },
+      30s))
+      << "the store's version is not seen after the upload";
+  const double before = Sum("shoal_ufs_read_bytes_total", addresses_);
+  auto got = ReadWholeFile(*client, "/wb/ckpt.bin");
+  ASSERT_TRUE(got) << got.error().ToString();
+  EXPECT_TRUE(*got == data) << "the bytes read back differ";
+  EXPECT_EQ(Sum("shoal_ufs_read_bytes_total", addresses_), before) << "the read back was not served from the cache";
+}
+
 }  // namespace
 }  // namespace shoal::testing

@@ -379,6 +379,113 @@ TEST_F(WritebackTest, CrashTestKillNineDuringACheckpointLosesNothingAcknowledged
   }
 }
 
+// The bytes go to the holders while the file is written, not at Close.
+TEST_F(WritebackTest, BytesStreamToTheHoldersDuringTheWritesAndCloseOnlyCommits) {
+  Start("file");
+  const std::string data = Bytes(6 * 1024 * 1024 + 11, 41);
+  auto w = writer_->Create("/wb/stream/big.bin");
+  ASSERT_TRUE(w) << w.error().ToString();
+  ASSERT_TRUE((*w)->Write(std::span<const char>(data.data(), data.size())).ok());
+  // Before Close, k=2 holders receive the bytes (the last piece may wait for Close).
+  auto open_bytes = [&] {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < cluster_->workers().size(); ++i) {
+      auto body = cluster_->Get(i, "/v1/status");
+      if (!body) continue;
+      auto at = body->find("\"write_back_open_bytes\":");
+      if (at != std::string::npos) sum += std::stoull(body->substr(at + 24));
+    }
+    return sum;
+  };
+  auto deadline = Clock::now() + 30s;
+  while (open_bytes() < 2 * (6ull << 20) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_GE(open_bytes(), 2 * (6ull << 20)) << "the holders got the bytes before Close";
+  EXPECT_FALSE(reader_->Stat("/wb/stream/big.bin")) << "nothing is visible before the commit";
+  auto st = (*w)->Close();
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(st->version.starts_with("wb-")) << st->version;
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 0u);
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/stream/big.bin"), data);
+  ASSERT_TRUE(Drained());
+  EXPECT_BYTES(ReadStore(*store_, "stream/big.bin"), data);
+}
+
+// Two of three workers die while a file streams: at least one holder is gone,
+// so the write falls back to through from the writer's spill; nothing is lost.
+TEST_F(WritebackTest, AHolderThatDiesMidStreamFallsBackToThroughAndLosesNothing) {
+  Start("file");
+  const std::string data = Bytes(8 * 1024 * 1024 + 5, 43);
+  const size_t half = data.size() / 2;
+  auto w = writer_->Create("/wb/die/mid.bin");
+  ASSERT_TRUE(w) << w.error().ToString();
+  ASSERT_TRUE((*w)->Write(std::span<const char>(data.data(), half)).ok());
+  cluster_->Kill(0);
+  cluster_->Kill(1);
+  for (size_t off = half; off < data.size(); off += 512 * 1024) {
+    const size_t n = std::min<size_t>(512 * 1024, data.size() - off);
+    Status st = (*w)->Write(std::span<const char>(data.data() + off, n));
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  auto st = (*w)->Close();
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 1u);
+  EXPECT_EQ(writer_->stats().write_backs, 0u);
+  EXPECT_FALSE(st->version.starts_with("wb-")) << "written through: the store's version";
+  EXPECT_BYTES(ReadStore(*store_, "die/mid.bin"), data);
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  ASSERT_TRUE(cluster_->Restart(1).ok());
+  // The surviving or restarted holders dropped their part: nothing is left pending
+  // to be uploaded over the file.
+  ASSERT_TRUE(Drained());
+  EXPECT_BYTES(ReadStore(*store_, "die/mid.bin"), data);
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/die/mid.bin"), data);
+}
+
+// After the upload the primary keeps the bytes cached under the store's
+// version: reading the file again costs the store nothing. (Here the workers
+// know no ring, so only files of one shard; peer_fetch_test covers more.)
+TEST_P(WritebackRoundTrip, ARestoreAfterTheUploadIsACacheHitAndReadsNoStoreBytes) {
+  Start(GetParam());
+  const std::string small = Bytes(10'000, 51), big = Bytes(3 * 1024 * 1024 + 17, 52);  // one shard (4 MiB)
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/restore/small", small));
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/restore/big", big));
+  ASSERT_TRUE(Drained());
+  const double before = Metric("shoal_ufs_read_bytes_total");
+  ASSERT_GE(before, 0);
+  for (const auto& [path, data] : {std::pair{std::string("/wb/restore/small"), small}, {"/wb/restore/big", big}}) {
+    auto st = reader_->Stat(path);
+    ASSERT_TRUE(st) << st.error().ToString();
+    EXPECT_FALSE(st->version.starts_with("wb-")) << "uploaded: " << st->version;
+    EXPECT_BYTES(ReadVia(*reader_, path), data);
+  }
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), before) << "the restore was served from the cache";
+}
+
+// A small file comes in one put whose journal record carries its bytes: a
+// holder killed before its data file reached the disk still has them.
+TEST_F(WritebackTest, ASmallPutSurvivesAKillFromItsJournalRecordAlone) {
+  Start("file");
+  PauseAll(true);
+  std::map<std::string, std::string> written;
+  for (int i = 0; i < 4; ++i) {
+    const std::string path = "/wb/put/" + std::to_string(i);
+    written[path] = Bytes(5'000 + 1000 * i, static_cast<uint32_t>(60 + i));
+    ASSERT_TRUE(WriteVia(*writer_, path, written[path]));
+  }
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 0u);
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) cluster_->Kill(i);
+  // The data files are gone (as if never flushed): only the journal has the bytes.
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) {
+    for (const auto& e : fs::directory_iterator(cluster_->cache_dir(i) + "/writeback")) {
+      if (e.path().extension() == ".data") fs::remove(e.path());
+    }
+  }
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) ASSERT_TRUE(cluster_->Restart(i).ok());
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadVia(*reader_, path), data);
+  ASSERT_TRUE(Drained());
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+}
+
 TEST_F(WritebackTest, BadRequestsAreRefusedAndLeaveNothing) {
   Start("file", 1);
   const std::string a = cluster_->addresses()[0];
@@ -403,6 +510,12 @@ TEST_F(WritebackTest, BadRequestsAreRefusedAndLeaveNothing) {
   expect("/v1/wb/commit?id=" + id + "&size=4&xxh3=1", "", 400, "3 were received");
   expect("/v1/wb/commit?id=" + id + "&size=3&xxh3=1", "", 400, "checksum");
   expect("/v1/wb/abort?id=" + id, "", 200, "aborted");
+  const std::string put = "/v1/wb/put?id=" + std::string(id.rbegin(), id.rend()) + "&path=/wb/p" + holders;
+  expect(put + "&size=3&xxh3=1", "abc", 400, "checksum");
+  expect(put + "&size=4&xxh3=1", "abc", 400, "3 were received");
+  expect(put + "&xxh3=1", "abc", 400, "size");
+  expect(put + "&size=" + std::to_string(600 << 10) + "&xxh3=1", std::string(600 << 10, 'x'), 400, "at most");
+  EXPECT_FALSE(reader_->Stat("/wb/p")) << "nothing of a refused put is visible";
   EXPECT_FALSE(reader_->Stat("/wb/a")) << "nothing of a refused write is visible";
   EXPECT_EQ(Post(a, "/v1/read?path=/wb/a&version=wb-" + id + "&size=3&offset=0&length=3", "", "GET").first, 412);
   // Without the cluster secret no write-back route takes anything.

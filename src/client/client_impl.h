@@ -109,10 +109,10 @@ class ClientImpl {
   // the mount's write_back_replicas capped at the live workers.
   std::vector<WorkerEntry> WritebackHolders(const ResolvedPath& rp) const;
   static std::string WritebackHoldersText(const std::vector<WorkerEntry>& holders);
-  // Streams `size` bytes of `spill_fd` to every holder and commits them; OK
-  // only when all k committed (fsync'd and journaled). On failure nothing is
-  // acknowledged and the holders are told to drop it.
-  Result<FileStatus> WriteBack(const ResolvedPath& rp, int spill_fd, uint64_t size, uint64_t xxh3);
+  // One request to a worker; a worker that failed is reported to the router.
+  WorkerReply CallWorker(const WorkerEntry& w, std::string_view method, const std::string& target,
+                         Deadline deadline, std::string_view path, std::string_view body = {});
+  TaskPool& fanout_pool() { return fanout_pool_; }
   // Reads of a pending write-back version ("wb-<id>") go to its holders.
   Status ReadPending(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                      Deadline deadline);

@@ -1,16 +1,12 @@
-// The client's side of write_mode: write-back (docs/protocol.md "Write-back").
+// The client's side of write_mode: write-back (docs/protocol.md "Write-back"):
+// the holders of a path, the stream of one write to them (WritebackStream,
+// writeback_stream.h) and the reads of a pending write.
 //
-// At Close, the writer's spill file (every byte written) is streamed to the
-// k holders of the path, each over its own connection and in parallel:
-// POST /v1/wb/begin, /v1/wb/append in pieces of kPiece bytes, then
-// /v1/wb/commit with the size and XXH3-64 of the whole. A holder answers the
-// commit only once the bytes, its journal record and its directory are
-// fsync'd. The write is acknowledged only when all k answered OK; otherwise
-// the writer aborts the write on every holder and writes through from the
-// same spill file (WriterImpl, writer.cc). The holders are the owners of the
-// path's metadata key in ring order, skipping workers marked down: the first
-// is the path's stat owner, which then answers stat/open with the pending
-// version "wb-<id>", and its reads (PendingRead) go to the holders too.
+// The holders are the owners of the path's metadata key in ring order,
+// skipping workers marked down: the first is the path's stat owner, which
+// then answers stat/open with the pending version "wb-<id>", and its reads
+// (ReadPending) go to the holders too. A holder answers a commit only once
+// the bytes and its journal record are on its disk.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -21,14 +17,12 @@
 #include <random>
 
 #include "client/client_impl.h"
+#include "client/writeback_stream.h"
 #include "ufs/uri.h"
 
 namespace shoal::detail {
 
 namespace {
-
-// One append's body: the worker's default request body limit.
-constexpr uint64_t kPiece = 1 << 20;
 
 std::string NewWriteId() {
   static thread_local std::mt19937_64 rng{
@@ -55,70 +49,217 @@ std::vector<WorkerEntry> ClientImpl::WritebackHolders(const ResolvedPath& rp) co
   return out;
 }
 
-Result<FileStatus> ClientImpl::WriteBack(const ResolvedPath& rp, int spill_fd, uint64_t size, uint64_t xxh3) {
-  const std::vector<WorkerEntry> holders = WritebackHolders(rp);
-  if (holders.empty()) return Err(Code::kUnavailable, "no live worker to hold a write-back of " + rp.ns_path);
-  const Deadline deadline = NewDeadline();
-  const std::string id = NewWriteId();
-  const std::string q = "?id=" + id;
-  const std::string begin = "/v1/wb/begin" + q + "&path=" + PercentEncode(rp.ns_path, true) +
-                            "&holders=" + PercentEncode(WritebackHoldersText(holders), true);
-  auto one = [&](const WorkerEntry& w) -> Result<FileStatus> {
-    auto call = [&](const std::string& target, std::string_view body) -> Result<std::string> {
-      auto r = caller_.Call(w, "POST", target, deadline, rp.ns_path, {}, body);
-      if (r.worker_failed) router_.ReportFailure(w, r.status);
-      if (!r.status.ok()) return Err(r.status.WithContext("worker " + WorkerName(w)));
-      return std::move(r.body);
-    };
-    if (auto r = call(begin, {}); !r) return Err(r.error());
-    std::unique_ptr<char[]> buf(new char[kPiece]);
-    for (uint64_t off = 0; off < size;) {
-      const uint64_t len = std::min(kPiece, size - off);
-      ssize_t got = ::pread(spill_fd, buf.get(), len, static_cast<off_t>(off));
-      if (got != static_cast<ssize_t>(len)) {
-        return Err(Code::kIo,
-                   "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read"));
-      }
-      if (auto r = call("/v1/wb/append" + q + "&offset=" + std::to_string(off), std::string_view(buf.get(), len)); !r) {
-        return Err(r.error());
-      }
-      off += len;
+WorkerReply ClientImpl::CallWorker(const WorkerEntry& w, std::string_view method, const std::string& target,
+                                   Deadline deadline, std::string_view path, std::string_view body) {
+  auto r = caller_.Call(w, method, target, deadline, path, {}, body);
+  if (r.worker_failed) router_.ReportFailure(w, r.status);
+  return r;
+}
+
+// ---- WritebackStream -------------------------------------------------------
+
+WritebackStream::WritebackStream(ClientImpl& client, ResolvedPath rp, std::vector<WorkerEntry> holders, int spill_fd)
+    : client_(client),
+      rp_(std::move(rp)),
+      holders_(std::move(holders)),
+      spill_fd_(spill_fd),
+      id_(NewWriteId()),
+      sent_(holders_.size(), 0) {
+  committed_.reserve(holders_.size());
+  for (size_t i = 0; i < holders_.size(); ++i) committed_.push_back(Err(Code::kInternal, "not committed"));
+}
+
+WritebackStream::~WritebackStream() { Abort(); }
+
+void WritebackStream::Fail(const Status& why) {
+  if (failed_.ok()) failed_ = why;
+  cv_.notify_all();
+}
+
+void WritebackStream::StartThreads() {
+  if (!threads_.empty()) return;
+  begun_ = true;
+  for (size_t i = 0; i < holders_.size(); ++i) threads_.emplace_back([this, i] { Run(i); });
+}
+
+Status WritebackStream::Offer(uint64_t written) {
+  std::unique_lock lock(mu_);
+  if (!failed_.ok()) return failed_;
+  ready_ = written;
+  if (ready_ > kInlineMax) StartThreads();
+  if (threads_.empty()) return {};
+  cv_.notify_all();
+  // Wait while the slowest holder lags too far behind: its own deadline per wait.
+  const Deadline deadline = client_.NewDeadline();
+  auto caught_up = [&] {
+    if (!failed_.ok()) return true;
+    for (uint64_t s : sent_) {
+      if (ready_ - std::min(ready_, s) > kMaxLag) return false;
     }
-    auto r = call("/v1/wb/commit" + q + "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3), {});
-    if (!r) return Err(r.error());
-    try {
-      auto j = nlohmann::json::parse(*r);
-      FileStatus s;
-      s.path = rp.ns_path;
-      s.size = j.at("size").get<uint64_t>();
-      s.mtime_ns = j.at("mtime_ns").get<int64_t>();
-      s.version = j.at("version").get<std::string>();
-      if (s.size != size) return Err(Code::kIo, "worker " + WorkerName(w) + " committed a different size");
-      return s;
-    } catch (const std::exception& e) {
-      return Err(Code::kIo, "malformed write-back commit answer from worker " + WorkerName(w) + ": " + e.what());
-    }
+    return true;
   };
-  std::vector<std::future<Result<FileStatus>>> running;
-  for (const auto& w : holders) running.push_back(fanout_pool_.Submit([&one, &w] { return one(w); }));
+  if (!cv_.wait_until(lock, deadline, caught_up)) {
+    Fail(Status(Code::kTimeout,
+                "a holder of the write-back of " + rp_.ns_path + " took no bytes within client.timeout"));
+  }
+  return failed_;
+}
+
+// One holder: begin, then every piece as it becomes ready, then the commit.
+void WritebackStream::Run(size_t h) {
+  const WorkerEntry& w = holders_[h];
+  const std::string q = "?id=" + id_;
+  auto call = [&](const std::string& target, std::string_view body) -> Result<std::string> {
+    auto r = client_.CallWorker(w, "POST", target, client_.NewDeadline(), rp_.ns_path, body);
+    if (!r.status.ok()) return Err(r.status.WithContext("worker " + WorkerName(w)));
+    return std::move(r.body);
+  };
+  auto fail = [&](const Status& why) {
+    std::lock_guard lock(mu_);
+    Fail(why);
+  };
+  if (auto r = call("/v1/wb/begin" + q + "&path=" + PercentEncode(rp_.ns_path, true) +
+                        "&holders=" + PercentEncode(ClientImpl::WritebackHoldersText(holders_), true),
+                    {});
+      !r) {
+    return fail(r.error());
+  }
+  std::unique_ptr<char[]> buf(new char[kPiece]);
+  uint64_t off = 0;
+  for (;;) {
+    uint64_t len = 0;
+    {
+      std::unique_lock lock(mu_);
+      // Whole pieces while the writer writes; the rest once it closed.
+      cv_.wait(lock, [&] { return !failed_.ok() || ready_ >= off + kPiece || closing_; });
+      if (!failed_.ok()) return;
+      len = std::min(kPiece, ready_ - off);
+      if (len == 0) break;  // closing, and everything is sent
+    }
+    ssize_t got = ::pread(spill_fd_, buf.get(), len, static_cast<off_t>(off));
+    if (got != static_cast<ssize_t>(len)) {
+      return fail(Status(
+          Code::kIo, "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read")));
+    }
+    if (auto r = call("/v1/wb/append" + q + "&offset=" + std::to_string(off), std::string_view(buf.get(), len)); !r) {
+      return fail(r.error());
+    }
+    off += len;
+    std::lock_guard lock(mu_);
+    sent_[h] = off;
+    cv_.notify_all();
+  }
+  uint64_t size, xxh3;
+  {
+    std::lock_guard lock(mu_);
+    size = size_;
+    xxh3 = xxh3_;
+  }
+  auto r = call("/v1/wb/commit" + q + "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3), {});
+  if (!r) return fail(r.error());
+  auto st = ParseCommitted(w, *r, size);
+  std::lock_guard lock(mu_);
+  if (!st) Fail(st.error());
+  committed_[h] = std::move(st);
+}
+
+Result<FileStatus> WritebackStream::ParseCommitted(const WorkerEntry& w, const std::string& body, uint64_t size) const {
+  try {
+    auto j = nlohmann::json::parse(body);
+    FileStatus s;
+    s.path = rp_.ns_path;
+    s.size = j.at("size").get<uint64_t>();
+    s.mtime_ns = j.at("mtime_ns").get<int64_t>();
+    s.version = j.at("version").get<std::string>();
+    if (s.size != size) return Err(Code::kIo, "worker " + WorkerName(w) + " committed a different size");
+    return s;
+  } catch (const std::exception& e) {
+    return Err(Code::kIo, "malformed write-back commit answer from worker " + WorkerName(w) + ": " + e.what());
+  }
+}
+
+// A small file in one request per holder: begin, its bytes and the commit.
+Result<FileStatus> WritebackStream::Put(const WorkerEntry& w, uint64_t size, uint64_t xxh3) {
+  std::string body(size, '\0');
+  if (size > 0) {
+    ssize_t got = ::pread(spill_fd_, body.data(), size, 0);
+    if (got != static_cast<ssize_t>(size)) {
+      return Err(Code::kIo,
+                 "reading the writer's spill file: " + std::string(got < 0 ? std::strerror(errno) : "short read"));
+    }
+  }
+  const std::string target = "/v1/wb/put?id=" + id_ + "&path=" + PercentEncode(rp_.ns_path, true) +
+                             "&holders=" + PercentEncode(ClientImpl::WritebackHoldersText(holders_), true) +
+                             "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3);
+  auto r = client_.CallWorker(w, "POST", target, client_.NewDeadline(), rp_.ns_path, body);
+  if (!r.status.ok()) return Err(r.status.WithContext("worker " + WorkerName(w)));
+  return ParseCommitted(w, r.body, size);
+}
+
+Result<FileStatus> WritebackStream::Commit(uint64_t size, uint64_t xxh3) {
   std::vector<Result<FileStatus>> answers;
-  for (auto& f : running) answers.push_back(f.get());
+  {
+    std::unique_lock lock(mu_);
+    if (!failed_.ok()) return Err(failed_);
+    ready_ = size;
+    size_ = size;
+    xxh3_ = xxh3;
+    closing_ = true;
+    if (threads_.empty() && size > kInlineMax) StartThreads();
+    cv_.notify_all();
+  }
+  if (threads_.empty()) {
+    {
+      std::lock_guard lock(mu_);
+      begun_ = true;
+    }
+    std::vector<std::future<Result<FileStatus>>> running;
+    for (const auto& w : holders_) {
+      running.push_back(client_.fanout_pool().Submit([this, &w, size, xxh3] { return Put(w, size, xxh3); }));
+    }
+    for (auto& f : running) answers.push_back(f.get());
+  } else {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    std::lock_guard lock(mu_);
+    answers = committed_;
+  }
   std::string failed;
   for (const auto& a : answers) {
     if (!a) failed += (failed.empty() ? "" : "; ") + a.error().message();
   }
   if (!failed.empty()) {
-    // Never acknowledged: drop what any holder has (a committed copy is
-    // dropped too, so it is never uploaded over the write-through that follows).
-    for (const auto& w : holders) {
-      auto r = caller_.Call(w, "POST", "/v1/wb/abort" + q, deadline, rp.ns_path);
-      (void)r;
+    {
+      std::lock_guard lock(mu_);
+      Fail(Status(Code::kUnavailable, failed));
     }
-    return Err(Code::kUnavailable, "write-back of " + rp.ns_path + " was not held by all " +
-                                       std::to_string(holders.size()) + " workers (" + failed + ")");
+    Abort();
+    return Err(Code::kUnavailable, "write-back of " + rp_.ns_path + " was not held by all " +
+                                       std::to_string(holders_.size()) + " workers (" + failed + ")");
   }
-  FileStatus done = *answers.front();  // the primary's time
-  return done;
+  std::lock_guard lock(mu_);
+  finished_ = true;
+  return *answers.front();  // the primary's time
+}
+
+void WritebackStream::Abort() {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    Fail(Status(Code::kUnavailable, "the write-back of " + rp_.ns_path + " was abandoned"));
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  TellAbort();
+}
+
+// Never acknowledged: drop what any holder has (a committed copy is dropped
+// too, so it is never uploaded over the write-through that follows).
+void WritebackStream::TellAbort() {
+  if (!begun_) return;
+  const Deadline deadline = client_.NewDeadline();
+  for (const auto& w : holders_) (void)client_.CallWorker(w, "POST", "/v1/wb/abort?id=" + id_, deadline, rp_.ns_path);
 }
 
 std::string ClientImpl::WritebackHoldersText(const std::vector<WorkerEntry>& holders) {

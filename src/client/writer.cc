@@ -21,12 +21,14 @@
 // past its bound, or when it cannot be written, the rest of the file is not
 // cached, which is logged; the write itself never fails for it.
 //
-// `write-back` keeps every byte in the spill file and nothing goes to the
-// store during the writes; Close streams the spill to the path's k holders
-// (ClientImpl::WriteBack, writeback_push.cc) and returns once all k have it
-// fsync'd and journaled. When they cannot all take it (busy, disk full, down),
-// or the spill cannot hold the file, the same bytes are written through
-// instead: logged and counted (ClientStats::write_back_fallbacks), never lost.
+// `write-back` keeps every byte in the spill file too, and nothing goes to
+// the store during the writes: the bytes are streamed from the spill to the
+// path's k holders while the file is written (WritebackStream,
+// writeback_stream.h), and Close returns once all k have them and their
+// journal record on disk. When they cannot all take it (busy, disk full,
+// down), or the spill cannot hold the file, the same bytes are written
+// through instead from the spill: logged and counted
+// (ClientStats::write_back_fallbacks), never lost.
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
@@ -41,6 +43,7 @@
 #include <optional>
 
 #include "client/client_impl.h"
+#include "client/writeback_stream.h"
 #include "ufs/http/call_deadline.h"
 
 namespace shoal {
@@ -129,6 +132,14 @@ class WriterImpl final : public Writer {
       write_back_ = true;
       if (!spill_) write_back_ = false, why_through_ = "no spill file to hold its bytes until Close";
     }
+    if (write_back_) {
+      auto holders = client_.WritebackHolders(rp_);
+      if (holders.empty()) {
+        write_back_ = false, why_through_ = "no live worker to hold it";
+      } else {
+        stream_ = std::make_unique<detail::WritebackStream>(client_, rp_, std::move(holders), spill_->fd());
+      }
+    }
   }
 
   ~WriterImpl() override {
@@ -140,6 +151,7 @@ class WriterImpl final : public Writer {
   // holds: from here on the file is written through.
   Status SwitchToThrough() {
     write_back_ = false;
+    stream_.reset();  // tells the holders to drop what they have
     spdlog::warn("{}: written through instead of write-back ({})", rp_.ns_path, why_through_);
     client_.CountWritebackFallback();
     if (out_) return {};
@@ -148,6 +160,7 @@ class WriterImpl final : public Writer {
     auto out = (*store)->OpenWriter(rp_.key);
     if (!out) return out.error();
     out_ = std::move(*out);
+    if (!spill_) return {};  // nothing was written yet (a write-back without a spill is through from the start)
     std::vector<char> buf(std::min<uint64_t>(kAppendPiece, std::max<uint64_t>(spill_->size(), 1)));
     for (uint64_t off = 0; off < spill_->size();) {
       const uint64_t len = std::min<uint64_t>(buf.size(), spill_->size() - off);
@@ -174,6 +187,13 @@ class WriterImpl final : public Writer {
           XXH3_64bits_update(hash_, piece.data(), piece.size());
           size_ += piece.size();
           data = data.subspan(piece.size());
+          if (Status st = stream_->Offer(size_); !st.ok()) {
+            why_through_ = st.message();
+            if (Status sw = SwitchToThrough(); !sw.ok()) {
+              Abort();
+              return sw.WithContext("write " + rp_.ns_path + " (nothing was stored)");
+            }
+          }
           continue;
         }
         why_through_ = "the spill file stopped at " + spill_->stopped();
@@ -186,6 +206,12 @@ class WriterImpl final : public Writer {
         size_ += kept;
         data = data.subspan(kept);
         if (piece.empty()) continue;
+      }
+      if (!out_) {
+        if (Status st = SwitchToThrough(); !st.ok()) {
+          Abort();
+          return st.WithContext("write " + rp_.ns_path + " (nothing was stored)");
+        }
       }
       if (Status st = out_->Append(piece); !st.ok()) {
         Abort();
@@ -203,9 +229,10 @@ class WriterImpl final : public Writer {
   Result<FileStatus> Close() override {
     if (state_ != State::kOpen) return Err(NotOpen("close"));
     if (write_back_) {
-      auto held = client_.WriteBack(rp_, spill_->fd(), size_, XXH3_64bits_digest(hash_));
+      auto held = stream_->Commit(size_, XXH3_64bits_digest(hash_));
       if (held) {
         state_ = State::kClosed;
+        stream_.reset();
         spill_.reset();
         client_.CountWriteback();
         client_.AfterMutation(rp_);
@@ -254,6 +281,7 @@ class WriterImpl final : public Writer {
   void Abort() override {
     if (state_ != State::kOpen) return;
     state_ = State::kAborted;
+    stream_.reset();  // before the spill it reads
     spill_.reset();
     CallDeadline bound(client_.NewDeadline());  // an S3 writer tells the store to drop its parts
     if (out_) out_->Abort();
@@ -276,6 +304,7 @@ class WriterImpl final : public Writer {
   bool write_back_ = false;
   XXH3_state_t* hash_ = nullptr;
   std::string why_through_;
+  std::unique_ptr<detail::WritebackStream> stream_;  // write-back: to the holders, while write_back_
   uint64_t size_ = 0;
   State state_ = State::kOpen;
 };
@@ -300,10 +329,14 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
   if (rp->key.empty()) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is the root of a mount");
   CallDeadline bound(NewDeadline());
   if (WriteModeFor(*rp) == WriteMode::kWriteBack) {
-    // write-back asks the path's stat owner (its cached metadata, and any
-    // pending write-back of the path), not the store: no WAN round trip, and
-    // a store that is down does not stop the write (it is uploaded later).
-    // Only a definite answer refuses it.
+    // write-back with overwrite (the default) asks nothing: a checkpoint or a
+    // small put costs no round trip to the store before its bytes go to the
+    // holders. (A key that is also a directory prefix is an object store's
+    // normal state; on a file store its upload fails, logged and retried, until
+    // the directory goes; docs/architecture.md.) Without overwrite the path's
+    // stat owner is asked (its cached metadata, any pending write-back, else
+    // the store); only a definite answer refuses the write.
+    if (options.overwrite) return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), nullptr));
     auto st = StatResolved(*rp, NewDeadline());
     if (st && st->is_dir) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is a directory");
     if (st && !options.overwrite) {

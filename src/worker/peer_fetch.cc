@@ -99,6 +99,14 @@ std::optional<std::string> PeerFetch::Fetch(const FileRef& file, uint64_t start,
   return std::nullopt;
 }
 
+std::optional<WorkerEntry> PeerFetch::Owner(const std::string& ring_key) {
+  auto ring = history_.Observe();
+  if (ring->ring.empty()) return std::nullopt;
+  auto owners = ring->ring.Owners(ring_key, 1);
+  if (owners.empty()) return std::nullopt;
+  return ring->workers[owners.front()];
+}
+
 void PeerFetch::Replicate(const FileRef& file, uint64_t start, const std::string& bytes) {
   const std::string& path = file.resolved.ns_path;
   const size_t n = Replicas(path);

@@ -73,6 +73,9 @@ class PeerFetch {
   // How many workers hold `ns_path`'s data (its rule's replicas, else 1).
   size_t Replicas(const std::string& ns_path) const;
 
+  // The first owner of `ring_key` on the current ring (nullopt: no ring yet).
+  std::optional<WorkerEntry> Owner(const std::string& ring_key);
+
  private:
   std::string RingKey(const FileRef& file, uint64_t offset) const;
   bool Skipped(const std::string& id);

@@ -1,6 +1,7 @@
 #include "worker/worker.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +20,7 @@
 #include "cache/page_format.h"
 #include "client/worker_caller.h"
 #include "cluster/etcd_membership.h"
+#include "cluster/hash_ring.h"
 #include "common/metrics.h"
 #include "net/http_server.h"
 #include "s3/s3_endpoint.h"
@@ -224,6 +226,7 @@ class Worker::Impl {
       return svc_->Store(*rp);
     };
     h.uploaded = [this](const std::string& path) { svc_->Refresh(path, false, false); };
+    h.cache_uploaded = [this](const WritebackCommit& c, const FileInfo& as, int fd) { CacheUploaded(c, as, fd); };
     h.call_peer = [this](const WorkerEntry& peer, const std::string& target) {
       return peers_.Call(peer, "POST", target, Clock::now() + std::chrono::seconds(10), "write-back").status;
     };
@@ -236,6 +239,53 @@ class Worker::Impl {
     if (!j) return j.error().WithContext("write-back journal");
     wb_ = std::move(*j);
     return {};
+  }
+
+  // After a write-back upload, before readers switch to the store's version
+  // `as`: every page of the data file (`fd`) goes to its shard's owner under
+  // that version, so a restore right after the switch is a cache hit. The
+  // first shard lives with the path's metadata (HashRing::DataKey), on this
+  // worker, the primary; the others are pushed (POST /v1/page, which checks
+  // the version) to the owners on the ring peer fetch follows (none without
+  // it: only the first shard is cached). Best effort: a shard whose owner
+  // fails is left to be read from the store.
+  void CacheUploaded(const WritebackCommit& c, const FileInfo& as, int fd) {
+    const uint64_t page = config_.worker.page_size, shard = config_.cluster.shard_size;
+    const std::string version = as.Version();
+    PeerFetch* ring = peer_fetch_.load();
+    std::string buf(page, '\0');
+    for (uint64_t off = 0; off < as.size;) {
+      std::optional<WorkerEntry> owner;  // nullopt: this worker
+      if (off >= shard) {
+        if (!ring) return;
+        owner = ring->Owner(HashRing::DataKey(c.path, version, off / shard));
+        if (!owner) return;
+        if (owner->id == id_) owner.reset();
+      }
+      if (!owner && !svc_->pages().Admits(c.path)) {
+        off = (off / shard + 1) * shard;
+        continue;
+      }
+      const uint64_t len = std::min<uint64_t>(page, as.size - off);
+      if (::pread(fd, buf.data(), len, static_cast<off_t>(off)) != static_cast<ssize_t>(len)) return;
+      const std::span<const char> bytes(buf.data(), len);
+      Status st = !owner ? svc_->pages().Put(PageKey{c.path, version, off}, bytes)
+                         : peers_
+                               .Call(*owner, "POST",
+                                     "/v1/page?path=" + PercentEncode(c.path, true) +
+                                         "&version=" + PercentEncode(version, false) +
+                                         "&size=" + std::to_string(as.size) + "&offset=" + std::to_string(off),
+                                     Clock::now() + std::chrono::seconds(10), c.path, {},
+                                     std::string_view(bytes.data(), bytes.size()))
+                               .status;
+      if (!st.ok()) {
+        if (st.code() != Code::kNoSpace)
+          spdlog::warn("caching {} at {} after its upload: {}", c.path, off, st.ToString());
+        off = (off / shard + 1) * shard;  // the rest of this shard is read from the store
+        continue;
+      }
+      off += len;
+    }
   }
 
   Status Init(bool handle_signals) {
@@ -308,7 +358,9 @@ class Worker::Impl {
         return membership.error().WithContext("peer fetch (worker.peer_fetch: false turns it off)");
       }
       hot_->SetMembership(*membership);
-      svc_->SetPeerFetch(std::make_unique<PeerFetch>(config_, std::move(*membership), id_));
+      auto peer_fetch = std::make_unique<PeerFetch>(config_, std::move(*membership), id_);
+      peer_fetch_ = peer_fetch.get();
+      svc_->SetPeerFetch(std::move(peer_fetch));
     }
     if (!config_.cluster.etcd.endpoints.empty()) {
       uint64_t capacity = 0;
@@ -456,8 +508,8 @@ class Worker::Impl {
     route("GET", "/v1/status", &Impl::HandleStatus);
     route("POST", "/v1/load", &Impl::HandleLoad);
     route("GET", "/v1/load", &Impl::HandleLoad);
-    for (const char* wb :
-         {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/abort", "/v1/wb/done", "/v1/wb/pause"}) {
+    for (const char* wb : {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/put", "/v1/wb/abort",
+                           "/v1/wb/done", "/v1/wb/pause"}) {
       route("POST", wb, &Impl::HandleWriteback);
     }
     route("GET", "/v1/wb/state", &Impl::HandleWriteback);
@@ -584,6 +636,7 @@ class Worker::Impl {
                 {"s3_endpoint", s3_address_},
                 {"local_token", local_ ? local_token_ : std::string()},
                 {"write_back_pending_bytes", wb.pending_bytes},
+                {"write_back_open_bytes", wb.open_bytes},
                 {"write_back_pending_files", wb.pending_files},
                 {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
                 {"write_back_paused", wb.paused}};
@@ -1077,7 +1130,7 @@ class Worker::Impl {
         res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "done", true)) : ErrorAnswer(st));
       });
     }
-    if (op == "begin") {
+    if (op == "begin" || op == "put") {
       auto parsed = Parse(req, res);
       if (!parsed) return;
       if (parsed->second.key.empty()) {
@@ -1091,6 +1144,17 @@ class Worker::Impl {
       auto h = q.Get("holders");
       auto holders = WritebackJournal::ParseHolders(h ? *h : "");
       if (!holders) return res.Respond(ErrorAnswer(holders.error()));
+      if (op == "put") {  // begin, append and commit of a small file at once
+        auto size = q.Number("size");
+        auto sum = q.Number("xxh3");
+        if (!size) return res.Respond(ErrorAnswer(size.error()));
+        if (!sum) return res.Respond(ErrorAnswer(sum.error()));
+        return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), body = req.body,
+                           size = *size, sum = *sum, res] {
+          auto c = wb_->Put(id, path, holders, body, size, sum);
+          res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
+        });
+      }
       return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), res] {
         Status st = wb_->Begin(id, path, holders);
         res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "path", path)) : ErrorAnswer(st));
@@ -1127,6 +1191,9 @@ class Worker::Impl {
   std::string local_token_;
   std::unique_ptr<LoadJobs> loads_;
   // Write-back holders telling each other; they carry the cluster secret like any client.
+  // Owned by svc_; null when worker.peer_fetch is off, or until Init set it
+  // (the write-back uploader may run before: only first shards are cached then).
+  std::atomic<PeerFetch*> peer_fetch_{nullptr};
   WorkerCaller peers_{[this] {
     WorkerCaller::Options o;
     o.secret = config_.cluster.secret;

@@ -147,6 +147,7 @@ Status WritebackJournal::Replay() {
     got += static_cast<size_t>(n);
   }
   std::map<std::string, WritebackCommit> commits;
+  std::map<std::string, std::string> inline_data;  // id -> the bytes of a put, from its record
   std::vector<std::string> order;
   size_t at = 0;
   for (;;) {
@@ -158,8 +159,11 @@ Status WritebackJournal::Replay() {
     if (len > kMaxRecord || bytes.size() - at - kRecordHeader < len) break;
     std::string_view payload(bytes.data() + at + kRecordHeader, len);
     if (XXH3_64bits(payload.data(), payload.size()) != sum) break;
+    // A put's commit carries the file's bytes after the JSON and a NUL.
+    const size_t nul = payload.find('\0');
+    const std::string_view inline_bytes = nul == std::string_view::npos ? std::string_view() : payload.substr(nul + 1);
     try {
-      auto j = Json::parse(payload);
+      auto j = Json::parse(payload.substr(0, nul));
       std::string t = j.at("t"), id = j.at("id");
       if (t == "commit") {
         WritebackCommit c;
@@ -173,10 +177,17 @@ Status WritebackJournal::Replay() {
           if (!e) throw std::runtime_error(e.error().message());
           c.holders.push_back(*e);
         }
+        if (j.contains("inline")) {
+          if (j.at("inline").get<uint64_t>() != inline_bytes.size() || c.size != inline_bytes.size()) {
+            throw std::runtime_error("its inline bytes do not match its size");
+          }
+          inline_data[id] = std::string(inline_bytes);
+        }
         if (!commits.contains(id)) order.push_back(id);
         commits[id] = std::move(c);
       } else if (t == "done") {
         commits.erase(id);
+        inline_data.erase(id);
       }
     } catch (const std::exception& e) {
       spdlog::error(
@@ -200,8 +211,18 @@ Status WritebackJournal::Replay() {
     if (it == commits.end()) continue;
     const WritebackCommit& c = it->second;
     const std::string data = options_.dir + "/" + id + ".data";
-    int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC);
     std::string bad;
+    if (auto in = inline_data.find(id); in != inline_data.end()) {
+      // Its data file may not have reached the disk: written again from the
+      // record, and made durable before the journal is rewritten without it.
+      int out = ::open(data.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      Status st = out < 0 ? Errno("cannot write " + data)
+                          : WriteAll(out, in->second.data(), in->second.size(), 0, "writing " + data);
+      if (st.ok() && ::fdatasync(out) != 0) st = Errno("fsync " + data);
+      if (out >= 0) ::close(out);
+      if (!st.ok()) return st.WithContext("write-back journal replay (the journal is kept as it is)");
+    }
+    int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       bad = std::string("its data file is missing: ") + std::strerror(errno);
     } else {
@@ -245,7 +266,8 @@ Status WritebackJournal::Replay() {
     }
     ::closedir(d);
   }
-  // Rewrite the journal with the live commits only (temp, fsync, rename, fsync dir).
+  // Rewrite the journal with the live commits only (temp, fsync, rename, fsync
+  // dir); the dir fsync also makes the data files rewritten above durable.
   std::string out;
   for (const auto& c : live) {
     std::string payload = CommitJson(c).dump();
@@ -301,8 +323,8 @@ Status WritebackJournal::AppendRecord(const std::string& payload) {
   return {};
 }
 
-Status WritebackJournal::Begin(const std::string& id, const std::string& path,
-                               const std::vector<WorkerEntry>& holders) {
+Status WritebackJournal::CheckNewWrite(const std::string& id, const std::string& path,
+                                       const std::vector<WorkerEntry>& holders, uint64_t more) {
   if (!ValidId(id)) return Status(Code::kInvalidArgument, "write-back id '" + id + "' is not 32 lowercase hex digits");
   bool mine = false;
   for (const auto& h : holders) mine = mine || h.id == options_.self_id;
@@ -310,7 +332,6 @@ Status WritebackJournal::Begin(const std::string& id, const std::string& path,
     return Status(Code::kInvalidArgument, "write-back of " + path + ": holders (" + FormatHolders(holders) +
                                               ") does not name this worker (" + options_.self_id + ")");
   }
-  std::lock_guard lock(mu_);
   if (open_.contains(id) || entries_.contains(id) || done_.contains(id)) {
     return Status(Code::kAlreadyExists, "write-back id " + id + " is already in use; begin with a new id");
   }
@@ -319,25 +340,116 @@ Status WritebackJournal::Begin(const std::string& id, const std::string& path,
     return Status(Code::kUnavailable, "worker " + options_.self_id + " is busy: " + std::to_string(open_.size()) +
                                           " write-back writes are open; write through or retry later");
   }
-  if (pending_bytes_ + open_bytes_ >= options_.max_pending) {
+  if (pending_bytes_ + open_bytes_ + more >= options_.max_pending) {
     Busy().Add(1);
     return Status(Code::kUnavailable, "worker " + options_.self_id +
                                           " is busy: " + std::to_string(pending_bytes_ + open_bytes_) +
                                           " bytes of write-back are pending upload (worker.write_back_max_pending=" +
                                           std::to_string(options_.max_pending) + "); write through or retry later");
   }
+  return {};
+}
+
+Status WritebackJournal::Begin(const std::string& id, const std::string& path,
+                               const std::vector<WorkerEntry>& holders) {
   auto o = std::make_shared<OpenWrite>();
   const std::string data = options_.dir + "/" + id + ".data";
-  o->fd = ::open(data.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (o->fd < 0) return Errno("cannot create write-back data file " + data);
-  o->path = path;
-  o->holders = holders;
-  o->mtime_ns = WallNs();
-  o->last_used = Clock::now();
-  o->hash = XXH3_createState();
-  XXH3_64bits_reset(o->hash);
-  open_[id] = std::move(o);
+  {
+    std::lock_guard lock(mu_);
+    SHOAL_RETURN_IF_ERROR(CheckNewWrite(id, path, holders, 0));
+    o->fd = ::open(data.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (o->fd < 0) return Errno("cannot create write-back data file " + data);
+    o->path = path;
+    o->holders = holders;
+    o->mtime_ns = WallNs();
+    o->last_used = Clock::now();
+    o->hash = XXH3_createState();
+    XXH3_64bits_reset(o->hash);
+    open_[id] = o;
+  }
+  // The data file's name is made durable now, while the bytes stream in, so
+  // that the commit needs no directory fsync.
+  if (::fsync(dir_fd_) != 0) {
+    Status st = Errno("fsync of " + options_.dir);
+    Abort(id);
+    return st;
+  }
   return {};
+}
+
+Result<WritebackCommit> WritebackJournal::Put(const std::string& id, const std::string& path,
+                                              const std::vector<WorkerEntry>& holders, std::string_view data,
+                                              uint64_t size, uint64_t xxh3) {
+  if (data.size() > kMaxInline) {
+    return Err(Code::kInvalidArgument, "write-back put of " + path + ": " + std::to_string(data.size()) +
+                                           " bytes; a put takes at most " + std::to_string(kMaxInline) +
+                                           " (stream larger files with begin/append/commit)");
+  }
+  if (size != data.size()) {
+    return Err(Code::kInvalidArgument, "write-back put of " + path + " claims " + std::to_string(size) + " bytes; " +
+                                           std::to_string(data.size()) + " were received");
+  }
+  if (xxh3 != XXH3_64bits(data.data(), data.size())) {
+    return Err(Code::kInvalidArgument, "write-back put of " + path +
+                                           ": the bytes received fail the checksum the client sent; write the file "
+                                           "again");
+  }
+  WritebackCommit c;
+  c.id = id;
+  c.path = path;
+  c.size = size;
+  c.xxh3 = xxh3;
+  c.mtime_ns = WallNs();
+  c.holders = holders;
+  {
+    std::lock_guard lock(mu_);
+    SHOAL_RETURN_IF_ERROR(CheckNewWrite(id, path, holders, data.size()));
+    open_bytes_ += data.size();  // counted as open until committed below
+  }
+  auto unopen = [&] {
+    std::lock_guard lock(mu_);
+    open_bytes_ -= std::min<uint64_t>(open_bytes_, data.size());
+  };
+  // The data file serves reads and the upload; the journal record, which
+  // carries the bytes too, is what makes the write durable (one fdatasync).
+  const std::string file = options_.dir + "/" + id + ".data";
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  Status st = fd < 0 ? Errno("cannot create write-back data file " + file)
+                     : WriteAll(fd, data.data(), data.size(), 0, "writing write-back data of " + path);
+  if (fd >= 0) ::close(fd);
+  if (!st.ok()) {
+    if (fd >= 0) ::unlinkat(dir_fd_, (id + ".data").c_str(), 0);  // not another put's file of the same id
+    unopen();
+    return Err(st);
+  }
+  Json j = CommitJson(c);
+  j["inline"] = data.size();
+  std::string payload = j.dump();
+  payload += '\0';
+  payload.append(data);
+  {
+    std::lock_guard jl(journal_mu_);
+    if (Status rec = AppendRecord(payload); !rec.ok()) {
+      ::unlinkat(dir_fd_, (id + ".data").c_str(), 0);
+      unopen();
+      return Err(rec.WithContext("committing write-back of " + path));
+    }
+    std::lock_guard lock(mu_);
+    open_bytes_ -= std::min<uint64_t>(open_bytes_, data.size());
+    AddCommitted(c);
+  }
+  Committed().Add(size);
+  cv_.notify_all();
+  return c;
+}
+
+void WritebackJournal::AddCommitted(const WritebackCommit& c) {
+  auto e = std::make_shared<Entry>();
+  e->commit = c;
+  e->seq = next_seq_++;
+  e->committed_at = Clock::now();
+  pending_bytes_ += c.size;
+  entries_[c.id] = std::move(e);
 }
 
 Status WritebackJournal::Append(const std::string& id, uint64_t offset, std::string_view data) {
@@ -371,6 +483,9 @@ Status WritebackJournal::Append(const std::string& id, uint64_t offset, std::str
     o->failed = true;
     return st;
   }
+  // Start writing the bytes to disk now, so the commit's fdatasync finds
+  // little left to do (the holder's disk works while the client streams).
+  (void)::sync_file_range(o->fd, static_cast<off_t>(o->size), static_cast<off_t>(data.size()), SYNC_FILE_RANGE_WRITE);
   XXH3_64bits_update(o->hash, data.data(), data.size());
   o->size += data.size();
   o->last_used = Clock::now();
@@ -406,13 +521,13 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
   c.xxh3 = xxh3;
   c.mtime_ns = o->mtime_ns;
   c.holders = o->holders;
-  if (::fsync(o->fd) != 0) {
+  // The data file's name was made durable at begin.
+  if (::fdatasync(o->fd) != 0) {
     o->failed = true;
     return Err(Errno("fsync of write-back data of " + o->path));
   }
   {
     std::lock_guard jl(journal_mu_);
-    if (::fsync(dir_fd_) != 0) return Err(Errno("fsync of " + options_.dir));
     if (Status st = AppendRecord(CommitJson(c).dump()); !st.ok()) {
       o->failed = true;
       return Err(st.WithContext("committing write-back of " + o->path));
@@ -421,12 +536,7 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
     std::lock_guard lock(mu_);
     open_.erase(id);
     open_bytes_ -= std::min(open_bytes_, o->size);
-    auto e = std::make_shared<Entry>();
-    e->commit = c;
-    e->seq = next_seq_++;
-    e->committed_at = Clock::now();
-    pending_bytes_ += size;
-    entries_[id] = std::move(e);
+    AddCommitted(c);
   }
   ::close(o->fd);
   o->fd = -1;

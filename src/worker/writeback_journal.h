@@ -3,10 +3,11 @@
 //
 // A client streams a file's bytes to k workers (the holders) with
 // begin/append/commit. Each holder keeps the bytes in one data file per write
-// under <first cache dir>/writeback/, and on commit fsyncs the data file,
-// appends a checksummed commit record to journal.log, fsyncs that and the
-// directory, and only then answers: an acknowledged write survives a crash of
-// the holder. The uploader (writeback_uploader.cc) then puts committed writes
+// under <first cache dir>/writeback/ (its name fsync'd at begin; the bytes
+// flushed as they arrive), and on commit fdatasyncs the data file, appends a
+// checksummed commit record to journal.log and fdatasyncs that, and only then
+// answers: an acknowledged write survives a crash of the holder. A small file
+// comes in one `put` whose record carries its bytes: one fdatasync. The uploader (writeback_uploader.cc) then puts committed writes
 // into the under-store in commit order; only the primary (the first holder)
 // uploads, the others keep their copy until the primary says it is done, or
 // take over when the primary is gone past worker.write_back_takeover.
@@ -36,6 +37,7 @@
 namespace shoal {
 
 class UnderStore;
+struct FileInfo;
 
 // The version a pending write is read under.
 inline constexpr std::string_view kWritebackVersionPrefix = "wb-";
@@ -65,6 +67,10 @@ class WritebackJournal {
     std::function<Result<std::shared_ptr<UnderStore>>(const std::string& path, std::string* key)> store_for;
     // After an upload: drop the worker's cached metadata of the path (and its parents).
     std::function<void(const std::string& path)> uploaded;
+    // After an upload, before readers are switched to the store's version:
+    // cache what this worker can of the bytes (`fd`, the data file) under
+    // `as`, the store's status of the object. Best effort.
+    std::function<void(const WritebackCommit& c, const FileInfo& as, int fd)> cache_uploaded;
     // POST `target` to a peer worker; its answer's status (kNotFound: it holds nothing of it).
     std::function<Status(const WorkerEntry& peer, const std::string& target)> call_peer;
     // GET `target` of a peer: the body, or why not.
@@ -88,6 +94,11 @@ class WritebackJournal {
   Status Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders);
   Status Append(const std::string& id, uint64_t offset, std::string_view data);
   Result<WritebackCommit> Commit(const std::string& id, uint64_t size, uint64_t xxh3);
+  // A whole small file at once (begin, append and commit): its bytes go into
+  // the journal record itself, so it costs one fdatasync. At most kMaxInline.
+  static constexpr uint64_t kMaxInline = 512 << 10;
+  Result<WritebackCommit> Put(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders,
+                              std::string_view data, uint64_t size, uint64_t xxh3);
   void Abort(const std::string& id);
   // From the primary: the upload of `id` is done; drop the copy. OK when unknown.
   Status Done(const std::string& id);
@@ -124,6 +135,11 @@ class WritebackJournal {
   WritebackJournal(Options options, Hooks hooks);
   Status Replay();
   Status AppendRecord(const std::string& payload);  // REQUIRES: journal_mu_ held
+  // Why a new write (begin or put of `more` bytes) is refused, if it is. REQUIRES: mu_ held
+  Status CheckNewWrite(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders,
+                       uint64_t more);
+  // A commit whose record is written becomes pending upload. REQUIRES: journal_mu_ and mu_ held
+  void AddCommitted(const WritebackCommit& c);
   Status RecordDone(const std::string& id);
   void Forget(const std::string& id);  // drops the entry and its data file
   void UploaderLoop();

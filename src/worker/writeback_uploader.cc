@@ -238,16 +238,27 @@ Status WritebackJournal::Upload(const Entry& e) {
   }
   const bool sum_ok = XXH3_64bits_digest(h) == c.xxh3;
   XXH3_freeState(h);
-  ::close(fd);
   if (st.ok() && !sum_ok) st = Status(Code::kCorruption, "write-back data " + data + " fails its checksum");
   if (!st.ok()) {
+    ::close(fd);
     (*out)->Abort();
     return st;
   }
-  SHOAL_RETURN_IF_ERROR((*out)->Close());
-  M().done.Add(1);
-  M().bytes.Add(c.size);
-  return {};
+  st = (*out)->Close();
+  if (st.ok()) {
+    M().done.Add(1);
+    M().bytes.Add(c.size);
+    // Readers still see the pending version until this returns: the bytes
+    // are cached under the store's new version first, so a read right after
+    // the switch is a cache hit. The store names the version; an object of
+    // another size is another writer's, not ours to cache.
+    if (hooks_.cache_uploaded) {
+      auto as = (*store)->Stat(key);
+      if (as && !as->is_dir && as->size == c.size) hooks_.cache_uploaded(c, *as, fd);
+    }
+  }
+  ::close(fd);
+  return st;
 }
 
 }  // namespace shoal
