@@ -187,7 +187,17 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
   // A path that is never cached (admission: skip) gets a plain stat too: its
   // first page would otherwise linger in flight and serve later readers.
   const bool peer_may_hold = peers_ && peers_->MayHold(p.ns_path);
-  const bool plain = pages_->HasPath(p.ns_path) || peer_may_hold || !pages_->Admits(p.ns_path);
+  // A path with a fetch in flight (another stat's first page not yet written,
+  // or pages on the way) is revalidated with a plain stat too: reading its
+  // first page again would fetch those bytes twice (ClusterTest.
+  // ConcurrentMissesShareOneFetch: a second stat 8 ms after the first read
+  // page 0 again while the idle writer still held it; 1 run in ~40 under load).
+  bool fetching = false;
+  {
+    std::lock_guard lock(inflight_mu_);
+    fetching = inflight_paths_.contains(p.ns_path);
+  }
+  const bool plain = fetching || pages_->HasPath(p.ns_path) || peer_may_hold || !pages_->Admits(p.ns_path);
   std::string first = ReadBuffer(plain ? 0 : page_size_);
   Result<UnderStore::ReadWithInfoResult> rw = Err(Code::kNotFound, "not tried");
   if (!first.empty()) rw = (*store)->ReadWithInfo(p.key, 0, std::span<char>(first.data(), first.size()));
@@ -206,6 +216,7 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
       {
         std::lock_guard lock(inflight_mu_);
         inflight_[InflightKey(file, 0)] = fetch;
+        AddInflightPathLocked(file.resolved.ns_path);
       }
       std::function<void()> write = [this, file, fetch] {
         const std::string& data = *fetch->result();
@@ -214,6 +225,7 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
         std::lock_guard lock(inflight_mu_);
         auto it = inflight_.find(InflightKey(file, 0));
         if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
+        DropInflightPathLocked(file.resolved.ns_path);
       };
       if (!idle_writer_->Submit(fetch->result()->size(), write)) ufs_executor_(std::move(write));
     }
@@ -329,6 +341,7 @@ std::shared_ptr<Fetch> WorkerService::StartFetchLocked(const FileRef& file, uint
   }
   auto fetch = std::make_shared<Fetch>(first, std::min(stop, file.size));
   for (uint64_t p = first; p < fetch->end(); p += page_size_) inflight_[InflightKey(file, p)] = fetch;
+  AddInflightPathLocked(file.resolved.ns_path);
   ufs_executor_([this, file, fetch] { RunFetch(file, fetch); });
   return fetch;
 }
@@ -395,6 +408,7 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   {
     std::lock_guard lock(inflight_mu_);
     for (uint64_t p = fetch->start(); p < fetch->end(); p += page_size_) inflight_.erase(InflightKey(file, p));
+    DropInflightPathLocked(file.resolved.ns_path);
   }
   fetch->Finish(std::move(result));
 }

@@ -210,6 +210,13 @@ class WorkerService {
 
   std::mutex inflight_mu_;
   std::unordered_map<std::string, std::shared_ptr<Fetch>> inflight_;  // page key -> its fetch
+  // Namespace path -> fetches of it in flight (a stat's first page included):
+  // a stat of a path with bytes on the way must not read its first page again.
+  std::unordered_map<std::string, uint32_t> inflight_paths_;
+  void AddInflightPathLocked(const std::string& path) { ++inflight_paths_[path]; }
+  void DropInflightPathLocked(const std::string& path) {
+    if (auto it = inflight_paths_.find(path); it != inflight_paths_.end() && --it->second == 0) inflight_paths_.erase(it);
+  }
   // Sequential-reader detection: file key -> end of the last read.
   std::unordered_map<std::string, uint64_t> stream_end_;
   std::list<std::string> stream_order_;
