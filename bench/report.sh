@@ -320,6 +320,20 @@ EOF
     echo "not run: $FAILOVER_NOTRUN"
   fi
   echo
+  echo "## A worker host's link cut (tests/netns_test.cc, issue 14)"
+  echo
+  if [[ -s $WORK/netns.out ]]; then
+    echo "Not a benchmark: what the multi-host test \`e2e_netns_test\` prints, one row per run. Three worker hosts in network namespaces on a bridge, s3rver behind a counting proxy (no delay, no cap), etcd (lease 5 s) and one reader thread in the test's namespace; 24 files of 200-292 KiB, \`replicas: 2\`, a first epoch read before the cut. The reader reads every file in turn throughout; one host's veth is set down, then up once the ring has dropped it and the reader has made a full pass. The test asserts 0 failed reads, outage egress below a sixth of the dataset, rejoin egress and misses below a twentieth."
+    echo
+    echo "| run | dataset / cold egress (bytes) | ring dropped the host after | reads during the outage | failed reads | store egress during the outage | rejoined after link up | store egress after the rejoin | rejoined host's misses (bytes) |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    awk '{
+      n++; ds=$3; ce=$7; sub(/;$/, "", ce); dr=$14; oe=$21; rd=$24; rj=$28; re=$32; sub(/,$/, "", re); mi=$34
+      printf "| %d | %s / %s | %s s | %s | 0 | %s B | %s s | %s B | %s |\n", n, ds, ce, dr, rd, oe, rj, re, mi }' "$WORK/netns.out"
+  else
+    echo "not run: $NETNS_NOTRUN"
+  fi
+  echo
   echo "## Hot shards (bench/hot_shards_bench)"
   echo
   if [[ -f $WORK/hot_shards.out ]]; then
@@ -358,6 +372,26 @@ EOF
     cat "$WORK/load_bench.out"
   else
     echo "not run: $LOADB_NOTRUN"
+  fi
+  echo
+  echo "## Epochs on a real cluster (bench/epoch_bench.sh)"
+  echo
+  if [[ -f $WORK/epoch_bench.out ]]; then
+    echo "Issue 13's experiment: the small-files dataset (3000 objects of 110-150 KiB) in s3rver behind the WAN emulator; per policy a fresh \`shoal up --eviction NAME\` of 3 workers whose caches hold 2/3 of the dataset in all; 3 epochs, each in a new random order, 8 readers, every byte checked. An epoch's hit ratio is 1 - (bytes the emulator saw the store send) / dataset bytes; the ideal for a cache of 2/3 is 0.667. Hit ratios do not depend on the machine's load. Target (issue 13): the epoch policy >= 0.9 of the ideal."
+    echo
+    cat "$WORK/epoch_bench.out"
+  else
+    echo "not run: $EPOCH_NOTRUN"
+  fi
+  echo
+  echo "## Page store layouts on a cold epoch of small files (bench/cold_pages.sh)"
+  echo
+  if [[ -f $WORK/cold_pages.out ]]; then
+    echo "Each round, for each contender, a dataset nobody has read (600 files of 110-150 KiB), 8 readers, whole files, random order, behind the WAN emulator; Shoal is \`shoal up --workers 2\` on an empty cache with \`--page-store files\` (a file per page) or \`--page-store blocks\` (slots of block files reused in place), no prefetch; order rotated per round. CPU s/GB = loadgen + \`shoal up\` and its workers. Targets (issue 13): CPU <= 3 s/GB, cold epoch >= 1.0x direct."
+    echo
+    cat "$WORK/cold_pages.out"
+  else
+    echo "not run: $COLD_NOTRUN"
   fi
   echo
   echo "## Page checksums by chunk size (bench/page_format_bench)"
