@@ -347,7 +347,7 @@ EOF
   echo "## Checkpoints: write modes (bench/checkpoint_bench)"
   echo
   if [[ -f $WORK/checkpoint.out ]]; then
-    echo "Three workers on loopback over s3rver behind the WAN emulator. Save: every file written at once (one thread per file), timed until every Close returned; direct is the same C++ S3 store (multipart) without Shoal. Restore: right after the save, all files read back at once. Targets (issue 12): restore cache-through >= 10x direct; save and small writes: write-back (not built yet) >= 5x direct. Every byte read back is checked."
+    echo "Three workers on loopback over s3rver behind the WAN emulator. Save: every file written at once (one thread per file), timed until every Close returned; direct is the same C++ S3 store (multipart) without Shoal. Restore: right after the save, all files read back at once. Targets (issue 12): restore cache-through >= 10x direct; save and small writes: write-back >= 5x direct; the "limit" row (two copies fdatasync'd, no network) bounds any write-back save on this disk. Every byte read back is checked."
     echo
     cat "$WORK/checkpoint.out"
   else
