@@ -424,6 +424,13 @@ void RunLoss(Services& sv, const Flags& flags, const Dataset& ds, LossSide& side
   auto lat = e.LatencyMs();
   side.latency_ms.insert(side.latency_ms.end(), lat.begin(), lat.end());
   for (const auto& r : e.reads) side.needed_killed += owned[r.file] && r.end > kill_time;
+  if (!e.reads.empty()) {  // where the tail comes from
+    const auto& slow = *std::max_element(e.reads.begin(), e.reads.end(),
+                                         [](const ReadRecord& a, const ReadRecord& b) { return a.ms < b.ms; });
+    std::fprintf(stderr, "  %s: slowest read %s: %.0f ms, started %.3f s after the kill, %s the killed worker\n",
+                 side.name, ds.Path(slow.file).c_str(), slow.ms,
+                 Seconds(slow.end - kill_time) - slow.ms / 1000, owned[slow.file] ? "needed" : "did not need");
+  }
   side.failed += e.failed;
   if (e.failed && side.first_error.empty()) side.first_error = e.first_error;
   side.worker_failures += stats1.worker_failures - stats0.worker_failures;
