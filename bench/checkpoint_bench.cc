@@ -38,6 +38,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bench/percentile.h"
 #include "common/units.h"
 #include "tests/harness/shoal_cluster.h"
 #include "ufs/under_store.h"
@@ -55,12 +56,7 @@ namespace {
 
 double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+using bench::Percentile;
 
 constexpr size_t kChunk = 8 << 20;
 

@@ -28,6 +28,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bench/percentile.h"
 #include "cluster/hash_ring.h"
 #include "common/subprocess.h"
 #include "tests/harness/shoal_cluster.h"
@@ -45,12 +46,7 @@ namespace {
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+using bench::Percentile;
 
 // Reads a whole file, checking its size; the time it took.
 Clock::duration TimedRead(Client& c, const std::string& path, size_t expect) {

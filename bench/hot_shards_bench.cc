@@ -26,6 +26,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bench/percentile.h"
 #include "cluster/hash_ring.h"
 #include "cluster/membership.h"
 #include "common/subprocess.h"
@@ -45,12 +46,7 @@ namespace {
   std::exit(1);
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+using bench::Percentile;
 
 // Three workers registered in etcd under their own prefix, and the config their clients use.
 struct Cluster {
@@ -81,20 +77,12 @@ std::unique_ptr<Cluster> StartCluster(Config config, const std::string& root) {
   const std::string yaml = root + "/worker.yaml";
   if (!WriteFile(yaml, ToYaml(c->config)).ok()) Die("cannot write " + yaml);
   for (int i = 0; i < 3; ++i) {
-    Subprocess::Options o;
     const std::string cache = root + "/cache" + std::to_string(i);
-    o.argv = {ShoalBinary(), "worker", "--config", yaml, "--listen", "127.0.0.1:0", "--cache-dir", cache,
-              "--cache-size", "1GiB"};
-    o.stderr_file = cache + ".log";
-    auto p = Subprocess::Start(o);
-    if (!p) Die(p.error().ToString());
-    auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
-    if (!line) Die("a worker did not start: " + line.error().ToString() + " (log: " + o.stderr_file + ")");
-    auto entry = ParseListeningLine(*line);
-    if (!entry) Die("unexpected worker output: " + *line);
-    c->procs.push_back(std::move(*p));
-    c->workers.push_back(*entry);
-    c->addresses.push_back(entry->address);
+    auto w = StartWorkerProcess(yaml, "127.0.0.1:0", cache, "1GiB", cache + ".log");
+    if (!w) Die("a worker did not start: " + w.error().ToString());
+    c->procs.push_back(std::move(w->process));
+    c->workers.push_back(w->entry);
+    c->addresses.push_back(w->entry.address);
   }
   return c;
 }

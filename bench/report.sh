@@ -334,6 +334,16 @@ EOF
     echo "not run: $NETNS_NOTRUN"
   fi
   echo
+  echo "## Cluster changes (bench/cluster_bench)"
+  echo
+  if [[ -f $WORK/cluster.out ]]; then
+    echo "Issue 14's two measured epochs. Workers on loopback in one etcd over s3rver behind the WAN emulator; UFS bytes are what the emulator saw the store send. Readers: threads with a client each (short circuit off), every file of a small-files dataset once per epoch in a new random order, every byte checked; each variant on a fresh cluster, interleaved round by round. Join: two workers read the dataset once, a third joins, and once every reader's client sees the 3-member ring one more epoch is read; with \`worker.peer_fetch\` the new worker takes its share from the previous owners' caches. Target: UFS bytes / dataset bytes <= 0.05 with peer fetch. Node loss: three workers, warm; one is killed with SIGKILL a third of the way into the next epoch; \`replicas: 2\` against one copy plus the clients' rate-limited store fallback. Target: no failed read in either; the table shows what the loss costs in throughput, latency and store bytes, and how long the ring took to drop the worker (its etcd lease)."
+    echo
+    cat "$WORK/cluster.out"
+  else
+    echo "not run: ${CLUSTER_NOTRUN:-this run had no cluster benchmark}"
+  fi
+  echo
   echo "## Hot shards (bench/hot_shards_bench)"
   echo
   if [[ -f $WORK/hot_shards.out ]]; then

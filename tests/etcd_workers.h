@@ -15,31 +15,11 @@
 #include "shoal/client.h"
 #include "tests/cli_helpers.h"
 #include "tests/harness/etcd.h"
+#include "tests/harness/file_io.h"
+#include "tests/harness/harness_util.h"
 #include "tests/harness/shoal_cluster.h"
 
 namespace shoal::testing {
-
-// Polls `done` every 20 ms until it holds or `timeout` passes.
-template <class F>
-bool WaitFor(F done, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
-  }
-  return done();
-}
-
-// Reads a whole file: its bytes, or the error.
-inline Result<std::string> ReadWholeFile(Client& client, const std::string& path) {
-  auto f = client.OpenFile(path);
-  if (!f) return Err(f.error());
-  std::string out((*f)->status().size, '\0');
-  auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-  if (!n) return Err(n.error());
-  out.resize(*n);
-  return out;
-}
 
 class EtcdWorkersTest : public ::testing::Test {
  protected:
@@ -84,19 +64,11 @@ class EtcdWorkersTest : public ::testing::Test {
   void StartWorker(const Config& c, const std::string& cache, const std::string& listen = "127.0.0.1:0") {
     std::string config = root_ + "/worker.yaml";
     ASSERT_TRUE(WriteFile(config, ToYaml(c)).ok());
-    Subprocess::Options o;
-    o.argv = {ShoalBinary(), "worker", "--config",          config,         "--listen",
-              listen,        "--cache-dir", root_ + "/" + cache, "--cache-size", "64MiB"};
-    o.stderr_file = root_ + "/" + cache + ".log";
-    auto p = Subprocess::Start(o);
-    ASSERT_TRUE(p) << p.error().ToString();
-    auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
-    ASSERT_TRUE(line) << line.error().ToString() << Slurp(o.stderr_file);
-    auto entry = ParseListeningLine(*line);
-    ASSERT_TRUE(entry);
-    workers_.push_back(std::move(*p));
-    entries_.push_back(*entry);
-    addresses_.push_back(entry->address);
+    auto w = StartWorkerProcess(config, listen, root_ + "/" + cache, "64MiB", root_ + "/" + cache + ".log");
+    ASSERT_TRUE(w) << w.error().ToString();
+    workers_.push_back(std::move(w->process));
+    entries_.push_back(w->entry);
+    addresses_.push_back(w->entry.address);
   }
 
   // A client of `c` that sees `members` workers.

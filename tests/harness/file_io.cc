@@ -17,11 +17,16 @@ Result<FileStatus> WriteFileVia(Client& c, const std::string& path, const std::s
 }
 
 std::string ReadFileVia(Client& c, const std::string& path) {
-  auto f = c.OpenFile(path);
-  if (!f) return "<error: " + f.error().ToString() + ">";
+  auto got = ReadWholeFile(c, path);
+  return got ? std::move(*got) : "<error: " + got.error().ToString() + ">";
+}
+
+Result<std::string> ReadWholeFile(Client& client, const std::string& path) {
+  auto f = client.OpenFile(path);
+  if (!f) return Err(f.error());
   std::string out((*f)->status().size, '\0');
   auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-  if (!n) return "<error: " + n.error().ToString() + ">";
+  if (!n) return Err(n.error());
   out.resize(*n);
   return out;
 }

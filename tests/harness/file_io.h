@@ -15,6 +15,8 @@ namespace shoal::testing {
 Result<FileStatus> WriteFileVia(Client& c, const std::string& path, const std::string& data, size_t chunk);
 // OpenFile, then one Pread of the whole file.
 std::string ReadFileVia(Client& c, const std::string& path);
+// The same, with the error as an error.
+Result<std::string> ReadWholeFile(Client& client, const std::string& path);
 // The whole object as the under-store holds it.
 std::string ReadStoreObject(UnderStore& s, const std::string& key);
 

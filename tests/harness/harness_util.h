@@ -4,9 +4,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "shoal/status.h"
@@ -24,6 +26,17 @@ Result<std::string> MakeTempDir(std::string_view name, std::string_view what);
 
 // n random bytes from `seed` (the same bytes for the same seed).
 std::string RandomBytes(size_t n, uint64_t seed);
+
+// Polls `done` every 20 ms until it holds or `timeout` passes.
+template <class F>
+bool WaitFor(F done, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
+  }
+  return done();
+}
 
 // SIGSTOPs process `pid` (the leader of its own process group: the whole
 // group is signalled) and waits, up to 10 s, until every thread of it is

@@ -71,24 +71,33 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
   return c;
 }
 
-Status ShoalCluster::StartWorker(size_t i, const std::string& listen) {
+Result<WorkerProcess> StartWorkerProcess(const std::string& config, const std::string& listen,
+                                         const std::string& cache_dir, const std::string& cache_size,
+                                         const std::string& log) {
   Subprocess::Options o;
-  o.argv = {ShoalBinary(), "worker", "--config", worker_config_, "--listen", listen, "--cache-dir", cache_dirs_[i],
-            "--cache-size", std::to_string(options_.cache_capacity)};
-  o.stderr_file = root_ + "/worker-" + std::to_string(i) + ".log";
+  o.argv = {ShoalBinary(), "worker", "--config", config, "--listen", listen, "--cache-dir", cache_dir,
+            "--cache-size", cache_size};
+  o.stderr_file = log;
   auto p = Subprocess::Start(o);
-  if (!p) return p.error();
+  if (!p) return Err(p.error());
   auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
   if (!line) {
-    std::ifstream in(o.stderr_file);
+    std::ifstream in(log);
     std::stringstream ss;
     ss << in.rdbuf();
-    return Status(line.error().code(), line.error().message() + "\nworker log:\n" + ss.str());
+    return Err(Status(line.error().code(), line.error().message() + "\nworker log (" + log + "):\n" + ss.str()));
   }
   auto entry = ParseListeningLine(*line);
-  if (!entry) return entry.error();
-  procs_[i] = std::move(*p);
-  config_.cluster.workers[i] = *entry;
+  if (!entry) return Err(entry.error());
+  return WorkerProcess{std::move(*p), std::move(*entry)};
+}
+
+Status ShoalCluster::StartWorker(size_t i, const std::string& listen) {
+  auto w = StartWorkerProcess(worker_config_, listen, cache_dirs_[i], std::to_string(options_.cache_capacity),
+                              root_ + "/worker-" + std::to_string(i) + ".log");
+  if (!w) return w.error();
+  procs_[i] = std::move(w->process);
+  config_.cluster.workers[i] = w->entry;
   return {};
 }
 

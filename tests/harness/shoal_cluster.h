@@ -96,6 +96,19 @@ class ShoalCluster {
   std::vector<bool> frozen_;
 };
 
+// A `shoal worker` started on its own (one that joins an etcd ring later, or
+// one of a cluster a test or benchmark builds by hand).
+struct WorkerProcess {
+  Subprocess process;
+  WorkerEntry entry;  // its id and address, from its listening line
+};
+// `shoal worker --config CONFIG --listen LISTEN --cache-dir CACHE_DIR
+// --cache-size CACHE_SIZE` with its stderr in `log`; returns once it serves
+// (its listening line, within 60 s), else an error that carries the log.
+Result<WorkerProcess> StartWorkerProcess(const std::string& config, const std::string& listen,
+                                         const std::string& cache_dir, const std::string& cache_size,
+                                         const std::string& log);
+
 // The `shoal` binary under test ($SHOAL_BIN, set by CTest).
 std::string ShoalBinary();
 // A fresh temp directory, or "" if none could be made.
