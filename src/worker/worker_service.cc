@@ -221,10 +221,13 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
       std::function<void()> write = [this, file, fetch] {
         const std::string& data = *fetch->result();
         const PageKey key{file.resolved.ns_path, file.version, 0};
-        // A short-circuit reader may have written it already (WriteFetchedPage).
-        if (!pages_->Contains(key)) {
-          auto st = pages_->Put(key, std::span<const char>(data));
-          if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+        {
+          // A short-circuit open may have written it already (WriteFetchedPage).
+          std::lock_guard written(fetch->write_mu());
+          if (!pages_->Contains(key)) {
+            auto st = pages_->Put(key, std::span<const char>(data));
+            if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+          }
         }
         std::lock_guard lock(inflight_mu_);
         auto it = inflight_.find(InflightKey(file, 0));
@@ -459,10 +462,17 @@ std::optional<PageRef> WorkerService::WriteFetchedPage(const FileRef& file, uint
   const uint64_t from = page - fetch->start();
   if (bytes.size() != fetch->end() - fetch->start()) return std::nullopt;
   const PageKey key{file.resolved.ns_path, file.version, page};
-  auto st = pages_->Put(key, std::span<const char>(bytes.data() + from, std::min<uint64_t>(page_size_, bytes.size() - from)));
-  if (!st.ok()) {
-    if (st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
-    return std::nullopt;
+  {
+    // The idle writer may be writing it now: wait for it rather than write it twice.
+    std::lock_guard written(fetch->write_mu());
+    if (!pages_->Contains(key)) {
+      auto st =
+          pages_->Put(key, std::span<const char>(bytes.data() + from, std::min<uint64_t>(page_size_, bytes.size() - from)));
+      if (!st.ok()) {
+        if (st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+        return std::nullopt;
+      }
+    }
   }
   return pages_->Get(key);
 }

@@ -65,8 +65,14 @@ class Fetch {
 
   void Finish(Result<std::string> r);
 
+  // Held while the bytes of a finished fetch are written to the page store
+  // after it finished (a stat's first page: by the idle writer, or by a
+  // short-circuit open that needs the page at once), so they are written once.
+  std::mutex& write_mu() { return write_mu_; }
+
  private:
   uint64_t start_, end_;
+  std::mutex write_mu_;
   mutable std::mutex mu_;
   bool done_ = false;
   std::vector<std::function<void()>> waiters_;
