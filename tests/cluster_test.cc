@@ -228,6 +228,32 @@ TEST_F(ClusterTest, SameHostClientReadsCachedPagesShortCircuit) {
   EXPECT_GE((*tcp)->stats().worker_read_bytes, data.size());
 }
 
+// Issue 13: a cold small file read by a client on the worker's host. The
+// open's stat reads the file's one page from the under-store; the worker
+// writes that page and passes it like a cached one, so the whole file costs
+// one short-circuit request and one under-store request, and no byte of it
+// crosses TCP.
+TEST_F(ClusterTest, ColdSmallFileReachesASameHostReaderInOneRequest) {
+  const auto& small = AddFile("cold.bin", 130 * 1024 + 11, 16);
+  StartCluster(2);
+  const std::string opens = "shoal_short_circuit_requests_total{kind=\"open\"}";
+  const std::string reads = "shoal_short_circuit_requests_total{kind=\"read\"}";
+  const double opens0 = Metric(opens), reads0 = Metric(reads), ufs0 = Metric("shoal_ufs_requests_total");
+  EXPECT_TRUE(ReadAll("/data/cold.bin") == small);
+  EXPECT_EQ(client_->stats().local_read_bytes, small.size()) << "cold bytes went over TCP";
+  EXPECT_EQ(client_->stats().worker_read_bytes, small.size());
+  EXPECT_EQ(Metric(opens) - opens0, 1);
+  EXPECT_EQ(Metric(reads) - reads0, 0) << "the open did not bring the whole file";
+  EXPECT_EQ(Metric("shoal_ufs_requests_total") - ufs0, 1);
+  EXPECT_EQ(Metric("shoal_cache_pages"), 1) << "the page was not written before it was passed";
+  EXPECT_EQ(Metric("shoal_cache_miss_bytes_total") + Metric("shoal_cache_hit_bytes_total"),
+            static_cast<double>(small.size()));
+  // Warm, from the same page file.
+  EXPECT_TRUE(ReadAll("/data/cold.bin") == small);
+  EXPECT_EQ(client_->stats().local_read_bytes, 2 * small.size());
+  EXPECT_EQ(Metric("shoal_ufs_requests_total") - ufs0, 1);
+}
+
 TEST_F(ClusterTest, ShortCircuitSurvivesAWorkerRestart) {
   const auto& data = AddFile("r.bin", 3 * 1024 * 1024, 13);
   StartCluster(1);

@@ -548,6 +548,7 @@ class Worker::Impl {
   // connection thread, where blocking on a stat is fine.
   local_wire::Reply ServeLocal(const local_wire::Request& r, std::vector<PageRef>* pages) {
     auto started = Clock::now();
+    (r.kind == local_wire::Kind::kOpen ? short_circuit_opens_ : short_circuit_reads_)->Add();
     local_wire::Reply out;
     auto fail = [&out](const Status& s) {
       out.code = static_cast<int32_t>(s.code());
@@ -582,16 +583,18 @@ class Worker::Impl {
     }
     uint64_t end = offset + std::min(r.length, file.size - offset);
     if (end == offset) return out;
-    uint64_t hit = 0;
-    for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments)) {
+    uint64_t hit = 0, miss = 0;
+    // A cold file's first page, read by the stat above, is written here and
+    // passed like any cached page: no second request over TCP for its bytes.
+    for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments, /*write_fetched=*/true)) {
       out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(), 0,
                               seg.page->page_offset(), seg.page->generation()});
-      hit += seg.length;
+      (seg.fetched ? miss : hit) += seg.length;
       pages->push_back(std::move(*seg.page));
     }
-    if (hit) {
-      short_circuit_bytes_->Add(hit);
-      svc_->CountServed(hit, 0, std::chrono::duration<double>(Clock::now() - started).count());
+    if (hit + miss) {
+      short_circuit_bytes_->Add(hit + miss);
+      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count());
     }
     return out;
   }
@@ -1207,6 +1210,10 @@ class Worker::Impl {
   std::string s3_address_;
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
+  Counter* short_circuit_opens_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "open"}});
+  Counter* short_circuit_reads_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "read"}});
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
       "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");

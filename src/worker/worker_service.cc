@@ -220,8 +220,15 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
       }
       std::function<void()> write = [this, file, fetch] {
         const std::string& data = *fetch->result();
-        auto st = pages_->Put(PageKey{file.resolved.ns_path, file.version, 0}, std::span<const char>(data));
-        if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+        const PageKey key{file.resolved.ns_path, file.version, 0};
+        {
+          // A short-circuit open may have written it already (WriteFetchedPage).
+          std::lock_guard written(fetch->write_mu());
+          if (!pages_->Contains(key)) {
+            auto st = pages_->Put(key, std::span<const char>(data));
+            if (!st.ok() && st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+          }
+        }
         std::lock_guard lock(inflight_mu_);
         auto it = inflight_.find(InflightKey(file, 0));
         if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
@@ -442,8 +449,36 @@ bool WorkerService::NoteRead(const FileRef& file, uint64_t offset, uint64_t end)
   return sequential;
 }
 
+std::optional<PageRef> WorkerService::WriteFetchedPage(const FileRef& file, uint64_t page) {
+  std::shared_ptr<Fetch> fetch;
+  {
+    std::lock_guard lock(inflight_mu_);
+    auto it = inflight_.find(InflightKey(file, page));
+    if (it == inflight_.end()) return std::nullopt;
+    fetch = it->second;
+  }
+  if (!fetch->done() || !fetch->result() || page < fetch->start() || page >= fetch->end()) return std::nullopt;
+  const std::string& bytes = *fetch->result();
+  const uint64_t from = page - fetch->start();
+  if (bytes.size() != fetch->end() - fetch->start()) return std::nullopt;
+  const PageKey key{file.resolved.ns_path, file.version, page};
+  {
+    // The idle writer may be writing it now: wait for it rather than write it twice.
+    std::lock_guard written(fetch->write_mu());
+    if (!pages_->Contains(key)) {
+      auto st =
+          pages_->Put(key, std::span<const char>(bytes.data() + from, std::min<uint64_t>(page_size_, bytes.size() - from)));
+      if (!st.ok()) {
+        if (st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
+        return std::nullopt;
+      }
+    }
+  }
+  return pages_->Get(key);
+}
+
 std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t offset, uint64_t end,
-                                                 size_t max_segments) {
+                                                 size_t max_segments, bool write_fetched) {
   std::vector<Segment> segs;
   bool sequential = NoteRead(file, offset, end);
   for (uint64_t page = offset / page_size_ * page_size_; page < end && segs.size() < max_segments;
@@ -453,6 +488,10 @@ std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t o
     seg.length = std::min(end, page + page_size_) - seg.offset;
     seg.skip = seg.offset - page;
     auto ref = pages_->Get(PageKey{file.resolved.ns_path, file.version, page});
+    if (!ref && write_fetched) {
+      ref = WriteFetchedPage(file, page);
+      seg.fetched = ref.has_value();
+    }
     if (!ref || ref->length() < seg.skip + seg.length) break;
     seg.page = std::move(*ref);
     segs.push_back(std::move(seg));

@@ -57,12 +57,23 @@ class Fetch {
   void OnDone(std::function<void()> cb);
   // REQUIRES: done. The bytes [start, end), or why they could not be read.
   const Result<std::string>& result() const { return result_; }
+  // Whether Finish has run (result() may be read).
+  bool done() const {
+    std::lock_guard lock(mu_);
+    return done_;
+  }
 
   void Finish(Result<std::string> r);
 
+  // Held while the bytes of a finished fetch are written to the page store
+  // after it finished (a stat's first page: by the idle writer, or by a
+  // short-circuit open that needs the page at once), so they are written once.
+  std::mutex& write_mu() { return write_mu_; }
+
  private:
   uint64_t start_, end_;
-  std::mutex mu_;
+  std::mutex write_mu_;
+  mutable std::mutex mu_;
   bool done_ = false;
   std::vector<std::function<void()>> waiters_;
   Result<std::string> result_ = Err(Code::kInternal, "fetch not finished");
@@ -83,6 +94,8 @@ struct Segment {
   std::optional<PageRef> page;
   uint64_t skip = 0;
   std::shared_ptr<Fetch> fetch;
+  // A page CachedPrefix wrote just now from fetched bytes: they count as a miss.
+  bool fetched = false;
 };
 
 class WorkerService {
@@ -121,11 +134,17 @@ class WorkerService {
   // range needs). REQUIRES: offset < end, file.size <= kMaxFileSize.
   Result<std::vector<Segment>> PlanRead(const FileRef& file, uint64_t offset, uint64_t end);
 
-  // Non-blocking. The cached pages covering a prefix of [offset, end), at most
-  // `max_segments` of them, stopping at the first page not cached (no fetch
-  // is started for it). For short-circuit readers, which read the pages
-  // themselves; schedules read-ahead like PlanRead.
-  std::vector<Segment> CachedPrefix(const FileRef& file, uint64_t offset, uint64_t end, size_t max_segments);
+  // Non-blocking unless `write_fetched`. The cached pages covering a prefix of
+  // [offset, end), at most `max_segments` of them, stopping at the first page
+  // not cached (no fetch is started for it). For short-circuit readers, which
+  // read the pages themselves; schedules read-ahead like PlanRead. With
+  // `write_fetched` (blocking: a page write), a page whose bytes a finished
+  // fetch holds but the idle writer has not written yet (a cold file's first
+  // page, read by its stat) is written now and handed out too (Segment::
+  // fetched): a cold small file then reaches a same-host reader through its
+  // page file, without a second request over TCP.
+  std::vector<Segment> CachedPrefix(const FileRef& file, uint64_t offset, uint64_t end, size_t max_segments,
+                                    bool write_fetched = false);
 
   // Non-blocking. A cached page failed its checksum while being read through
   // `fd` (`why` says how): drops it, counted in shoal_cache_corrupt_pages_total,
@@ -176,6 +195,10 @@ class WorkerService {
   void RunFetch(FileRef file, std::shared_ptr<Fetch> fetch);
   // Caches the pages of `bytes`, read for `file` at file offset `start`.
   void CachePages(const FileRef& file, uint64_t start, const std::string& bytes);
+  // The page at `page` of `file` when a finished fetch in the in-flight table
+  // holds its bytes (not yet written by the idle writer): written now, then
+  // looked up. nullopt when there is none, or the page cannot be cached.
+  std::optional<PageRef> WriteFetchedPage(const FileRef& file, uint64_t page);
   void ReadAhead(const FileRef& file, uint64_t from);
   std::string InflightKey(const FileRef& f, uint64_t page) const;
   // Records `version` as the latest seen of `path`; true when it supersedes

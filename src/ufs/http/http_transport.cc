@@ -13,6 +13,10 @@
 namespace shoal {
 namespace {
 
+// curl's receive buffer: its default, and the most a download is given.
+constexpr size_t kDefaultReceiveBytes = 16 * 1024;
+constexpr size_t kMaxReceiveBytes = 256 * 1024;
+
 struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
@@ -177,6 +181,12 @@ Result<HttpResponse> PerformHttp(const HttpRequest& request) {
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  // A download into the caller's buffer takes what the socket holds per
+  // receive. With curl's default 16 KiB, a cold 130 KiB object cost a worker
+  // about 10 receives and 16 polls (strace of a cold small-files epoch).
+  if (req.body_out.size() > kDefaultReceiveBytes) {
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, static_cast<long>(std::min(req.body_out.size(), kMaxReceiveBytes)));
+  }
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, req.follow_redirects ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
   if (!req.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, req.ca_file.c_str());
