@@ -24,6 +24,10 @@
 //
 //   checkpoint_bench --shoal build/shoal --endpoint http://127.0.0.1:PROXY --bucket B
 //                    [--files 8] [--size 256MiB] [--small 200] [--rounds 1]
+//                    [--modes direct,through,cache-through,write-back]
+//
+// --modes runs only the rows named (to profile one of them); the restore's
+// "vs direct" column then needs the direct row among them.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "bench/percentile.h"
@@ -100,6 +105,7 @@ struct Args {
   size_t files = 8;
   uint64_t size = 256ull << 20;
   size_t small = 200;
+  std::vector<std::string> modes = {"direct", "through", "cache-through", "write-back"};
 };
 
 }  // namespace
@@ -118,7 +124,18 @@ int main(int argc, char** argv) {
       if (!s) Die(s.error().message());
       a.size = *s;
     } else if (k == "--small") a.small = std::stoul(v);
-    else Die("unknown option " + k);
+    else if (k == "--modes") {
+      a.modes.clear();
+      for (size_t at = 0; at <= v.size();) {
+        size_t comma = std::min(v.find(',', at), v.size());
+        std::string m = v.substr(at, comma - at);
+        if (m != "direct" && m != "through" && m != "cache-through" && m != "write-back") {
+          Die("--modes: unknown mode '" + m + "' (direct, through, cache-through, write-back)");
+        }
+        a.modes.push_back(m);
+        at = comma + 1;
+      }
+    } else Die("unknown option " + k);
   }
   if (a.shoal.empty() || a.endpoint.empty() || a.bucket.empty()) {
     Die("usage: checkpoint_bench --shoal BIN --endpoint URL --bucket B [--files N] [--size SIZE] [--small N]");
@@ -262,11 +279,20 @@ int main(int argc, char** argv) {
     double save_s, restore_s, restore_ufs_mb;
   };
   std::vector<Row> rows;
-  for (const std::string mnt : {"", "/th", "/ct", "/wb"}) {
-    const std::string name = mnt.empty()    ? "direct S3 (multipart, no Shoal)"
-                             : mnt == "/th" ? "through"
-                             : mnt == "/wb" ? "write-back (k=2)"
-                                            : "cache-through";
+  // Each mode: its --modes name, its mount ("" for direct), its row names.
+  struct Mode {
+    std::string flag, mnt, name, small_name;
+  };
+  std::vector<Mode> modes;
+  for (const Mode& m : {Mode{"direct", "", "direct S3 (multipart, no Shoal)", "direct S3 PUT"},
+                        Mode{"through", "/th", "through", "through"},
+                        Mode{"cache-through", "/ct", "cache-through", "cache-through"},
+                        Mode{"write-back", "/wb", "write-back (k=2)", "write-back (k=2)"}}) {
+    if (std::find(a.modes.begin(), a.modes.end(), m.flag) != a.modes.end()) modes.push_back(m);
+  }
+  for (const Mode& m : modes) {
+    const std::string& mnt = m.mnt;
+    const std::string& name = m.name;
     std::fprintf(stderr, "checkpoint_bench: save %zu x %s, %s\n", a.files, FormatSize(a.size).c_str(), name.c_str());
     double s = save(mnt);
     double before = ufs_bytes();
@@ -283,11 +309,9 @@ int main(int argc, char** argv) {
     double p50, p99;
   };
   std::vector<Small> smalls;
-  for (const std::string mnt : {"", "/th", "/ct", "/wb"}) {
-    const std::string name = mnt.empty()    ? "direct S3 PUT"
-                             : mnt == "/th" ? "through"
-                             : mnt == "/wb" ? "write-back (k=2)"
-                                            : "cache-through";
+  for (const Mode& m : modes) {
+    const std::string& mnt = m.mnt;
+    const std::string& name = m.small_name;
     std::fprintf(stderr, "checkpoint_bench: %zu small writes, %s\n", a.small, name.c_str());
     std::vector<double> ms;
     std::string body(10'000, '\0');
@@ -325,16 +349,19 @@ int main(int argc, char** argv) {
       "| checkpoint %zu x %s (%.0f MB) | save: all acknowledged | save MB/s | restore right after | restore MB/s | "
       "restore vs direct | store bytes read by the restore |\n|---|---|---|---|---|---|---|\n",
       a.files, FormatSize(a.size).c_str(), total_mb);
-  const double direct_restore = rows[0].restore_s;
+  const bool has_direct = !modes.empty() && modes[0].flag == "direct";
   for (const auto& r : rows) {
-    std::printf("| %s | %.2f s | %.0f | %.2f s | %.0f | %.1fx | %.0f MB |\n", r.name.c_str(), r.save_s,
-                total_mb / r.save_s, r.restore_s, total_mb / r.restore_s, direct_restore / r.restore_s,
-                r.restore_ufs_mb);
+    const std::string vs = has_direct ? fmt::format("{:.1f}x", rows[0].restore_s / r.restore_s) : "-";
+    std::printf("| %s | %.2f s | %.0f | %.2f s | %.0f | %s | %.0f MB |\n", r.name.c_str(), r.save_s,
+                total_mb / r.save_s, r.restore_s, total_mb / r.restore_s, vs.c_str(), r.restore_ufs_mb);
   }
   std::printf("| limit: 2 copies written and fdatasync'd on this disk, no network | %.2f s | %.0f | | | | |\n", limit_s,
               total_mb / limit_s);
-  std::printf("\nwrite-back: the background upload of the checkpoint had drained %.1f s after the save began\n\n",
-              wb_drain_s);
+  if (wb_drain_s > 0) {
+    std::printf("\nwrite-back: the background upload of the checkpoint had drained %.1f s after the save began\n",
+                wb_drain_s);
+  }
+  std::printf("\n");
   std::printf("| small writes (10 KB put + close, %zu, one at a time) | p50 | p99 |\n|---|---|---|\n", a.small);
   for (const auto& s : smalls) std::printf("| %s | %.1f ms | %.1f ms |\n", s.name.c_str(), s.p50, s.p99);
   return 0;

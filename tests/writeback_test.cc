@@ -234,6 +234,36 @@ TEST_F(WritebackTest, ReadYourWritesFromAnotherClientWhileTheUploadIsHeldAndNeve
   EXPECT_BYTES(ReadVia(*reader_, path), v2);
 }
 
+TEST_F(WritebackTest, APendingWriteIsReadShortCircuitFromAHolderOnThisHost) {
+  Start("file");
+  PauseAll(true);  // the write stays pending: only its holders have the bytes
+  const std::string path = "/wb/ckpt/shard-0.pt";
+  const std::string data = Bytes(3 * 1024 * 1024 + 77, 11);
+  auto st = WriteVia(*writer_, path, data);
+  ASSERT_TRUE(st) << st.error().ToString();
+  ASSERT_TRUE(st->version.starts_with("wb-"));
+  const uint64_t local_before = reader_->stats().local_read_bytes;
+  EXPECT_BYTES(ReadVia(*reader_, path), data);
+  auto f = reader_->OpenFile(path, OpenOptions{0});
+  ASSERT_TRUE(f) << f.error().ToString();
+  ASSERT_EQ((*f)->status().version, st->version);
+  std::string mid(5000, '\0');
+  auto n = (*f)->Pread(2 * 1024 * 1024 - 100, std::span<char>(mid.data(), mid.size()));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_BYTES(mid, data.substr(2 * 1024 * 1024 - 100, 5000));
+  // The holders passed their data files over the UNIX socket: no byte over TCP.
+  EXPECT_GE(reader_->stats().local_read_bytes - local_before, data.size() + mid.size());
+  EXPECT_FALSE(store_->Stat("ckpt/shard-0.pt"));
+
+  // Once uploaded, the same open File still reads the bytes it was opened on.
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
+  n = (*f)->Pread(0, std::span<char>(mid.data(), mid.size()));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_BYTES(mid, data.substr(0, 5000));
+  EXPECT_BYTES(ReadStore(*store_, "ckpt/shard-0.pt"), data);
+}
+
 TEST_F(WritebackTest, ALaterWriteOfThePathSupersedesAPendingOneAndTheStoreEndsWithTheNewest) {
   Start("file");
   PauseAll(true);

@@ -164,6 +164,21 @@ std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker
   return std::move(*reply);
 }
 
+namespace {
+
+// Exactly out.size() bytes of `fd` from `offset`; false on an error or a short file.
+bool PreadAll(int fd, uint64_t offset, std::span<char> out) {
+  for (size_t got = 0; got < out.size();) {
+    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds,
                                    const std::string& ns_path, const std::string& version, uint64_t offset,
                                    std::span<char> out) {
@@ -174,6 +189,13 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     if (seg.length > out.size() - done || seg.page_offset > UINT64_MAX - seg.header_len ||
         seg.data_offset < seg.page_offset + seg.header_len) {
       break;  // never write past `out`
+    }
+    if (seg.header_len == 0) {
+      // A pending write-back's data file (local_wire.h): the file's own bytes
+      // at their own offsets, no page header to check.
+      if (seg.data_offset != offset + done || !PreadAll(fds[i], seg.data_offset, out.subspan(done, seg.length))) break;
+      done += seg.length;
+      continue;
     }
     const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // into the page's data
     Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation);

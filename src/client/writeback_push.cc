@@ -280,6 +280,14 @@ Status ClientImpl::ReadPending(const ResolvedPath& rp, const FileStatus& st, uin
   for (size_t i : snap->ring.Owners(HashRing::MetaKey(rp.ns_path), std::min<size_t>(snap->workers.size(), 16))) {
     if (members[i].down) continue;
     const WorkerEntry& w = snap->workers[i];
+    if (config_.client.short_circuit && DiscoverLocal(w, deadline).ok()) {
+      // A holder on this host hands over its data file (worker ServeLocalPending).
+      const uint64_t n = local_.Read(w.address, rp.ns_path, st.version, st.size, offset, out);
+      local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+      worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+      if (n == out.size()) return {};
+      if (n > 0) return ReadPending(rp, st, offset + n, out.subspan(n), deadline);
+    }
     auto r = caller_.Call(w, "GET", target, deadline, rp.ns_path, out);
     if (r.worker_failed) router_.ReportFailure(w, r.status);
     if (r.status.ok()) {

@@ -57,6 +57,9 @@ struct Request {
 // block file) whose page header starts at page_offset and is header_len
 // bytes (its data follows, so the bytes are [data_offset - page_offset -
 // header_len, ...) of the page's data) and carries `generation`.
+// header_len 0 marks a raw segment: the fd is a pending write-back's data
+// file (version "wb-<id>"), whose byte data_offset is the file's byte
+// data_offset (so data_offset equals the range's offset); no header to check.
 struct Segment {
   uint64_t data_offset = 0;
   uint64_t length = 0;
