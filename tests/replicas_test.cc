@@ -21,7 +21,9 @@
 
 #include "cluster/hash_ring.h"
 #include "tests/etcd_workers.h"
+#include "tests/harness/raw_http.h"
 #include "tests/harness/shoal_cluster.h"
+#include "ufs/uri.h"
 
 namespace shoal::testing {
 namespace {
@@ -237,4 +239,67 @@ TEST_F(ReplicaFailoverTest, ReplicatedReadsSurviveAKilledHolderWithTheStoreGone)
 }
 
 }  // namespace
+// A holder that fetched a replicated file for a read (which names version and
+// size, so no stat reached it) keeps the file's metadata too: once the other
+// holder is lost, the stat sent to it must not need the store. Before, this
+// depended on which holder the warm reader's stats happened to reach (the
+// test above failed 1 CI run in ~20 with NotFound, the store being gone).
+TEST_F(ReplicaFailoverTest, AHolderThatFetchedForAReadKeepsTheMetadata) {
+  Config c = MakeConfig();
+  for (const char* cache : {"c0", "c1", "c2"}) StartWorker(c, cache);
+  auto client = NewClient(c, 3);
+  ASSERT_TRUE(client);
+  const std::string path = "/data/rep/f0";
+  const std::string& data = files_.at("rep/f0");
+  const RingInfo info = client->Ring();
+  std::vector<std::string> ids;
+  std::vector<uint64_t> weights;
+  for (const auto& m : info.members) {
+    ids.push_back(m.id);
+    weights.push_back(m.weight);
+  }
+  HashRing ring(ids, weights);
+  auto holders = ring.Owners(HashRing::MetaKey(path), 2);
+  ASSERT_EQ(holders.size(), 2u);
+  auto index_of = [&](const std::string& id) {
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].id == id) return i;
+    return entries_.size();
+  };
+  const size_t a = index_of(ids[holders[0]]), b = index_of(ids[holders[1]]);
+  ASSERT_LT(a, entries_.size());
+  ASSERT_LT(b, entries_.size());
+  const std::string auth = "Authorization: Bearer " + c.cluster.secret + "\r\n";
+  auto get = [&](size_t worker, const std::string& target) {
+    auto conn = RawConnection::Connect(entries_[worker].address);
+    EXPECT_TRUE(conn);
+    if (!conn || !conn->Send(HttpGet(target, auth))) return RawConnection::Response{};
+    return conn->ReadResponse(Millis(30000)).value_or(RawConnection::Response{});
+  };
+  // The version from the first holder's stat (only it caches the metadata),
+  // then the whole file read from the second holder, which fetches it.
+  auto st = get(a, "/v1/stat?path=" + PercentEncode(path, true));
+  ASSERT_EQ(st.status, 200) << st.head << st.body;
+  auto vpos = st.body.find("\"version\":\"");
+  ASSERT_NE(vpos, std::string::npos) << st.body;
+  vpos += 11;
+  const std::string version = st.body.substr(vpos, st.body.find('"', vpos) - vpos);
+  auto read = get(b, "/v1/read?path=" + PercentEncode(path, true) + "&version=" + PercentEncode(version, false) +
+                         "&size=" + std::to_string(data.size()) + "&offset=0&length=" + std::to_string(data.size()));
+  ASSERT_EQ(read.status, 200) << read.head;
+  ASSERT_TRUE(read.body == data);
+  ASSERT_TRUE(WaitFor([&] { return Sum("shoal_replica_push_bytes_total", addresses_) >= data.size(); }, 60s))
+      << "the second holder never pushed the file to the first";
+
+  // The first holder dies, the store goes: the second answers the stat and the bytes.
+  workers_[a].Signal(SIGKILL);
+  workers_[a].Stop();
+  fs::rename(root_ + "/ufs", root_ + "/gone");
+  auto reader = NewClient(c, 3);
+  ASSERT_TRUE(reader);
+  auto got = ReadWholeFile(*reader, path);
+  ASSERT_TRUE(got) << path << " (replicas: 2) failed: " << got.error().ToString();
+  EXPECT_TRUE(*got == data);
+}
+
 }  // namespace shoal::testing
