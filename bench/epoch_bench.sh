@@ -39,18 +39,8 @@ while (($#)); do
   shift
 done
 ((EPOCHS >= 2)) || { echo "bench/epoch_bench.sh: --epochs must be at least 2 (the first epoch is the cold one)" >&2; exit 2; }
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-BIN="$BUILD_DIR/bench"
-ninja -C "$BUILD_DIR" -j2 loadgen wan_proxy shoal >/dev/null
-WORK=$(mktemp -d /tmp/shoal-epochbench.XXXXXX)
-# shellcheck source=bench/services.sh
-source "$ROOT/bench/services.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-LG="$BIN/loadgen"
-DATA="$WORK/data"
-RESULTS="$WORK/results.tsv"
-: >"$RESULTS"
+# shellcheck source=bench/standalone.sh
+source "$ROOT/bench/standalone.sh" epochbench
 
 "$LG" gen --root "$DATA" --prefix small --count "$SMALL_N" --min-size 110KiB --max-size 150KiB --seed 13 \
   --manifest "$WORK/small.manifest" >&2

@@ -28,18 +28,8 @@ while (($#)); do
   esac
   shift
 done
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-BIN="$BUILD_DIR/bench"
-ninja -C "$BUILD_DIR" -j2 loadgen wan_proxy shoal >/dev/null
-WORK=$(mktemp -d /tmp/shoal-loadbench.XXXXXX)
-# shellcheck source=bench/services.sh
-source "$ROOT/bench/services.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-LG="$BIN/loadgen"
-DATA="$WORK/data"
-RESULTS="$WORK/results.tsv"
-: >"$RESULTS"
+# shellcheck source=bench/standalone.sh
+source "$ROOT/bench/standalone.sh" loadbench
 SHOAL_CACHE_SIZE=${SHOAL_CACHE_SIZE:-4GiB}
 
 "$LG" gen --root "$DATA" --prefix small --count "$SMALL_N" --min-size 110KiB --max-size 150KiB --seed 11 \

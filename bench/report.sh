@@ -327,8 +327,13 @@ EOF
     echo
     echo "| run | dataset / cold egress (bytes) | ring dropped the host after | reads during the outage | failed reads | store egress during the outage | rejoined after link up | store egress after the rejoin | rejoined host's misses (bytes) |"
     echo "|---|---|---|---|---|---|---|---|---|"
+    # Fields by position in the line tests/netns_test.cc prints; a line of another shape is shown as it is.
     awk '{
-      n++; ds=$3; ce=$7; sub(/;$/, "", ce); dr=$14; oe=$21; rd=$24; rj=$28; re=$32; sub(/,$/, "", re); mi=$34
+      n++
+      if ($13 != "after" || $20 != "egress" || $23 != "over" || $27 != "after" || $33 != "misses") {
+        printf "| %d | (unexpected line: %s) | | | | | | | |\n", n, $0; next
+      }
+      ds=$3; ce=$7; sub(/;$/, "", ce); dr=$14; oe=$21; rd=$24; rj=$28; re=$32; sub(/,$/, "", re); mi=$34
       printf "| %d | %s / %s | %s s | %s | 0 | %s B | %s s | %s B | %s |\n", n, ds, ce, dr, rd, oe, rj, re, mi }' "$WORK/netns.out"
   else
     echo "not run: $NETNS_NOTRUN"

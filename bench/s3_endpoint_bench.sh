@@ -30,18 +30,8 @@ while (($#)); do
   esac
   shift
 done
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-BIN="$BUILD_DIR/bench"
-ninja -C "$BUILD_DIR" -j2 loadgen wan_proxy shoal >/dev/null
-WORK=$(mktemp -d /tmp/shoal-s3bench.XXXXXX)
-# shellcheck source=bench/services.sh
-source "$ROOT/bench/services.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-LG="$BIN/loadgen"
-DATA="$WORK/data"
-RESULTS="$WORK/results.tsv"
-: >"$RESULTS"
+# shellcheck source=bench/standalone.sh
+source "$ROOT/bench/standalone.sh" s3bench
 
 "$LG" gen --root "$DATA" --prefix large --count "$LARGE_N" --min-size 64MiB --max-size 64MiB --seed 31 \
   --manifest "$WORK/large.manifest" >&2

@@ -22,6 +22,7 @@
 #include "cluster/hash_ring.h"
 #include "tests/etcd_workers.h"
 #include "tests/harness/raw_http.h"
+#include "tests/harness/ring_snapshot.h"
 #include "tests/harness/shoal_cluster.h"
 #include "ufs/uri.h"
 
@@ -169,18 +170,13 @@ class ReplicaFailoverTest : public EtcdWorkersTest {
   // shards) is owned by `id` on the ring `info`.
   bool NeedsWorker(const RingInfo& info, const std::string& rel, const std::string& id,
                    const std::string& version) const {
-    std::vector<std::string> ids;
-    std::vector<uint64_t> weights;
-    for (const auto& m : info.members) {
-      ids.push_back(m.id);
-      weights.push_back(m.weight);
-    }
-    HashRing ring(ids, weights);
+    const RingSnapshot ring = SnapshotOf(info);
+    auto owner = [&](const std::string& key) { return ring.workers[ring.ring.Owner(key)].id; };
     const std::string path = "/data/" + rel;
     for (uint64_t shard = 0; shard * kShard < files_.at(rel).size(); ++shard) {
-      if (ids[ring.Owner(HashRing::DataKey(path, version, shard))] == id) return true;
+      if (owner(HashRing::DataKey(path, version, shard)) == id) return true;
     }
-    return ids[ring.Owner(HashRing::MetaKey(path))] == id;
+    return owner(HashRing::MetaKey(path)) == id;
   }
 
   std::map<std::string, std::string> files_;  // "rep/f0" -> content
@@ -251,22 +247,15 @@ TEST_F(ReplicaFailoverTest, AHolderThatFetchedForAReadKeepsTheMetadata) {
   ASSERT_TRUE(client);
   const std::string path = "/data/rep/f0";
   const std::string& data = files_.at("rep/f0");
-  const RingInfo info = client->Ring();
-  std::vector<std::string> ids;
-  std::vector<uint64_t> weights;
-  for (const auto& m : info.members) {
-    ids.push_back(m.id);
-    weights.push_back(m.weight);
-  }
-  HashRing ring(ids, weights);
-  auto holders = ring.Owners(HashRing::MetaKey(path), 2);
+  const RingSnapshot ring = SnapshotOf(client->Ring());
+  auto holders = ring.ring.Owners(HashRing::MetaKey(path), 2);
   ASSERT_EQ(holders.size(), 2u);
-  auto index_of = [&](const std::string& id) {
+  auto index_of = [&](size_t member) {
     for (size_t i = 0; i < entries_.size(); ++i)
-      if (entries_[i].id == id) return i;
+      if (entries_[i].id == ring.workers[member].id) return i;
     return entries_.size();
   };
-  const size_t a = index_of(ids[holders[0]]), b = index_of(ids[holders[1]]);
+  const size_t a = index_of(holders[0]), b = index_of(holders[1]);
   ASSERT_LT(a, entries_.size());
   ASSERT_LT(b, entries_.size());
   const std::string auth = "Authorization: Bearer " + c.cluster.secret + "\r\n";
