@@ -8,6 +8,8 @@
 // (POST /v1/wb/pause), the store is taken away by replacing its directory.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -101,6 +103,7 @@ class WritebackTest : public ::testing::Test {
     o.workers = workers;
     o.mounts = {m};
     o.secret = kSecret;
+    o.cache_root = cache_root_;
     o.client.down_backoff = 200ms;  // a restarted worker is used again soon
     o.worker = [tune](WorkerConfig& w) {
       w.write_back_takeover = 3s;
@@ -117,6 +120,10 @@ class WritebackTest : public ::testing::Test {
     store_.reset();
     s3_.reset();
     if (!dir_.empty()) fs::remove_all(dir_);
+    if (!cache_root_.empty()) {
+      ::umount2(cache_root_.c_str(), MNT_DETACH);
+      fs::remove_all(cache_root_);
+    }
   }
 
   void PauseAll(bool on) {
@@ -148,6 +155,7 @@ class WritebackTest : public ::testing::Test {
 
   std::unique_ptr<S3rverProcess> s3_;
   std::string dir_, store_dir_;
+  std::string cache_root_;  // the workers' disk: "" = the harness's temp dir; else a small tmpfs mounted here
   std::shared_ptr<UnderStore> store_;
   std::unique_ptr<ShoalCluster> cluster_;
   std::unique_ptr<Client> writer_;
@@ -337,6 +345,41 @@ TEST_F(WritebackTest, AFailingJournalAndBackpressureFallBackToThroughAndLoseNoth
     const std::string path = "/wb/bp/" + std::to_string(i);
     EXPECT_BYTES(ReadVia(*reader_, path), written[path]);
   }
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);
+}
+
+// The workers' disk really fills up (a 4 MiB tmpfs under all three): files
+// already acknowledged stay held and reach the store; a file that does not fit
+// on its holders' disk falls back to through, is in the store byte-exact, and
+// is read back the same.
+TEST_F(WritebackTest, ARealFullDiskFallsBackToThroughAndLosesNothingAcknowledged) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  cache_root_ = MakeTempDir("wbfull");
+  ASSERT_FALSE(cache_root_.empty());
+  if (::mount("tmpfs", cache_root_.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    fs::remove_all(cache_root_);
+    cache_root_.clear();
+    GTEST_SKIP() << "cannot mount tmpfs here";
+  }
+  Start("file");
+  PauseAll(true);
+  std::map<std::string, std::string> written;
+  for (int i = 0; i < 3; ++i) {
+    const std::string path = "/wb/full/held" + std::to_string(i);
+    written[path] = Bytes(100 * 1024 + i, static_cast<uint32_t>(70 + i));
+    ASSERT_TRUE(WriteVia(*writer_, path, written[path]));
+  }
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 0u) << "small files fit: written back";
+  // Two copies of 6 MiB cannot fit on a 4 MiB disk: the holders hit ENOSPC mid-stream.
+  written["/wb/full/big"] = Bytes(6 * 1024 * 1024 + 3, 77);
+  auto big = WriteVia(*writer_, "/wb/full/big", written["/wb/full/big"]);
+  ASSERT_TRUE(big) << "a full disk must fall back, not fail: " << big.error().ToString();
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 1u);
+  EXPECT_FALSE(big->version.starts_with("wb-")) << "written through: the store's version";
+  EXPECT_BYTES(ReadStore(*store_, "full/big"), written["/wb/full/big"]);
+  for (const auto& [path, data] : written) EXPECT_BYTES(ReadVia(*reader_, path), data);
   PauseAll(false);
   ASSERT_TRUE(Drained());
   for (const auto& [path, data] : written) EXPECT_BYTES(ReadStore(*store_, path.substr(4)), data);

@@ -223,10 +223,19 @@ Result<FileStatus> WritebackStream::Commit(uint64_t size, uint64_t xxh3) {
     threads_.clear();
     std::lock_guard lock(mu_);
     answers = committed_;
+    // A holder that stopped before its commit (a refused append: disk full,
+    // journal unwritable) left why in failed_, not in its answer.
+    if (!failed_.ok()) {
+      for (auto& a : answers) {
+        if (!a) a = Err(failed_);
+      }
+    }
   }
   std::string failed;
   for (const auto& a : answers) {
-    if (!a) failed += (failed.empty() ? "" : "; ") + a.error().message();
+    if (!a && failed.find(a.error().message()) == std::string::npos) {
+      failed += (failed.empty() ? "" : "; ") + a.error().message();
+    }
   }
   if (!failed.empty()) {
     {
