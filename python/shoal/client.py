@@ -178,6 +178,34 @@ class Client:
             raise ValueError(f"readinto {path}: negative offset {offset}")
         return self._client().readinto(os.fspath(path), buffer, offset)
 
+    def read_many(self, paths) -> list:
+        """read(path) of each path (whole files), in order: a list of bytes.
+
+        The files are read one after another, with the GIL released twice per 64 files
+        rather than twice per file, so that Python threads reading many small files do not
+        queue for the GIL (use several threads for parallel reads). Raises the error of the
+        first file that fails (FileNotFoundError, ...), naming it.
+        """
+        if isinstance(paths, (str, bytes, os.PathLike)):
+            raise TypeError(f"read_many takes a list of paths, not one path ({paths!r}): use read()")
+        return self._client().read_many([os.fspath(p) for p in paths])
+
+    def readinto_many(self, items) -> list:
+        """readinto(path, buffer, offset) of each (path, buffer) or (path, buffer, offset) of
+        `items`, in order, with ONE release of the GIL for them all; returns the counts.
+
+        Stops at the first file that fails and raises its error (the buffers before it are
+        filled). Buffers must be writable and C-contiguous (bytearray, memoryview, numpy).
+        """
+        batch = []
+        for i, item in enumerate(items):
+            if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+                raise TypeError(f"readinto_many: item {i} is not a (path, buffer) or (path, buffer, offset) tuple")
+            if len(item) == 3 and item[2] < 0:
+                raise ValueError(f"readinto_many {item[0]}: negative offset {item[2]}")
+            batch.append((os.fspath(item[0]), *item[1:]))
+        return self._client().readinto_many(batch)
+
     def open(self, path, mode="rb", buffering=-1):
         """A binary file.
 
