@@ -30,6 +30,20 @@ MountInfo = _shoal.MountInfo
 WRITE_BUFFER = 8 << 20  # a ShoalWriter's buffer: small writes are gathered into parts this size
 
 
+# Bumped in a child after each fork. Clients and files compare it with the one they were
+# opened under, instead of calling os.getpid() on every read: on a virtual machine that
+# system call costs microseconds, paid with the GIL held.
+_fork_generation = 0
+
+
+def _after_fork_in_child():
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _config_path(config):
     if config is None:
         config = os.environ.get("SHOAL_CONFIG", "")
@@ -50,21 +64,21 @@ class Client:
 
     def __init__(self, config=None):
         self.config = _config_path(config)
-        self._pid = os.getpid()
+        self._generation = _fork_generation
         self._native = _shoal.Client(self.config)
 
     # -- fork safety and pickling --------------------------------------------------------
 
     def _client(self):
         """The C++ client of this process: a fresh one after a fork."""
-        pid = os.getpid()
-        if self._pid != pid:
+        if self._generation != _fork_generation:
             # The old native client is released here and leaked by the extension (see the
             # module docstring): never destroyed in the child. No lock: one inherited from
             # the parent could be held forever; two threads racing here make two clients
             # of this process, and the one dropped is destroyed normally.
+            generation = _fork_generation
             self._native = _shoal.Client(self.config)
-            self._pid = pid
+            self._generation = generation
         return self._native
 
     def __reduce__(self):
@@ -318,7 +332,7 @@ class ShoalRawFile(io.RawIOBase):
         self._shoal_client = client
         self.name = path
         self._pos = position
-        self._pid = os.getpid()
+        self._generation = _fork_generation
         self._file = client._client().open(path)
         self._status = self._file.status
 
@@ -331,7 +345,8 @@ class ShoalRawFile(io.RawIOBase):
         return self._status.size
 
     def _native(self):
-        if self._pid != os.getpid():
+        if self._generation != _fork_generation:
+            generation = _fork_generation
             f = self._shoal_client._client().open(self.name)
             if f.status.version != self._status.version:
                 f.close()
@@ -340,7 +355,7 @@ class ShoalRawFile(io.RawIOBase):
                     f"{self.name} changed since it was opened (version {self._status.version} -> "
                     f"{f.status.version}); open it again",
                 )
-            self._file, self._pid = f, os.getpid()
+            self._file, self._generation = f, generation
         return self._file
 
     def readable(self):
@@ -389,7 +404,7 @@ class ShoalRawFile(io.RawIOBase):
         return self._pos
 
     def close(self):
-        if not self.closed and self._pid == os.getpid():
+        if not self.closed and self._generation == _fork_generation:
             self._file.close()
         super().close()
 
