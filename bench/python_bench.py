@@ -350,9 +350,9 @@ def main():
     from shoal.testing import Servers
 
     small_n, large_n, cold_n = (400, 2, 300) if args.quick else (2000, 4, 1000)
-    # The quick dataset has 2 shards (~20 ms an epoch): more epochs so that a measurement is not
-    # a few hundredths of a second.
-    large_epochs = WARM_EPOCHS * 4 if args.quick else WARM_EPOCHS
+    # The quick datasets are read in ~20 ms (2 shards) and ~40 ms (400 files) an epoch: more epochs,
+    # so that a measurement is not a tenth of a second, which this shared machine's noise swamps.
+    warm_epochs = WARM_EPOCHS * 4 if args.quick else WARM_EPOCHS
     large_size = "64MiB"
     work = tempfile.mkdtemp(prefix="shoal-pybench-")
     data = os.path.join(work, "data")
@@ -414,27 +414,27 @@ def main():
                 # them one after another (all readers finish an epoch before the next starts) and its
                 # first epoch is not timed, as loadgen's is not.
                 rnd = random.Random(r)
-                epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(WARM_EPOCHS + 1)]
-                epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(large_epochs + 1)]
+                epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(warm_epochs + 1)]
+                epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(warm_epochs + 1)]
                 sides = ["native", "python"] if r % 2 else ["python", "native"]
                 for side in sides:
                     if side == "native":
                         s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
-                                           r, epochs=WARM_EPOCHS + 1, verify="first")
-                        add("warm_small_native", s, b, small_n * WARM_EPOCHS)
+                                           r, epochs=warm_epochs + 1, verify="first")
+                        add("warm_small_native", s, b, small_n * warm_epochs)
                         s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
-                                           epochs=large_epochs + 1, verify="first")
-                        add("warm_large_native", s, b, large_n * large_epochs)
+                                           epochs=warm_epochs + 1, verify="first")
+                        add("warm_large_native", s, b, large_n * warm_epochs)
                     else:
                         s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL)
-                        add("warm_small_python", s, b, small_n * WARM_EPOCHS)
+                        add("warm_small_python", s, b, small_n * warm_epochs)
                         s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL, batched=True)
-                        add("warm_small_python_batched", s, b, small_n * WARM_EPOCHS)
+                        add("warm_small_python_batched", s, b, small_n * warm_epochs)
                         s, b = python_processes_read(config, "/data", files["small"],
                                                      [i for e in epochs_small[1:] for i in e], READERS_SMALL)
-                        add("warm_small_python_procs", s, b, small_n * WARM_EPOCHS)
+                        add("warm_small_python_procs", s, b, small_n * warm_epochs)
                         s, b = python_epochs(client, files["large"], epochs_large, READERS_LARGE)
-                        add("warm_large_python", s, b, large_n * large_epochs)
+                        add("warm_large_python", s, b, large_n * warm_epochs)
 
             egress = {}
             for delay, (proxy_endpoint, stats_addr, _, site_client) in ([] if args.warm_only else sites.items()):
@@ -526,7 +526,9 @@ def report(res, egress, args):
     lines += [
         "",
         "The prefetch is given the epoch's order (as ShoalSampler does) and keeps at most 128 files / 64 MiB ahead of "
-        "the readers with 16 threads; the workers fetch each file once (egress above). The native warm rows are "
+        "the readers with 16 threads; the workers fetch each file once (egress above). Each warm measurement is "
+        f"{WARM_EPOCHS * 4 if args.quick else WARM_EPOCHS} epochs, after one untimed epoch, on both sides, "
+        "epoch after epoch (Python's as loadgen's: every reader ends one before the next starts). The native warm rows are "
         "loadgen's Shoal reader (4 MiB buffer per reader; each run's epochs after its first, so that its client is warm "
         "as the long-lived Python one is), the Python rows the same reads from Python threads: "
         "`Client.readinto(path, buffer)` for a small file, `Client.open(...).readinto()` in 4 MiB pieces for a shard, "
