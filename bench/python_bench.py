@@ -11,7 +11,9 @@ manifest's xxh3:
 
   warm:  small files (whole, 8 readers) and large shards (sequential, 4 readers),
          native client (loadgen's shoal reader) vs Python (Client.open + readinto
-         into one reused buffer, the GIL released) in the same process layout;
+         into one reused buffer per reader, made before any timing as loadgen's is;
+         the GIL released) in the same process layout; small files also with
+         Client.readinto_many (one GIL release per 8 files), a row of its own;
   cold:  a first epoch over files nobody has read, 8 readers in a random order, with
          the store 20 ms and 100 ms away (first-byte delay):
          direct S3 through the emulator (loadgen's HTTP reader, and boto3), Shoal
@@ -46,6 +48,8 @@ CHUNK = 4 << 20  # as loadgen's shoal reader: one buffer of 4 MiB per reader
 # further away, where reading ahead has more latency to hide.
 COLD_DELAYS = ["20ms", "100ms"]
 WARM_EPOCHS = 4  # per warm measurement, so that each lasts seconds rather than a fraction of one
+BATCH_FILES = 8  # at most, per Client.readinto_many call of the batched row (more leaves readers idle at
+# the end of a quick epoch: 400 files in runs of ~30 are 13 calls for 8 readers)
 
 
 def log(msg):
@@ -82,23 +86,24 @@ class Check:
 
 
 def run_threads(n, order, read_one):
-    """n threads take items of `order` in turn; returns the wall time."""
+    """n threads take items of `order` in turn (read_one(item index, thread index)); returns the
+    wall time."""
     nxt = iter(range(len(order)))
     lock = threading.Lock()
     errors = []
 
-    def worker():
+    def worker(k):
         try:
             while True:
                 with lock:
                     i = next(nxt, None)
                 if i is None:
                     return
-                read_one(i)
+                read_one(i, k)
         except Exception as e:  # noqa: BLE001 - reported by the caller
             errors.append(e)
 
-    threads = [threading.Thread(target=worker) for _ in range(n)]
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n)]
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -110,17 +115,49 @@ def run_threads(n, order, read_one):
     return secs
 
 
-def python_shoal_read(client, prefix, files, order, readers, prefetch=None, verify=True):
+_reader_buffers = []
+
+
+def reader_buffers(n):
+    """One CHUNK buffer per reader, made (and its pages touched) once and reused by every
+    later run, as loadgen's reader makes its buffer before its first epoch: a fresh 4 MiB
+    buffer per timed run paid ~1000 page faults per reader inside the timing (tens of
+    microseconds each on this paravirtualised VM), which the native side never pays."""
+    while len(_reader_buffers) < n:
+        _reader_buffers.append(memoryview(bytearray(CHUNK)))
+    return _reader_buffers[:n]
+
+
+def batches_of(files, order, limit=CHUNK, most=BATCH_FILES):
+    """`order` cut into runs of consecutive items whose files fit together in one reader's
+    buffer (at most `most` files): the calls of Client.readinto_many."""
+    out, cur, used = [], [], 0
+    for i in order:
+        size = files[i][1]
+        if cur and (used + size > limit or len(cur) == most):
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(i)
+        used += size
+    if cur:
+        out.append(cur)
+    return out
+
+
+def python_shoal_read(client, prefix, files, order, readers, prefetch=None, verify=True, batched=False):
     """Whole files, `readers` threads; -> (secs, bytes). A file that fits the reader's 4 MiB buffer
     is one Client.readinto (open and read in one call without the GIL); a larger one is streamed
-    through Client.open(...).readinto() in 4 MiB pieces, as loadgen's reader does. verify=False
-    only counts the bytes (sizes still checked): for timed warm epochs whose every byte was checked
-    by a verified pass in the same run, as loadgen's `--verify first`; the python xxhash module holds
-    the GIL while it hashes, so a per-read check in Python measures that module, not the SDK."""
+    through Client.open(...).readinto() in 4 MiB pieces, as loadgen's reader does. batched=True
+    (small files only): one Client.readinto_many per run of files that fit the buffer together
+    (batches_of, at most BATCH_FILES), so one GIL release per 8 files instead of one per file.
+    verify=False only counts the bytes (sizes still checked): for timed warm epochs whose every
+    byte was checked by a verified pass in the same run, as loadgen's `--verify first`; the python
+    xxhash module holds the GIL while it hashes, so a per-read check in Python measures that
+    module, not the SDK."""
     import xxhash
 
     check = Check()
-    local = threading.local()
+    bufs = reader_buffers(readers)
     if not verify:
         def hash_of(view):
             return None
@@ -135,13 +172,11 @@ def python_shoal_read(client, prefix, files, order, readers, prefetch=None, veri
         hash_of = xxhash.xxh3_64_intdigest
         Hasher = xxhash.xxh3_64
 
-    def read_one(i):
+    def read_one(i, k):
         if prefetch is not None:
             prefetch.advance(i)
         name, size, h = files[order[i]]
-        buf = getattr(local, "buf", None)
-        if buf is None:
-            buf = local.buf = memoryview(bytearray(CHUNK))
+        buf = bufs[k]
         if size <= CHUNK:
             n = client.readinto(f"{prefix}/{name}", buf[:size])
             check.add(name, n, hash_of(buf[:n]), size, h)
@@ -157,10 +192,38 @@ def python_shoal_read(client, prefix, files, order, readers, prefetch=None, veri
                 done += n
         check.add(name, done, x.intdigest(), size, h)
 
-    secs = run_threads(readers, order, read_one)
+    if batched:
+        runs = batches_of(files, order)
+
+        def read_run(j, k):
+            items, pos = [], 0
+            for i in runs[j]:
+                size = files[i][1]
+                items.append((f"{prefix}/{files[i][0]}", bufs[k][pos:pos + size]))
+                pos += size
+            counts = client.readinto_many(items)
+            for i, (_, view), n in zip(runs[j], items, counts):
+                name, size, h = files[i]
+                check.add(name, n, hash_of(view[:n]), size, h)
+
+        secs = run_threads(readers, runs, read_run)
+    else:
+        secs = run_threads(readers, order, read_one)
     if check.errors:
         raise RuntimeError(f"{len(check.errors)} files read wrong, first: {check.errors[0]}")
     return secs, check.bytes
+
+
+def python_epochs(client, files, epochs, readers, batched=False):
+    """python_shoal_read of each epoch's order in turn, unverified, as loadgen runs its epochs;
+    -> (secs, bytes) summed over the epochs after the first, which is not timed (loadgen's
+    first epoch is not either)."""
+    secs = nbytes = 0
+    for e, order in enumerate(epochs):
+        s, b = python_shoal_read(client, "/data", files, order, readers, verify=False, batched=batched)
+        if e > 0:
+            secs, nbytes = secs + s, nbytes + b
+    return secs, nbytes
 
 
 def python_processes_read(config, prefix, files, order, nprocs):
@@ -220,7 +283,7 @@ def boto3_read(endpoint, files, order, readers):
                       config=botocore.config.Config(max_pool_connections=readers, s3={"addressing_style": "path"}))
     check = Check()
 
-    def read_one(i):
+    def read_one(i, k):
         name, size, h = files[order[i]]
         body = s3.get_object(Bucket=BUCKET, Key=name)["Body"].read()
         check.add(name, len(body), xxhash.xxh3_64_intdigest(body), size, h)
@@ -279,6 +342,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small datasets, a few minutes")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", help="also write the markdown section to this file")
+    ap.add_argument("--warm-only", action="store_true", help="only the warm rows (no cold epochs): for profiling")
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(args.build, "python"))
@@ -286,6 +350,9 @@ def main():
     from shoal.testing import Servers
 
     small_n, large_n, cold_n = (400, 2, 300) if args.quick else (2000, 4, 1000)
+    # The quick datasets are read in ~20 ms (2 shards) and ~40 ms (400 files) an epoch: more epochs,
+    # so that a measurement is not a tenth of a second, which this shared machine's noise swamps.
+    warm_epochs = WARM_EPOCHS * 4 if args.quick else WARM_EPOCHS
     large_size = "64MiB"
     work = tempfile.mkdtemp(prefix="shoal-pybench-")
     data = os.path.join(work, "data")
@@ -331,6 +398,7 @@ def main():
 
             def add(key, secs, nbytes, nfiles):
                 res.setdefault(key, []).append((nbytes / secs / 1e6, nfiles / secs))
+                log(f"{key}: {nbytes / secs / 1e6:.1f} MB/s, {nfiles / secs:.1f} files/s")
 
             log("warming small and large")
             loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL, 1)
@@ -338,34 +406,38 @@ def main():
             # Every byte Python reads is checked once in this run (untimed); the timed warm epochs
             # below read without a per-read checksum on both sides (loadgen --verify first).
             python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL)
+            python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL, batched=True)
             python_shoal_read(client, "/data", files["large"], list(range(large_n)), READERS_LARGE)
             for r in range(1, args.rounds + 1):
                 log(f"warm round {r}/{args.rounds}")
-                # WARM_EPOCHS passes in a fresh random order each, as loadgen's epochs are.
+                # Epochs in a fresh random order each, as loadgen's epochs are; like loadgen, Python reads
+                # them one after another (all readers finish an epoch before the next starts) and its
+                # first epoch is not timed, as loadgen's is not.
                 rnd = random.Random(r)
-                order_small = [i for _ in range(WARM_EPOCHS) for i in rnd.sample(range(small_n), small_n)]
-                order_large = [i for _ in range(WARM_EPOCHS) for i in rnd.sample(range(large_n), large_n)]
+                epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(warm_epochs + 1)]
+                epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(warm_epochs + 1)]
                 sides = ["native", "python"] if r % 2 else ["python", "native"]
                 for side in sides:
                     if side == "native":
                         s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
-                                           r, epochs=WARM_EPOCHS + 1, verify="first")
-                        add("warm_small_native", s, b, small_n * WARM_EPOCHS)
+                                           r, epochs=warm_epochs + 1, verify="first")
+                        add("warm_small_native", s, b, small_n * warm_epochs)
                         s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
-                                           epochs=WARM_EPOCHS + 1, verify="first")
-                        add("warm_large_native", s, b, large_n * WARM_EPOCHS)
+                                           epochs=warm_epochs + 1, verify="first")
+                        add("warm_large_native", s, b, large_n * warm_epochs)
                     else:
-                        s, b = python_shoal_read(client, "/data", files["small"], order_small, READERS_SMALL,
-                                                 verify=False)
-                        add("warm_small_python", s, b, small_n * WARM_EPOCHS)
-                        s, b = python_processes_read(config, "/data", files["small"], order_small, READERS_SMALL)
-                        add("warm_small_python_procs", s, b, small_n * WARM_EPOCHS)
-                        s, b = python_shoal_read(client, "/data", files["large"], order_large, READERS_LARGE,
-                                                 verify=False)
-                        add("warm_large_python", s, b, large_n * WARM_EPOCHS)
+                        s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL)
+                        add("warm_small_python", s, b, small_n * warm_epochs)
+                        s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL, batched=True)
+                        add("warm_small_python_batched", s, b, small_n * warm_epochs)
+                        s, b = python_processes_read(config, "/data", files["small"],
+                                                     [i for e in epochs_small[1:] for i in e], READERS_SMALL)
+                        add("warm_small_python_procs", s, b, small_n * warm_epochs)
+                        s, b = python_epochs(client, files["large"], epochs_large, READERS_LARGE)
+                        add("warm_large_python", s, b, large_n * warm_epochs)
 
             egress = {}
-            for delay, (proxy_endpoint, stats_addr, _, site_client) in sites.items():
+            for delay, (proxy_endpoint, stats_addr, _, site_client) in ([] if args.warm_only else sites.items()):
                 for r in range(1, args.rounds + 1):
                     prefix = f"cold{r}"
                     fl = files[prefix]
@@ -437,6 +509,8 @@ def report(res, egress, args):
     row("warm small files (110-150 KiB, 8 readers)", "warm_small_native", "native client (loadgen)")
     row("warm small files (110-150 KiB, 8 readers)", "warm_small_python", "Python readinto", "warm_small_native",
         "native (goal ≥ 0.7)")
+    row("warm small files (110-150 KiB, 8 readers)", "warm_small_python_batched",
+        f"Python readinto_many (≤ {BATCH_FILES} files a call)", "warm_small_native", "native (goal ≥ 0.7)")
     row("warm small files (110-150 KiB, 8 readers)", "warm_small_python_procs",
         "Python readinto, 8 processes (as DataLoader workers)", "warm_small_native", "native (goal ≥ 0.7)")
     row("warm large shards (64 MiB, 4 readers)", "warm_large_native", "native client (loadgen)")
@@ -452,12 +526,17 @@ def report(res, egress, args):
     lines += [
         "",
         "The prefetch is given the epoch's order (as ShoalSampler does) and keeps at most 128 files / 64 MiB ahead of "
-        "the readers with 16 threads; the workers fetch each file once (egress above). The native warm rows are "
+        "the readers with 16 threads; the workers fetch each file once (egress above). Each warm measurement is "
+        f"{WARM_EPOCHS * 4 if args.quick else WARM_EPOCHS} epochs, after one untimed epoch, on both sides, "
+        "epoch after epoch (Python's as loadgen's: every reader ends one before the next starts). The native warm rows are "
         "loadgen's Shoal reader (4 MiB buffer per reader; each run's epochs after its first, so that its client is warm "
         "as the long-lived Python one is), the Python rows the same reads from Python threads: "
-        "`Client.readinto(path, buffer)` for a small file, `Client.open(...).readinto()` in 4 MiB pieces for a shard. "
+        "`Client.readinto(path, buffer)` for a small file, `Client.open(...).readinto()` in 4 MiB pieces for a shard, "
+        "into one 4 MiB buffer per reader made before any timing (as loadgen's). The `readinto_many` row reads the "
+        f"same files with `Client.readinto_many([(path, buffer), ...])`: as many consecutive files of the order as "
+        f"fit the reader's buffer together (at most {BATCH_FILES}) per call, one GIL release per call. "
         "The timed warm epochs carry no per-read checksum on either side: every byte was checked once earlier in the "
-        "run (loadgen's first epoch, `--verify first`; one untimed verified Python pass), because the python xxhash "
+        "run (loadgen's first epoch, `--verify first`; one untimed verified Python pass per API), because the python xxhash "
         "module holds the GIL while it hashes, so a checksum per read in Python timed that module, not the SDK. "
         "The cold rows check every read. The 8-process row reads the same files from 8 forked processes, one thread "
         "and one `shoal.Client` each, as PyTorch DataLoader workers do (one GIL per process); each process reads its "

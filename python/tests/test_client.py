@@ -4,8 +4,10 @@ import io
 import multiprocessing
 import os
 import pickle
+import sys
 import tarfile
 import threading
+import time
 
 import pytest
 
@@ -166,6 +168,100 @@ def test_readinto_releases_the_gil(cluster, client):
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_read_many_and_readinto_many_return_each_files_bytes(cluster, client):
+    np = pytest.importorskip("numpy")
+    names = ["train/0/img0000.bin", "big/shard-0.bin", "train/empty.bin", "notes/readme.txt", "train/0/img0000.bin"]
+    names += [n for n in cluster.files if n.startswith("train/")][:70]  # more than one group of 64
+    got = client.read_many([cluster.path(n) for n in names])
+    assert got == [cluster.files[n] for n in names]
+    assert client.read_many([]) == []
+
+    big = cluster.files["big/shard-0.bin"]
+    small = cluster.files["notes/readme.txt"]
+    arr = np.zeros(1000, dtype=np.uint8)
+    whole = bytearray(len(big) + 10)
+    view = memoryview(bytearray(len(small)))
+    counts = client.readinto_many([
+        (cluster.path("big/shard-0.bin"), whole),
+        (cluster.path("big/shard-0.bin"), arr, 2 * 1024 * 1024 - 500),
+        [cluster.path("notes/readme.txt"), view],
+        (cluster.path("notes/readme.txt"), bytearray(10), len(small) + 5),
+    ])
+    assert counts == [len(big), 1000, len(small), 0]
+    assert whole[:len(big)] == big
+    assert arr.tobytes() == big[2 * 1024 * 1024 - 500:2 * 1024 * 1024 + 500]
+    assert view.tobytes() == small
+    assert client.readinto_many([]) == []
+
+
+def test_read_many_and_readinto_many_errors(cluster, client):
+    ok = cluster.path("notes/readme.txt")
+    with pytest.raises(FileNotFoundError) as e:
+        client.read_many([ok, "/data/no/such/file", ok])
+    assert "/data/no/such/file" in str(e.value)
+    with pytest.raises(IsADirectoryError):
+        client.read_many(["/data/train"])
+    with pytest.raises(TypeError, match="not one path"):
+        client.read_many(ok)
+    first = bytearray(2000)
+    with pytest.raises(FileNotFoundError) as e:
+        client.readinto_many([(ok, first), ("/data/none", bytearray(10)), (ok, bytearray(10))])
+    assert "/data/none" in str(e.value)
+    assert first[:len(cluster.files["notes/readme.txt"])] == cluster.files["notes/readme.txt"]  # filled before it
+    with pytest.raises(IsADirectoryError):
+        client.readinto_many([("/data/train", bytearray(10))])
+    with pytest.raises(TypeError, match="item 1"):
+        client.readinto_many([(ok, bytearray(10)), ok])
+    with pytest.raises(ValueError, match="negative offset"):
+        client.readinto_many([(ok, bytearray(10), -1)])
+    with pytest.raises((TypeError, BufferError)):
+        client.readinto_many([(ok, b"immutable")])
+
+
+def _progress_during(call, attempts=20):
+    """Whether a Python thread ran while `call` was in C++ (the GIL released). The switch
+    interval is made so long that the main thread is never preempted: the other thread can
+    only run while the main thread blocks with the GIL released (in `call`)."""
+    count = 0
+    stop = threading.Event()
+
+    def counter():
+        nonlocal count
+        while not stop.is_set():
+            count += 1
+            time.sleep(0.0001)  # releases the GIL each time round
+
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=counter)
+    t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while count == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sys.setswitchinterval(100)
+        for _ in range(attempts):  # on a loaded machine the counter may not be scheduled in time
+            before = count
+            call()
+            if count != before:
+                return True
+        return False
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()
+
+
+def test_batch_reads_release_the_gil(cluster, client):
+    shard = cluster.path("big/shard-0.bin")
+    size = len(cluster.files["big/shard-0.bin"])
+    bufs = [bytearray(size) for _ in range(8)]
+    assert _progress_during(lambda: client.readinto_many([(shard, b) for b in bufs]))
+    assert all(b == cluster.files["big/shard-0.bin"] for b in bufs)
+    assert _progress_during(lambda: client.read_many([shard] * 8))
+    # The check itself: a call that holds the GIL lets the other thread make no progress.
+    assert not _progress_during(lambda: sum(range(200_000)), attempts=3)
 
 
 def test_formats_numpy_tarfile_torch(cluster, client):

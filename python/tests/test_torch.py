@@ -38,6 +38,10 @@ def test_map_dataset_by_prefix_and_list(cluster, client):
     assert ds[5] == cluster.files[names[5]]
     ds2 = ShoalMapDataset(["/data/big/shard-1.bin"], transform=len, config=cluster.config)
     assert ds2[0] == 3 * 1024 * 1024
+    # A DataLoader batch in one call (read_many), in the order asked, with the transform.
+    assert ds.__getitems__([7, 2, 7]) == [cluster.files[names[i]] for i in (7, 2, 7)]
+    ds3 = ShoalMapDataset("/data/train", transform=len, client=client)
+    assert ds3.__getitems__([0, 3]) == [len(cluster.files[names[i]]) for i in (0, 3)]
 
 
 def test_dataloader_two_fork_workers_reads_every_sample(cluster, client):
