@@ -496,6 +496,23 @@ Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint6
   return r ? Status() : r.error();
 }
 
+std::vector<LocalPage> ClientImpl::LocalPages(const ResolvedPath& rp, const FileStatus& st, uint64_t offset,
+                                              uint64_t length) {
+  if (!config_.client.short_circuit || st.version.empty() || st.version.starts_with("wb-") || offset >= st.size) {
+    return {};
+  }
+  const uint64_t shard = config_.cluster.shard_size;
+  length = std::min({length, st.size - offset, (offset / shard + 1) * shard - offset});
+  auto c = router_.For(HashRing::DataKey(rp.ns_path, st.version, offset / shard), ReplicasFor(rp));
+  if (c.live.empty() || !local_.IsLocal(c.live.front()->address)) return {};
+  auto pages = local_.Pages(c.live.front()->address, rp.ns_path, st.version, st.size, offset, length);
+  uint64_t n = 0;
+  for (const auto& p : pages) n += p.length;
+  local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+  worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+  return pages;
+}
+
 Status ClientImpl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                              bool parallel) {
   const Deadline deadline = NewDeadline();

@@ -124,6 +124,11 @@ class ClientImpl {
   // pieces out over the pool.
   Status ReadRange(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out, bool parallel);
 
+  // The page files a worker on this host holds for a prefix of [offset,
+  // offset + length) of one file version, within one shard (local_pages.h):
+  // asked of the range's first live holder when its short circuit is open.
+  std::vector<LocalPage> LocalPages(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, uint64_t length);
+
   TaskPool& readahead_pool() { return readahead_pool_; }
 
  private:

@@ -4,6 +4,7 @@
 #include <future>
 
 #include "client/client_impl.h"
+#include "client/local_pages.h"
 
 namespace shoal {
 namespace {
@@ -71,6 +72,14 @@ class FileImpl final : public File {
     return done;
   }
 
+  // The page files a worker on this host holds for a prefix of the range
+  // (local_pages.h); none for bytes the open brought, which are in memory.
+  std::vector<LocalPage> LocalPages(uint64_t offset, uint64_t length) {
+    if (st_.is_dir || offset < prefix_.size() || offset >= st_.size) return {};
+    return client_.LocalPages(rp_, st_, offset, length);
+  }
+  std::string_view opened_bytes() const { return prefix_; }
+
  private:
   struct Chunk {
     uint64_t offset = 0;
@@ -134,6 +143,16 @@ class FileImpl final : public File {
 };
 
 }  // namespace
+
+std::vector<LocalPage> LocalPagesOf(File& file, uint64_t offset, uint64_t length) {
+  auto* f = dynamic_cast<FileImpl*>(&file);
+  return f ? f->LocalPages(offset, length) : std::vector<LocalPage>();
+}
+
+std::string_view OpenedBytesOf(const File& file) {
+  const auto* f = dynamic_cast<const FileImpl*>(&file);
+  return f ? f->opened_bytes() : std::string_view();
+}
 
 Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path, const OpenOptions& options) {
   constexpr uint64_t kMaxPrefetch = 4 << 20;  // the bytes are held in memory for the File's life

@@ -27,6 +27,15 @@ void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) ::close(fd);
 }
 
+// A passed fd that a LocalPage's owner closes once its last user is done.
+struct ClosedWhenDone {
+  explicit ClosedWhenDone(int f) : fd(f) {}
+  ~ClosedWhenDone() { ::close(fd); }
+  ClosedWhenDone(const ClosedWhenDone&) = delete;
+  ClosedWhenDone& operator=(const ClosedWhenDone&) = delete;
+  int fd;
+};
+
 }  // namespace
 
 LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after, bool verify)
@@ -237,6 +246,59 @@ uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path
   uint64_t done = reply && reply->code == 0 ? ReadSegments(*reply, fds, ns_path, version, offset, out) : 0;
   CloseAll(fds);
   return done;
+}
+
+std::vector<LocalPage> LocalReader::Pages(const std::string& worker, const std::string& ns_path,
+                                          const std::string& version, uint64_t size, uint64_t offset,
+                                          uint64_t length) {
+  local_wire::Request req;
+  req.path = ns_path;
+  req.version = version;
+  req.size = size;
+  req.offset = offset;
+  req.length = length;
+  std::vector<int> fds;
+  auto reply = Exchange(worker, req, &fds);
+  std::vector<LocalPage> out;
+  if (reply && reply->code == 0) {
+    uint64_t at = offset;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      const auto& seg = reply->segments[i];
+      // Page files only (local_pages.h): their header at byte 0, generation 0.
+      if (seg.header_len == 0 || seg.page_offset != 0 || seg.generation != 0 || seg.length == 0 ||
+          seg.length > offset + length - at || seg.data_offset < seg.header_len) {
+        break;
+      }
+      LocalPage p;
+      p.fd = fds[i];
+      p.offset = at;
+      p.length = seg.length;
+      p.data_offset = seg.data_offset;
+      p.header_len = seg.header_len;
+      p.skip = seg.data_offset - seg.header_len;
+      p.verify = verify_;
+      if (verify_) {
+        // The page must be the one asked for (as in ReadSegments); a header
+        // that fails its checksum is left to the read that follows, which
+        // counts it and has the worker replace the page.
+        page_format::PageFileReader reader;
+        if (!reader.Begin(fds[i], seg.header_len).ok()) break;
+        const auto& h = reader.header();
+        if (h.path() != ns_path || h.version() != version || h.offset() + p.skip != at ||
+            p.skip + seg.length > h.data_len()) {
+          break;
+        }
+      }
+      p.owner = std::make_shared<const ClosedWhenDone>(fds[i]);
+      fds[i] = -1;
+      out.push_back(std::move(p));
+      at += seg.length;
+    }
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  return out;
 }
 
 std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, const std::string& ns_path,

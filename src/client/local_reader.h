@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "client/local_pages.h"
 #include "common/local_wire.h"
 
 namespace shoal {
@@ -52,6 +53,15 @@ class LocalReader {
   // worker has no short circuit to this client).
   uint64_t Read(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t size,
                 uint64_t offset, std::span<char> out);
+
+  // The page files `worker` holds for a prefix of [offset, offset + length)
+  // of the file version, for a caller that checks and sends them itself
+  // (local_pages.h): only page files, each checked to be the page asked for
+  // (its header's key); a block-file slot or a page whose header fails ends
+  // the prefix (the caller reads those bytes through the client). Empty when
+  // there are none or the worker has no short circuit to this client.
+  std::vector<LocalPage> Pages(const std::string& worker, const std::string& ns_path, const std::string& version,
+                               uint64_t size, uint64_t offset, uint64_t length);
 
   struct Opened {
     std::string stat_json;  // as /v1/stat answers it

@@ -571,10 +571,16 @@ awaitable<bool> Connection::Send(HttpResponse& res, bool head_only, bool keep) {
     std::string_view body = head_only ? std::string_view() : std::string_view(res.body);
     ok = co_await Write(head, body, false);
   } else {
-    // The head leaves in one segment with the first page (MSG_MORE), when that page is ready.
+    // The head leaves in one segment with the first page (MSG_MORE), when
+    // that page is ready, or in one write with the first bytes in memory.
     const BodyPart& first = res.parts.front();
-    bool more = first.kind_ == BodyPart::Kind::kFile && first.length_ > 0;
-    ok = co_await Write(head, std::string_view(), more);
+    if (first.kind_ == BodyPart::Kind::kBytes) {
+      ok = co_await Write(head, std::string_view(first.data_, first.length_), false);
+      if (ok) res.parts.erase(res.parts.begin());
+    } else {
+      bool more = first.kind_ == BodyPart::Kind::kFile && first.length_ > 0;
+      ok = co_await Write(head, std::string_view(), more);
+    }
     if (ok) ok = co_await SendParts(res.parts);
   }
   if (res.on_done) res.on_done(ok);

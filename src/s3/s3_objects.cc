@@ -7,6 +7,10 @@
 #include <mutex>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
+#include "client/local_pages.h"
+
 namespace shoal::s3 {
 namespace {
 
@@ -107,7 +111,7 @@ struct Buffer {
   size_t size;
 };
 
-// One step of a streamed body: local page parts, or a chunk read on the pool.
+// One step of a streamed body: its parts, or a chunk read on the pool.
 struct Fetch {
   std::mutex mu;
   bool done = false;
@@ -116,61 +120,72 @@ struct Fetch {
   net::BodyPart::Ready ready;
 };
 
+// A page file is checked and sent in batches of this size: each batch is
+// checked when the server reaches it and sent at once (sendfile), so the
+// window between the check and the send stays short (as in the worker).
+constexpr uint64_t kSendBatch = 256 * 1024;
+
 // Streams [begin, end) of an open file as a chain of deferred body parts:
-// when the server takes one step, the next starts. A step is the bytes this
-// process holds itself from there (zero-copy), else one chunk read through
-// the client.
+// when the server takes one step, the next starts on the pool. A step is the
+// bytes this process holds itself from there (a worker's own pages), else
+// the page files a worker on this host passes for them (local_pages.h; both
+// zero-copy), else one chunk read through the client.
 class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
  public:
   ObjectStream(std::unique_ptr<File> file, TaskPool& pool, const LocalPages* local)
       : file_(std::move(file)), pool_(pool), local_(local ? *local : LocalPages()) {}
 
   // The whole body: the first step here, on the caller's thread (a small
-  // object is then one read and no hand-off), the rest deferred.
+  // object is then one step and no hand-off), the rest deferred.
   Result<std::vector<net::BodyPart>> Body(uint64_t begin, uint64_t end) {
-    std::vector<net::BodyPart> parts = Local(begin, end);
+    auto parts = Step(begin, end, /*zero_copy=*/true);
+    if (!parts) return parts;
     uint64_t got = 0;
-    for (const auto& p : parts) got += p.length();
-    if (got == 0) {
-      auto first = std::make_shared<Buffer>(static_cast<size_t>(std::min(kStreamChunk, end - begin)));
-      if (Status rs = ReadFully(*file_, begin, first->span()); !rs.ok()) return Err(rs);
-      got = first->size;
-      parts.push_back(Buffer::Part(std::move(first)));
-    }
-    if (begin + got < end) parts.push_back(Part(begin + got, end, Start(begin + got, end)));
+    for (const auto& p : *parts) got += p.length();
+    if (begin + got < end) parts->push_back(Part(begin + got, end, true, Start(begin + got, end, true)));
     return parts;
   }
 
  private:
-  std::vector<net::BodyPart> Local(uint64_t off, uint64_t end) {
-    if (!local_) return {};
-    return local_(file_->status(), off, std::min(end, off + kStreamChunk));
+  // The parts of [off, at most off + kStreamChunk): the bytes the open
+  // brought, else zero-copy ones when `zero_copy` and there are some at
+  // `off`, else one chunk read through the client. Blocks.
+  Result<std::vector<net::BodyPart>> Step(uint64_t off, uint64_t end, bool zero_copy) {
+    const uint64_t stop = std::min(end, off + kStreamChunk);
+    std::vector<net::BodyPart> parts;
+    if (std::string_view opened = OpenedBytesOf(*file_); off < opened.size()) {
+      // The bytes the open brought are in memory already (a small object is whole in them).
+      const uint64_t n = std::min<uint64_t>(stop, opened.size()) - off;
+      parts.push_back(net::BodyPart::Bytes(opened.substr(static_cast<size_t>(off), static_cast<size_t>(n)),
+                                           shared_from_this()));
+      return parts;
+    }
+    if (zero_copy && local_) parts = local_(file_->status(), off, stop);
+    if (zero_copy && parts.empty()) {
+      for (auto& page : LocalPagesOf(*file_, off, stop - off)) {
+        const uint64_t length = page.length;
+        parts.push_back(CheckedPart(std::make_shared<const LocalPage>(std::move(page)), 0, length));
+      }
+    }
+    if (!parts.empty()) return parts;
+    auto buf = std::make_shared<Buffer>(static_cast<size_t>(stop - off));
+    if (Status st = ReadFully(*file_, off, buf->span()); !st.ok()) return Err(st);
+    parts.push_back(Buffer::Part(std::move(buf)));
+    return parts;
   }
 
-  std::shared_ptr<Fetch> Start(uint64_t off, uint64_t end) {
+  // The next step, on the pool.
+  std::shared_ptr<Fetch> Start(uint64_t off, uint64_t end, bool zero_copy) {
     auto f = std::make_shared<Fetch>();
-    auto local = Local(off, end);
-    if (!local.empty()) {
-      for (const auto& p : local) f->length += p.length();
-      f->parts = std::move(local);
-      f->done = true;
-      return f;
-    }
-    size_t len = static_cast<size_t>(std::min(kStreamChunk, end - off));
-    f->length = len;
-    pool_.Submit([self = shared_from_this(), f, off, len] {
-      auto buf = std::make_shared<Buffer>(len);
-      Result<std::vector<net::BodyPart>> r;
-      if (Status st = ReadFully(*self->file_, off, buf->span()); st.ok()) {
-        r = std::vector<net::BodyPart>{};
-        r->push_back(Buffer::Part(std::move(buf)));
-      } else {
-        r = Err(st);
-      }
+    pool_.Submit([self = shared_from_this(), f, off, end, zero_copy] {
+      auto parts = self->Step(off, end, zero_copy);
       net::BodyPart::Ready ready;
       {
         std::lock_guard lock(f->mu);
-        f->parts = std::move(r);
+        if (parts) {
+          for (const auto& p : *parts) f->length += p.length();
+        }
+        f->parts = std::move(parts);
         f->done = true;
         ready = std::move(f->ready);
       }
@@ -179,7 +194,8 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
     return f;
   }
 
-  net::BodyPart Part(uint64_t off, uint64_t end, std::shared_ptr<Fetch> f) {
+  // [off, end) from the step `f` on.
+  net::BodyPart Part(uint64_t off, uint64_t end, bool zero_copy, std::shared_ptr<Fetch> f) {
     return net::BodyPart::Deferred(
         end - off,
         [f](net::BodyPart::Ready ready) {
@@ -191,11 +207,37 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
           lock.unlock();
           ready();
         },
-        [self = shared_from_this(), f, off, end]() -> Result<std::vector<net::BodyPart>> {
+        [self = shared_from_this(), f, off, end, zero_copy]() -> Result<std::vector<net::BodyPart>> {
           if (!f->parts) return Err(f->parts.error());
           std::vector<net::BodyPart> parts = std::move(*f->parts);
           uint64_t next = off + f->length;
-          if (next < end) parts.push_back(self->Part(next, end, self->Start(next, end)));
+          if (next < end) parts.push_back(self->Part(next, end, zero_copy, self->Start(next, end, zero_copy)));
+          return parts;
+        });
+  }
+
+  // Bytes [from, to) of a page file a worker on this host passed, checked
+  // batch by batch as the server reaches them, each batch then sent with
+  // sendfile. A batch that fails its check is not sent: the rest of the page
+  // is read through the client, whose short circuit sees the same bad chunk
+  // and reads it over TCP, where the worker drops the page and fetches it
+  // again; the response keeps its length and its bytes are right.
+  net::BodyPart CheckedPart(std::shared_ptr<const LocalPage> page, uint64_t from, uint64_t to) {
+    return net::BodyPart::Deferred(
+        to - from, [](net::BodyPart::Ready ready) { ready(); },
+        [self = shared_from_this(), page, from, to]() -> Result<std::vector<net::BodyPart>> {
+          std::vector<net::BodyPart> parts;
+          auto stop = page->Check(from, kSendBatch);
+          if (stop) {
+            parts.push_back(net::BodyPart::File(page->fd, page->data_offset + from, *stop - from, page));
+            if (*stop < to) parts.push_back(self->CheckedPart(page, *stop, to));
+            return parts;
+          }
+          spdlog::warn("s3: not sending a cached page of {}: {}; reading its bytes through the client instead, "
+                       "which has the worker replace the page",
+                       self->file_->status().path, stop.error().message());
+          const uint64_t off = page->offset + from, end = page->offset + to;
+          parts.push_back(self->Part(off, end, false, self->Start(off, end, false)));
           return parts;
         });
   }
