@@ -479,7 +479,8 @@ double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_elem
 
 [[noreturn]] void Usage(const std::string& why) {
   Die(why + "\nusage: cluster_bench --shoal PATH [--files N] [--rounds R] [--readers N] [--lease 4s] "
-            "[--delay 20ms] [--conn-rate 25MB] [--total-rate 200MB] [--quick] [--base-shoal PATH] [--only join|loss]");
+            "[--delay 20ms] [--conn-rate 25MB] [--total-rate 200MB] [--quick] [--base-shoal PATH] "
+            "[--only join|loss]");
 }
 
 Flags ParseFlags(int argc, char** argv) {

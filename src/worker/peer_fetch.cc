@@ -106,7 +106,8 @@ std::optional<std::string> PeerFetch::Fetch(const FileRef& file, uint64_t start,
 std::optional<FileInfo> PeerFetch::Stat(const ResolvedPath& p,
                                         const std::function<bool(const MetadataCache::AgedStat&)>& keep) {
   const std::string target = "/v1/stat?path=" + PercentEncode(p.ns_path, true) + "&cache_only=1";
-  for (const WorkerEntry& w : history_.PreviousHolders(HashRing::MetaKey(p.ns_path), self_, Replicas(p.ns_path), kMaxPeers)) {
+  const auto peers = history_.PreviousHolders(HashRing::MetaKey(p.ns_path), self_, Replicas(p.ns_path), kMaxPeers);
+  for (const WorkerEntry& w : peers) {
     if (Skipped(w.id)) continue;
     const auto asked = Clock::now();
     auto r = caller_->Call(w, "GET", target, asked + kMetaAttemptTimeout, p.ns_path);
