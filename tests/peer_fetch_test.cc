@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/config.h"
 #include "common/subprocess.h"
 #include "shoal/client.h"
@@ -78,6 +80,55 @@ TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
   FileStatus shorter = *st;
   shorter.size -= 1;  // a claim one byte short must not be answered from a longer last page
   EXPECT_FALSE(WorkerGet(address, CacheOnlyTarget("/data/f", shorter, 4 * kPage, 2 * kPage)));
+  cluster->reset();
+  std::error_code ec;
+  fs::remove_all(ufs, ec);
+}
+
+// The peer's side of metadata peer fetch: a cache-only stat answers a fresh
+// cached entry with its age, or 404 "not cached", and never asks the store.
+TEST(CacheOnlyStat, AnswersACachedEntryWithItsAgeAndNeverAsksTheStore) {
+  std::string ufs = MakeTempDir("cache-only-stat");
+  ASSERT_FALSE(ufs.empty());
+  ASSERT_TRUE(WriteFile(ufs + "/f", RandomBytes(3 * kPage, 8)).ok());
+  ShoalCluster::Options o;
+  o.workers = 1;
+  o.mounts = {FileMount(ufs)};
+  o.page_size = kPage;
+  auto cluster = ShoalCluster::Start(o);
+  ASSERT_TRUE(cluster) << cluster.error().ToString();
+  auto client = (*cluster)->NewClient();
+  ASSERT_TRUE(client);
+  const std::string address = (*cluster)->addresses()[0];
+  const std::string target = "/v1/stat?path=" + PercentEncode("/data/f", true) + "&cache_only=1";
+
+  const double before = *(*cluster)->MetricSum("shoal_ufs_requests_total");
+  auto miss = WorkerGet(address, target);
+  ASSERT_FALSE(miss) << "a cache-only stat of an uncached path answered";
+  EXPECT_NE(miss.error().message().find("HTTP 404"), std::string::npos) << miss.error().ToString();
+  EXPECT_NE(miss.error().message().find("not cached"), std::string::npos) << miss.error().ToString();
+  EXPECT_EQ(*(*cluster)->MetricSum("shoal_ufs_requests_total"), before) << "a cache-only stat asked the store";
+  auto bad = WorkerGet(address, "/v1/stat?path=/data/f&cache_only=yes");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("HTTP 400"), std::string::npos) << bad.error().ToString();
+
+  const auto stat_started = Clock::now();  // the entry is made after this
+  auto st = (*client)->Stat("/data/f");
+  ASSERT_TRUE(st) << st.error().ToString();
+  auto hit = WorkerGet(address, target);
+  ASSERT_TRUE(hit) << hit.error().ToString();
+  const auto asked = Clock::now();
+  auto j = nlohmann::json::parse(*hit, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << *hit;
+  EXPECT_EQ(j.value("path", ""), "/data/f");
+  EXPECT_EQ(j.value("version", ""), st->version);
+  EXPECT_EQ(j.value("size", uint64_t{0}), st->size);
+  EXPECT_FALSE(j.value("is_dir", true));
+  ASSERT_TRUE(j.contains("age_ms") && j["age_ms"].is_number_integer()) << *hit;
+  EXPECT_GE(j["age_ms"].get<int64_t>(), 0);
+  EXPECT_LE(j["age_ms"].get<int64_t>(),
+            std::chrono::duration_cast<std::chrono::milliseconds>(asked - stat_started).count() + 1)
+      << "older than the stat that made it";
   cluster->reset();
   std::error_code ec;
   fs::remove_all(ufs, ec);
