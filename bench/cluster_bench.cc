@@ -11,7 +11,12 @@
 // Join: two workers, a warm epoch, then a third worker joins; once every
 // reader's client sees the 3-member ring, one more epoch: its UFS bytes over
 // the dataset bytes (target <= 0.05 with worker.peer_fetch on) and its MB/s.
-// Peer fetch on and off, each on a fresh cluster, interleaved round by round.
+// Peer fetch on and off, each on a fresh cluster, interleaved round by round;
+// with --base-shoal PATH a third variant runs the workers from that binary
+// (e.g. one built before metadata peer fetch, so the epoch's stats of the new
+// worker's paths go to the store). Per variant also the store requests per
+// file of that epoch (the emulator counts them) and the stats the new worker
+// took from its peers' caches (shoal_peer_meta_hits_total).
 //
 // Node loss: three workers (etcd lease --lease), a warm epoch, then an epoch
 // during which one worker is killed with SIGKILL once a third of the files are
@@ -28,6 +33,7 @@
 //
 //   cluster_bench --shoal build/shoal [--files 600] [--rounds 3] [--readers 8] [--lease 4s]
 //                 [--delay 20ms] [--conn-rate 25MB] [--total-rate 200MB] [--quick]
+//                 [--base-shoal PATH] [--only join|loss]
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -78,6 +84,8 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 struct Flags {
   std::string shoal;
+  std::string base_shoal;  // a third join variant's worker binary ("": none)
+  std::string only;        // "join", "loss" or "" (both)
   int files = 600, rounds = 3, readers = 8;
   std::chrono::milliseconds lease{4'000};
   bench::WanProxyOptions wan;  // 20 ms, 25 MB/s per connection, 200 MB/s in total
@@ -306,13 +314,17 @@ StatsSum SumStats(const std::vector<std::unique_ptr<Client>>& clients) {
 struct JoinSide {
   const char* name = "";
   bool peer_fetch = true;
-  std::vector<double> store_ratio, store_requests, peer_ratio, mbps, warm_mbps;
+  std::string shoal;  // the workers' binary ("": --shoal)
+  std::vector<double> store_ratio, store_requests, peer_ratio, peer_stats, mbps, warm_mbps;
   std::vector<double> latency_ms;
   uint64_t failed = 0;
   std::string first_error;
 };
 
 void RunJoin(Services& sv, const Flags& flags, const Dataset& ds, JoinSide& side, int round) {
+  // Workers start from SHOAL_BIN (tests/harness/shoal_cluster.h).
+  const std::string bin = std::filesystem::absolute(side.shoal.empty() ? flags.shoal : side.shoal).string();
+  ::setenv("SHOAL_BIN", bin.c_str(), 1);
   Cluster c(sv, flags, side.peer_fetch ? "join-peer" : "join-nopeer");
   c.config().worker.peer_fetch = side.peer_fetch;
   c.AddWorker();
@@ -329,10 +341,12 @@ void RunJoin(Services& sv, const Flags& flags, const Dataset& ds, JoinSide& side
   Epoch after = ReadEpoch(readers, ds, 3000 + static_cast<uint64_t>(round));
   const double store = static_cast<double>(sv.StoreBytes() - bytes0);
   const double peer = c.Metric({c.worker(2).address}, "shoal_peer_fetch_bytes_total");
+  const double peer_stats = c.Metric({c.worker(2).address}, "shoal_peer_meta_hits_total");  // 0 where unknown
 
   side.store_ratio.push_back(store / static_cast<double>(ds.bytes));
   side.store_requests.push_back(static_cast<double>(sv.StoreRequests() - requests0));
   side.peer_ratio.push_back(peer / static_cast<double>(ds.bytes));
+  side.peer_stats.push_back(peer_stats);
   side.mbps.push_back(after.MBps(ds));
   side.warm_mbps.push_back(warm.MBps(ds));
   auto lat = after.LatencyMs();
@@ -341,8 +355,12 @@ void RunJoin(Services& sv, const Flags& flags, const Dataset& ds, JoinSide& side
     if (e->failed && side.first_error.empty()) side.first_error = e->first_error;
     side.failed += e->failed;
   }
-  std::fprintf(stderr, "  %s: epoch after the join: %.4f of the dataset from the store, %.2f from peers, %.0f MB/s\n",
-               side.name, side.store_ratio.back(), side.peer_ratio.back(), side.mbps.back());
+  std::fprintf(stderr,
+               "  %s: epoch after the join: %.4f of the dataset from the store (%.0f requests), %.2f from peers, "
+               "%.0f stats from peers, %.0f MB/s\n",
+               side.name, side.store_ratio.back(), side.store_requests.back(), side.peer_ratio.back(), peer_stats,
+               side.mbps.back());
+  ::setenv("SHOAL_BIN", std::filesystem::absolute(flags.shoal).c_str(), 1);
 }
 
 // ---- node loss -------------------------------------------------------------------
@@ -461,7 +479,8 @@ double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_elem
 
 [[noreturn]] void Usage(const std::string& why) {
   Die(why + "\nusage: cluster_bench --shoal PATH [--files N] [--rounds R] [--readers N] [--lease 4s] "
-            "[--delay 20ms] [--conn-rate 25MB] [--total-rate 200MB] [--quick]");
+            "[--delay 20ms] [--conn-rate 25MB] [--total-rate 200MB] [--quick] [--base-shoal PATH] "
+            "[--only join|loss]");
 }
 
 Flags ParseFlags(int argc, char** argv) {
@@ -481,6 +500,11 @@ Flags ParseFlags(int argc, char** argv) {
     };
     if (a == "--shoal") {
       f.shoal = value();
+    } else if (a == "--base-shoal") {
+      f.base_shoal = value();
+    } else if (a == "--only") {
+      f.only = value();
+      if (f.only != "join" && f.only != "loss") Usage("--only " + f.only + ": give join or loss");
     } else if (a == "--files") {
       f.files = count(12);
       files_set = true;
@@ -546,21 +570,26 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "dataset: %zu files, %.1f MB in s3rver; emulator on 127.0.0.1:%u\n", ds.names.size(),
                static_cast<double>(ds.bytes) / 1e6, static_cast<unsigned>(sv.wan->port()));
 
-  JoinSide join[2];
+  std::vector<JoinSide> join(flags.base_shoal.empty() ? 2 : 3);
   join[0].name = "peer fetch on (worker.peer_fetch: true, the default)";
   join[1].name = "peer fetch off";
   join[1].peer_fetch = false;
+  const std::string base_name = "peer fetch on, workers of --base-shoal " + flags.base_shoal;
+  if (join.size() > 2) {
+    join[2].name = base_name.c_str();
+    join[2].shoal = flags.base_shoal;
+  }
   LossSide loss[2];
   loss[0].name = "replicas: 2";
   loss[0].replicas = true;
   loss[1].name = "one copy + store fallback (client.fallback_rate 200 MiB/s, 100 requests/s)";
   for (int r = 0; r < flags.rounds; ++r) {
-    for (int k = 0; k < 2; ++k) {  // A B, then B A
-      JoinSide& s = join[(r + k) % 2];
+    for (size_t k = 0; k < join.size() && flags.only != "loss"; ++k) {  // A B C, then B C A, ...
+      JoinSide& s = join[(static_cast<size_t>(r) + k) % join.size()];
       std::fprintf(stderr, "round %d/%d: join, %s\n", r + 1, flags.rounds, s.name);
       RunJoin(sv, flags, ds, s, r);
     }
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 2 && flags.only != "join"; ++k) {
       LossSide& s = loss[(r + k) % 2];
       std::fprintf(stderr, "round %d/%d: node loss, %s\n", r + 1, flags.rounds, s.name);
       RunLoss(sv, flags, ds, s, r);
@@ -577,21 +606,33 @@ int main(int argc, char** argv) {
               static_cast<double>(flags.wan.conn_bytes_per_sec) / 1e6,
               static_cast<double>(flags.wan.total_bytes_per_sec) / 1e6, flags.readers, flags.rounds);
 
-  std::printf("### A worker joins a warm cluster of two\n\n");
-  std::printf("| epoch after the join | UFS bytes / dataset bytes, median (max) | UFS requests | bytes from peers / "
-              "dataset | MB/s | read p99 | MB/s before the join (2 workers, warm) | failed reads |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
-  for (const auto& s : join) {
-    std::printf("| %s | %.4f (%.4f) | %.0f | %.2f | %.0f | %.1f ms | %.0f | %llu |\n", s.name, Median(s.store_ratio),
-                Max(s.store_ratio), Median(s.store_requests), Median(s.peer_ratio), Median(s.mbps),
-                Percentile(s.latency_ms, 0.99), Median(s.warm_mbps), static_cast<unsigned long long>(s.failed));
+  bool join_met = true;
+  if (flags.only != "loss") {
+    std::printf("### A worker joins a warm cluster of two\n\n");
+    std::printf("| epoch after the join | UFS bytes / dataset bytes, median (max) | UFS requests | UFS requests / "
+                "file | bytes from peers / dataset | stats from peers (new worker) | MB/s | read p99 | MB/s before the "
+                "join (2 workers, warm) | failed reads |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const auto& s : join) {
+      if (s.mbps.empty()) continue;
+      std::printf("| %s | %.4f (%.4f) | %.0f | %.3f | %.2f | %.0f | %.0f | %.1f ms | %.0f | %llu |\n", s.name,
+                  Median(s.store_ratio), Max(s.store_ratio), Median(s.store_requests),
+                  Median(s.store_requests) / static_cast<double>(ds.names.size()), Median(s.peer_ratio),
+                  Median(s.peer_stats), Median(s.mbps), Percentile(s.latency_ms, 0.99), Median(s.warm_mbps),
+                  static_cast<unsigned long long>(s.failed));
+    }
+    join_met = Max(join[0].store_ratio) <= 0.05;
+    std::printf("\nTarget (issue 14): UFS bytes / dataset bytes <= 0.05 with peer fetch: %s (worst round %.4f); "
+                "without peer fetch the new worker's share (about a third) comes from the store.\n\n",
+                join_met ? "met" : "MISSED", Max(join[0].store_ratio));
+    if (!join_met) status = 1;
   }
-  const bool join_met = Max(join[0].store_ratio) <= 0.05;
-  std::printf("\nTarget (issue 14): UFS bytes / dataset bytes <= 0.05 with peer fetch: %s (worst round %.4f); "
-              "without peer fetch the new worker's share (about a third) comes from the store.\n\n",
-              join_met ? "met" : "MISSED", Max(join[0].store_ratio));
-  if (!join_met) status = 1;
 
+  if (flags.only == "join") {
+    std::error_code ec;
+    std::filesystem::remove_all(sv.root, ec);
+    return status;
+  }
   std::printf("### One of three workers killed (SIGKILL) a third into an epoch (etcd lease %.0f s)\n\n",
               std::chrono::duration<double>(flags.lease).count());
   std::printf("| variant | epoch MB/s | failed reads | reads that needed the killed worker | worker calls failed | "
@@ -617,9 +658,9 @@ int main(int argc, char** argv) {
   std::printf("\nMB/s, MB and the drop time are medians over the rounds; reads and calls are totals over all "
               "rounds; latencies over every read of the epochs. A read \"needed the killed worker\" when that "
               "worker owned the file's metadata or data and the read ended after the kill.\n");
-  for (const auto* s : {&join[0], &join[1]}) {
-    if (s->failed) std::fprintf(stderr, "cluster_bench: %s: %llu reads failed, the first: %s\n", s->name,
-                                static_cast<unsigned long long>(s->failed), s->first_error.c_str());
+  for (const auto& s : join) {
+    if (s.failed) std::fprintf(stderr, "cluster_bench: %s: %llu reads failed, the first: %s\n", s.name,
+                               static_cast<unsigned long long>(s.failed), s.first_error.c_str());
   }
   for (const auto& s : loss) {
     if (s.failed) {
@@ -630,7 +671,9 @@ int main(int argc, char** argv) {
       status = 1;
     }
   }
-  if (join[0].failed || join[1].failed) status = 1;
+  for (const auto& s : join) {
+    if (s.failed) status = 1;
+  }
   if (!join_met) std::fprintf(stderr, "cluster_bench: the join target (<= 0.05 with peer fetch) was missed\n");
   std::error_code ec;
   std::filesystem::remove_all(sv.root, ec);

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/config.h"
 #include "common/subprocess.h"
@@ -81,6 +85,55 @@ TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
   fs::remove_all(ufs, ec);
 }
 
+// The peer's side of metadata peer fetch: a cache-only stat answers a fresh
+// cached entry with its age, or 404 "not cached", and never asks the store.
+TEST(CacheOnlyStat, AnswersACachedEntryWithItsAgeAndNeverAsksTheStore) {
+  std::string ufs = MakeTempDir("cache-only-stat");
+  ASSERT_FALSE(ufs.empty());
+  ASSERT_TRUE(WriteFile(ufs + "/f", RandomBytes(3 * kPage, 8)).ok());
+  ShoalCluster::Options o;
+  o.workers = 1;
+  o.mounts = {FileMount(ufs)};
+  o.page_size = kPage;
+  auto cluster = ShoalCluster::Start(o);
+  ASSERT_TRUE(cluster) << cluster.error().ToString();
+  auto client = (*cluster)->NewClient();
+  ASSERT_TRUE(client);
+  const std::string address = (*cluster)->addresses()[0];
+  const std::string target = "/v1/stat?path=" + PercentEncode("/data/f", true) + "&cache_only=1";
+
+  const double before = *(*cluster)->MetricSum("shoal_ufs_requests_total");
+  auto miss = WorkerGet(address, target);
+  ASSERT_FALSE(miss) << "a cache-only stat of an uncached path answered";
+  EXPECT_NE(miss.error().message().find("HTTP 404"), std::string::npos) << miss.error().ToString();
+  EXPECT_NE(miss.error().message().find("not cached"), std::string::npos) << miss.error().ToString();
+  EXPECT_EQ(*(*cluster)->MetricSum("shoal_ufs_requests_total"), before) << "a cache-only stat asked the store";
+  auto bad = WorkerGet(address, "/v1/stat?path=/data/f&cache_only=yes");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("HTTP 400"), std::string::npos) << bad.error().ToString();
+
+  const auto stat_started = Clock::now();  // the entry is made after this
+  auto st = (*client)->Stat("/data/f");
+  ASSERT_TRUE(st) << st.error().ToString();
+  auto hit = WorkerGet(address, target);
+  ASSERT_TRUE(hit) << hit.error().ToString();
+  const auto asked = Clock::now();
+  auto j = nlohmann::json::parse(*hit, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << *hit;
+  EXPECT_EQ(j.value("path", ""), "/data/f");
+  EXPECT_EQ(j.value("version", ""), st->version);
+  EXPECT_EQ(j.value("size", uint64_t{0}), st->size);
+  EXPECT_FALSE(j.value("is_dir", true));
+  ASSERT_TRUE(j.contains("age_ms") && j["age_ms"].is_number_integer()) << *hit;
+  EXPECT_GE(j["age_ms"].get<int64_t>(), 0);
+  EXPECT_LE(j["age_ms"].get<int64_t>(),
+            std::chrono::duration_cast<std::chrono::milliseconds>(asked - stat_started).count() + 1)
+      << "older than the stat that made it";
+  cluster->reset();
+  std::error_code ec;
+  fs::remove_all(ufs, ec);
+}
+
 class PeerFetchTest : public EtcdWorkersTest {
  protected:
   static constexpr int kFiles = 40;
@@ -122,9 +175,152 @@ class PeerFetchTest : public EtcdWorkersTest {
     return after - warm;
   }
 
+  // Metadata requests (stats, lists) the workers sent to the under-store.
+  double StoreMetadataRequests() {
+    double n = 0;
+    for (const auto& a : addresses_) {
+      auto text = WorkerGet(a, "/metrics");
+      EXPECT_TRUE(text) << text.error().ToString();
+      if (!text) return -1;
+      std::istringstream in(*text);
+      for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("shoal_ufs_requests_total{") &&
+            (line.find("op=\"stat\"") != std::string::npos || line.find("op=\"list\"") != std::string::npos)) {
+          n += std::stod(line.substr(line.rfind(' ') + 1));
+        }
+      }
+    }
+    return n;
+  }
+
+  // Stats every file through `client`: each must succeed with `files`' size.
+  void StatDataset(Client& client, const std::vector<std::string>& files) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      auto st = client.Stat("/data/f" + std::to_string(i));
+      ASSERT_TRUE(st) << st.error().ToString();
+      EXPECT_EQ(st->size, files[i].size()) << "f" << i;
+    }
+  }
+
+  // Starts c0 and c1 with `c` and reads the dataset through a client: warm.
+  std::unique_ptr<Client> WarmTwoWorkers(const Config& c) {
+    WriteDataset();
+    StartWorker(c, "c0");
+    StartWorker(c, "c1");
+    auto client = NewClient(c, 2);
+    if (client) ReadDataset(*client);
+    return client;
+  }
+
   std::vector<std::string> files_;
   uint64_t dataset_bytes_ = 0;
 };
+
+// The metadata half of a join (issue 14): the new worker owns the metadata of
+// about a third of the paths, and takes each entry from its previous owner's
+// cache (a cache-only stat) instead of asking the store again.
+TEST_F(PeerFetchTest, AfterAJoinStatsAndReadsOfEveryFileCostNoStoreMetadataRequest) {
+  Config c = BaseConfig();
+  auto warm = WarmTwoWorkers(c);
+  ASSERT_TRUE(warm);
+  const double before = StoreMetadataRequests();
+  StartWorker(c, "c2");
+  auto client = NewClient(c, 3);  // a new client: nothing of the first epoch in it
+  ASSERT_TRUE(client);
+  StatDataset(*client, files_);
+  ReadDataset(*client);
+  EXPECT_EQ(StoreMetadataRequests(), before) << "the epoch after the join asked the store for metadata";
+  auto hits = WorkerMetricSum({addresses_[2]}, "shoal_peer_meta_hits_total");
+  ASSERT_TRUE(hits) << hits.error().ToString();
+  EXPECT_GE(*hits, 1) << "the new worker took no metadata from its peers";
+  std::printf("epoch after a join: %.0f stats of %d files taken from peers by the new worker\n", *hits, kFiles);
+}
+
+// An entry is taken from a peer only while the mount's rule still finds it
+// fresh, counted from when the store gave it: once past the ttl, the new
+// owner asks the store, and a changed object is seen.
+TEST_F(PeerFetchTest, AnEntryPastTheMountsTtlIsNotTakenFromAPeer) {
+  Config c = BaseConfig();
+  c.mounts[0].consistency = Consistency::kTtl;
+  c.mounts[0].ttl = std::chrono::seconds(3);
+  auto warm = WarmTwoWorkers(c);
+  ASSERT_TRUE(warm);
+  const auto warmed = Clock::now();  // every entry was fetched before this
+  std::vector<std::string> changed;
+  for (int i = 0; i < kFiles; ++i) {
+    changed.push_back(RandomBytes(files_[static_cast<size_t>(i)].size() + 1, static_cast<uint64_t>(i) + 500));
+    ASSERT_TRUE(WriteFile(root_ + "/ufs/f" + std::to_string(i), changed.back()).ok());
+  }
+  // Waiting for the entries to age past the ttl (what the test is about), not for an event.
+  ASSERT_TRUE(WaitFor([&] { return Clock::now() > warmed + c.mounts[0].ttl + 500ms; }, 30s));
+  StartWorker(c, "c2");
+  auto client = NewClient(c, 3);
+  ASSERT_TRUE(client);
+  StatDataset(*client, changed);
+  files_ = changed;
+  ReadDataset(*client);
+  EXPECT_EQ(Sum("shoal_peer_meta_hits_total", {addresses_[2]}), 0) << "an entry past its ttl was taken from a peer";
+  EXPECT_GE(Sum("shoal_peer_meta_misses_total", {addresses_[2]}), 1) << "the new worker did not ask its peers";
+}
+
+// An entry taken from a peer keeps the time the store gave it: its ttl ends
+// when the original's does, not a ttl after it was copied. Entries 8 s old
+// are taken; the store then changes; every stat must show the change before
+// a ttl has passed since they were taken (a copy that restarted its ttl would
+// show the old version until then).
+TEST_F(PeerFetchTest, AnEntryTakenFromAPeerExpiresWhenTheOriginalDoes) {
+  Config c = BaseConfig();
+  c.mounts[0].consistency = Consistency::kTtl;
+  c.mounts[0].ttl = std::chrono::seconds(20);
+  auto warm = WarmTwoWorkers(c);
+  ASSERT_TRUE(warm);
+  const auto warmed = Clock::now();  // every entry was fetched before this
+  // Waiting for the entries to age (what the test is about), not for an event.
+  ASSERT_TRUE(WaitFor([&] { return Clock::now() > warmed + 8s; }, 30s));
+  StartWorker(c, "c2");
+  auto client = NewClient(c, 3);
+  ASSERT_TRUE(client);
+  const auto taken = Clock::now();
+  if (taken > warmed + 16s) GTEST_SKIP() << "the third worker took too long to start: the entries are about to expire";
+  StatDataset(*client, files_);
+  ASSERT_GE(Sum("shoal_peer_meta_hits_total", {addresses_[2]}), 1) << "the new worker took no metadata from its peers";
+  std::vector<std::string> changed;
+  for (int i = 0; i < kFiles; ++i) {
+    changed.push_back(RandomBytes(files_[static_cast<size_t>(i)].size() + 1, static_cast<uint64_t>(i) + 900));
+    ASSERT_TRUE(WriteFile(root_ + "/ufs/f" + std::to_string(i), changed.back()).ok());
+  }
+  auto all_changed = [&] {
+    for (int i = 0; i < kFiles; ++i) {
+      auto st = client->Stat("/data/f" + std::to_string(i));
+      if (!st || st->size != changed[static_cast<size_t>(i)].size()) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(all_changed, 60s)) << "the change was never seen";
+  using std::chrono::duration_cast, std::chrono::milliseconds;
+  const auto seen = Clock::now();
+  EXPECT_LT(duration_cast<milliseconds>(seen - taken).count(), duration_cast<milliseconds>(c.mounts[0].ttl).count())
+      << "an entry taken from a peer was served until " << duration_cast<milliseconds>(seen - warmed).count()
+      << " ms after the store gave it (ttl 20 s): its ttl restarted when it was copied";
+}
+
+// The previous owner of a third of the paths is killed (its lease keeps it in
+// the ring): the new worker's cache-only stats to it fail, and every stat
+// still succeeds, from the store.
+TEST_F(PeerFetchTest, AStatFallsBackToTheStoreWhenThePeerIsDown) {
+  Config c = BaseConfig();
+  c.client.timeout = std::chrono::seconds(60);
+  auto warm = WarmTwoWorkers(c);
+  ASSERT_TRUE(warm);
+  workers_[1].Signal(SIGKILL);
+  workers_[1].Wait(std::chrono::seconds(10));
+  StartWorker(c, "c2");
+  auto client = NewClient(c, 3);
+  ASSERT_TRUE(client);
+  StatDataset(*client, files_);
+  ReadDataset(*client);
+  EXPECT_GE(Sum("shoal_peer_fetch_errors_total", {addresses_[2]}), 1) << "the new worker never asked the dead peer";
+}
 
 TEST_F(PeerFetchTest, AWorkerJoiningAWarmClusterCostsAlmostNoStoreBytes) {
   const double epoch = StoreBytesOfTheEpochAfterAJoin(true);

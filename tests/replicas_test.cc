@@ -279,6 +279,9 @@ TEST_F(ReplicaFailoverTest, AHolderThatFetchedForAReadKeepsTheMetadata) {
   ASSERT_TRUE(read.body == data);
   ASSERT_TRUE(WaitFor([&] { return Sum("shoal_replica_push_bytes_total", addresses_) >= data.size(); }, 60s))
       << "the second holder never pushed the file to the first";
+  // It kept the file's metadata from the first holder's cache (before the
+  // push, in the same task), not from the store.
+  EXPECT_GE(Sum("shoal_peer_meta_hits_total", {addresses_[b]}), 1) << "the second holder asked the store for the stat";
 
   // The first holder dies, the store goes: the second answers the stat and the bytes.
   workers_[a].Signal(SIGKILL);

@@ -186,5 +186,64 @@ TEST(MetadataCache, AnswersFromBeforeAnInvalidationAreNotCached) {
   EXPECT_EQ(c.LookupStat("/d/new", m)->value().size, 3u);
 }
 
+// A stat another worker cached (after a ring change) keeps its age: the
+// mount's ttl counts from when the store gave it, never from the copy.
+TEST(MetadataCache, AnAgedStatKeepsItsOriginalTimeAndIsRefusedWhenTooOld) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto m = Mount("/d", "file:///x");  // ttl 60 s
+  clock.t += std::chrono::hours(1);
+  ASSERT_TRUE(c.InsertAgedStat("/d/a", Info(5), std::chrono::seconds(50), c.generation(), m));
+  auto aged = c.LookupFreshStat("/d/a", m);
+  ASSERT_TRUE(aged);
+  EXPECT_EQ(aged->info.size, 5u);
+  EXPECT_EQ(aged->age, std::chrono::seconds(50));
+  clock.t += std::chrono::seconds(9);
+  EXPECT_TRUE(c.LookupStat("/d/a", m));
+  clock.t += std::chrono::seconds(2);
+  EXPECT_FALSE(c.LookupStat("/d/a", m)) << "fresh for 60 s from the store's answer, not from the copy";
+  EXPECT_FALSE(c.LookupFreshStat("/d/a", m));
+
+  EXPECT_FALSE(c.InsertAgedStat("/d/b", Info(1), std::chrono::seconds(60), c.generation(), m)) << "as old as the ttl";
+  EXPECT_FALSE(c.InsertAgedStat("/d/b", Info(1), -std::chrono::seconds(1), c.generation(), m)) << "from the future";
+  EXPECT_FALSE(c.LookupStat("/d/b", m));
+  auto always = Mount("/d", "file:///x", Consistency::kAlways);
+  EXPECT_FALSE(c.InsertAgedStat("/d/b", Info(1), std::chrono::seconds(0), c.generation(), always));
+  auto imm = Mount("/d", "file:///x", Consistency::kImmutable);
+  EXPECT_TRUE(c.InsertAgedStat("/d/b", Info(1), std::chrono::hours(1000), c.generation(), imm));
+  EXPECT_TRUE(c.LookupStat("/d/b", imm));
+  EXPECT_FALSE(c.LookupFreshStat("/d/missing", m));
+  c.InsertStat("/d/missing", Err(Code::kNotFound, "no"));
+  EXPECT_FALSE(c.LookupFreshStat("/d/missing", m)) << "only positive stats are handed to peers";
+}
+
+// A peer may still hold what this worker was told to drop (a write through
+// Shoal refreshes the path's current owner only): not taken from before it.
+TEST(MetadataCache, AnAgedStatFromBeforeAnInvalidationIsRefused) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  auto m = Mount("/d", "file:///x");
+  clock.t += std::chrono::hours(1);
+  c.Invalidate("/d/a", false);
+  clock.t += std::chrono::seconds(10);
+  EXPECT_FALSE(c.InsertAgedStat("/d/a", Info(1), std::chrono::seconds(11), c.generation(), m));
+  EXPECT_TRUE(c.InsertAgedStat("/d/a", Info(2), std::chrono::seconds(9), c.generation(), m)) << "given after it";
+  EXPECT_TRUE(c.InsertAgedStat("/d/other", Info(2), std::chrono::seconds(11), c.generation(), m));
+
+  c.Invalidate("/d/sub", true);  // a subtree
+  clock.t += std::chrono::seconds(1);
+  EXPECT_FALSE(c.InsertAgedStat("/d/sub/x/y", Info(1), std::chrono::seconds(2), c.generation(), m));
+  EXPECT_TRUE(c.InsertAgedStat("/d/subway", Info(1), std::chrono::seconds(2), c.generation(), m));
+  uint64_t before = c.generation();
+  c.Invalidate("/elsewhere", false);  // while the peer was asked
+  EXPECT_FALSE(c.InsertAgedStat("/d/c", Info(1), std::chrono::seconds(0), before, m));
+
+  // Past its bound the record of invalidations is dropped, and everything counts as invalidated then.
+  for (int i = 0; i < 10'001; ++i) c.Invalidate("/x/" + std::to_string(i), false);
+  clock.t += std::chrono::seconds(1);
+  EXPECT_FALSE(c.InsertAgedStat("/d/d", Info(1), std::chrono::seconds(2), c.generation(), m));
+  EXPECT_TRUE(c.InsertAgedStat("/d/d", Info(1), std::chrono::milliseconds(500), c.generation(), m));
+}
+
 }  // namespace
 }  // namespace shoal

@@ -1,5 +1,7 @@
 #include "meta/metadata_cache.h"
 
+#include <algorithm>
+
 namespace shoal {
 
 MetadataCache::MetadataCache(size_t max_entries, Now now) : max_entries_(max_entries), now_(std::move(now)) {}
@@ -94,6 +96,13 @@ void MetadataCache::InsertList(const std::string& path, std::vector<FileInfo> en
 size_t MetadataCache::Invalidate(const std::string& path, bool recursive) {
   std::lock_guard lock(mu_);
   ++generation_;
+  auto& marks = recursive ? invalidated_trees_ : invalidated_;
+  if (marks.size() >= kMaxInvalidated) {
+    invalidated_.clear();
+    invalidated_trees_.clear();
+    invalidated_all_ = now_();
+  }
+  marks[path] = now_();
   size_t n = 0;
   std::string prefix = path == "/" ? "/" : path + "/";
   for (auto it = entries_.begin(); it != entries_.end();) {
@@ -107,6 +116,44 @@ size_t MetadataCache::Invalidate(const std::string& path, bool recursive) {
     }
   }
   return n;
+}
+
+MetadataCache::Clock::time_point MetadataCache::InvalidatedAtLocked(const std::string& path) const {
+  Clock::time_point at = invalidated_all_;
+  if (auto it = invalidated_.find(path); it != invalidated_.end()) at = std::max(at, it->second);
+  // A recursive invalidation of the path or of any directory above it.
+  for (std::string p = path;;) {
+    if (auto it = invalidated_trees_.find(p); it != invalidated_trees_.end()) at = std::max(at, it->second);
+    if (p.empty() || p == "/") break;
+    size_t slash = p.rfind('/');
+    p = slash == 0 || slash == std::string::npos ? "/" : p.substr(0, slash);
+  }
+  return at;
+}
+
+std::optional<MetadataCache::AgedStat> MetadataCache::LookupFreshStat(const std::string& path,
+                                                                      const MountConfig& mount) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find("s" + path);
+  if (it == entries_.end() || !it->second.stat || !it->second.stat->has_value()) return std::nullopt;
+  if (!Fresh(it->second, mount, false)) return std::nullopt;
+  return AgedStat{**it->second.stat, std::max(Clock::duration::zero(), now_() - it->second.fetched)};
+}
+
+bool MetadataCache::InsertAgedStat(const std::string& path, const FileInfo& info, Clock::duration age, uint64_t since,
+                                   const MountConfig& mount) {
+  if (age < Clock::duration::zero()) return false;
+  const auto life = Lifetime(mount, false);
+  if (life != Clock::duration::max() && age >= life) return false;
+  std::lock_guard lock(mu_);
+  if (since != generation_) return false;
+  const Clock::time_point fetched = now_() - age;
+  // Invalidated here after the store gave it: the peer kept what this worker was told to drop.
+  if (InvalidatedAtLocked(path) >= fetched) return false;
+  Entry& e = Upsert("s" + path);
+  e.stat = info;
+  e.fetched = fetched;
+  return true;
 }
 
 size_t MetadataCache::size() const {

@@ -11,6 +11,12 @@
 // stale_if_error past its freshness.
 // Bounded: the least recently inserted entries go first past `max_entries`.
 //
+// A stat can also come from another worker's cache (after a ring change,
+// src/worker/peer_fetch.h) with its age: InsertAgedStat keeps it with the
+// time the store gave it, so the mount's rule counts from then, and refuses
+// it when this cache invalidated the path since (a write through Shoal told
+// this worker, not the peer).
+//
 // Thread safety: all methods are safe from any thread.
 #pragma once
 
@@ -58,6 +64,20 @@ class MetadataCache {
   // Drops the entries of `path` (and, when recursive, everything under it).
   size_t Invalidate(const std::string& path, bool recursive);
 
+  // A fresh positive stat and its age: how long ago the store gave it (or
+  // this worker took it, aged, from a peer). For cache-only stats.
+  struct AgedStat {
+    FileInfo info;
+    Clock::duration age{};
+  };
+  std::optional<AgedStat> LookupFreshStat(const std::string& path, const MountConfig& mount);
+  // Caches a stat the store gave `age` ago, as fresh as it is under the
+  // mount's rule. Not cached (false) when the mount's rule finds it too old,
+  // when `path` was invalidated after the store gave it, or when generation()
+  // moved past `since` meanwhile. REQUIRES: age >= 0.
+  bool InsertAgedStat(const std::string& path, const FileInfo& info, Clock::duration age, uint64_t since,
+                      const MountConfig& mount);
+
   size_t size() const;
 
  private:
@@ -72,6 +92,8 @@ class MetadataCache {
   bool Fresh(const Entry& e, const MountConfig& mount, bool negative_or_list) const;
   bool WithinStaleWindow(const Entry& e, const MountConfig& mount, bool list) const;
   Entry& Upsert(const std::string& key);
+  // The latest Invalidate that covered `path` (min() when none is known).
+  Clock::time_point InvalidatedAtLocked(const std::string& path) const;
 
   mutable std::mutex mu_;
   size_t max_entries_;
@@ -79,6 +101,13 @@ class MetadataCache {
   std::unordered_map<std::string, Entry> entries_;  // key: 's' or 'l' + path
   std::list<std::string> order_;  // oldest first
   uint64_t generation_ = 0;       // Invalidate calls so far
+  // When each path (or, recursively, subtree) was last invalidated, for
+  // InsertAgedStat. Bounded: past kMaxInvalidated entries both are cleared
+  // and every entry counts as invalidated at that time (invalidated_all_).
+  static constexpr size_t kMaxInvalidated = 10'000;
+  std::unordered_map<std::string, Clock::time_point> invalidated_;
+  std::unordered_map<std::string, Clock::time_point> invalidated_trees_;
+  Clock::time_point invalidated_all_ = Clock::time_point::min();
 };
 
 }  // namespace shoal

@@ -8,6 +8,7 @@
 #include "cluster/hash_ring.h"
 #include "common/metrics.h"
 #include "ufs/uri.h"
+#include "worker/peer_stat.h"
 #include "worker/worker_service.h"
 
 namespace shoal {
@@ -32,6 +33,9 @@ PeerFetch::PeerFetch(const Config& config, std::shared_ptr<const Membership> mem
   pushed_bytes_ =
       &m.GetCounter("shoal_replica_push_bytes_total", "Bytes pushed to the other holders of replicated paths");
   push_failures_ = &m.GetCounter("shoal_replica_push_failures_total", "Pages that could not be pushed to a replica");
+  meta_hits_ = &m.GetCounter("shoal_peer_meta_hits_total", "Stats taken from another worker's cached metadata");
+  meta_misses_ = &m.GetCounter("shoal_peer_meta_misses_total",
+                               "Stats no peer could answer from its cache (or too old to take): asked the store");
 }
 
 PeerFetch::~PeerFetch() = default;
@@ -96,6 +100,35 @@ std::optional<std::string> PeerFetch::Fetch(const FileRef& file, uint64_t start,
       misses_->Add();  // "not cached", or the peer refused the claims: either way not from it
     }
   }
+  return std::nullopt;
+}
+
+std::optional<FileInfo> PeerFetch::Stat(const ResolvedPath& p,
+                                        const std::function<bool(const MetadataCache::AgedStat&)>& keep) {
+  const std::string target = "/v1/stat?path=" + PercentEncode(p.ns_path, true) + "&cache_only=1";
+  const auto peers = history_.PreviousHolders(HashRing::MetaKey(p.ns_path), self_, Replicas(p.ns_path), kMaxPeers);
+  for (const WorkerEntry& w : peers) {
+    if (Skipped(w.id)) continue;
+    const auto asked = Clock::now();
+    auto r = caller_->Call(w, "GET", target, asked + kMetaAttemptTimeout, p.ns_path);
+    if (r.worker_failed) {
+      NoteFailed(w, r.status.message());
+      continue;
+    }
+    if (!r.status.ok()) continue;  // "not cached", or refused: either way not from it
+    auto got = peer_stat::Decode(r.body, p.ns_path, p.key);
+    if (!got) {
+      NoteFailed(w, got.error().message());  // a worker that garbles answers is not asked for a while
+      continue;
+    }
+    // Counted from when it was asked: the peer looked it up later than that,
+    // so the entry is at most this old, never younger than it seems.
+    got->age += Clock::now() - asked;
+    if (!keep(*got)) continue;  // too old for the mount's rule, or invalidated here since: maybe another is fresher
+    meta_hits_->Add();
+    return std::move(got->info);
+  }
+  meta_misses_->Add();
   return std::nullopt;
 }
 

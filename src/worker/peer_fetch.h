@@ -21,7 +21,18 @@
 // replica can serve the data when the first holder dies and the store is
 // unreachable.
 //
-// Metrics: shoal_peer_fetch_bytes_total, shoal_peer_fetch_misses_total (a
+// The same holds for metadata: a worker that must stat a path it has no
+// fresh entry for, when MayHold, first asks the path's metadata owners under
+// the earlier rings (and its other holders) for their cached stat with a
+// cache-only stat (GET /v1/stat?...&cache_only=1, peer_stat.h), which carries
+// the entry's age; Stat() returns the first fresh, well-formed answer the
+// caller keeps with its original time (MetadataCache::InsertAgedStat), so the
+// mount's ttl never restarts. Same bounds as for pages, kMetaAttemptTimeout
+// per peer; a peer that garbles its answer is skipped like a failed one.
+//
+// Metrics: shoal_peer_meta_hits_total (a stat taken from a peer),
+// shoal_peer_meta_misses_total (no peer had a fresh one, or it was refused),
+// shoal_peer_fetch_bytes_total, shoal_peer_fetch_misses_total (a
 // peer had no copy), shoal_peer_fetch_errors_total (a peer failed),
 // shoal_replica_push_bytes_total, shoal_replica_push_failures_total.
 //
@@ -31,6 +42,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +52,8 @@
 #include "cluster/ring_history.h"
 #include "common/config.h"
 #include "common/path_rules.h"
+#include "meta/metadata_cache.h"
+#include "meta/mount_table.h"
 
 namespace shoal {
 
@@ -52,6 +66,8 @@ class PeerFetch {
   static constexpr size_t kMaxPeers = 2;
   static constexpr std::chrono::milliseconds kAttemptTimeout{5'000};
   static constexpr std::chrono::milliseconds kSkipFailed{10'000};
+  // A cache-only stat is a lookup: a live peer answers at once.
+  static constexpr std::chrono::milliseconds kMetaAttemptTimeout{2'000};
 
   // `self` is this worker's id on the ring.
   PeerFetch(const Config& config, std::shared_ptr<const Membership> membership, std::string self);
@@ -60,6 +76,12 @@ class PeerFetch {
   // The bytes [start, end) of `file` from a peer's cache (exactly end - start
   // of them), or nullopt when no peer had them all.
   std::optional<std::string> Fetch(const FileRef& file, uint64_t start, uint64_t end);
+
+  // The cached stat of `p` from a peer (see above), or nullopt when no peer
+  // had a fresh, well-formed one that `keep` took. `keep` gets each answer
+  // with its age counted from when it was asked, and says whether the caller
+  // kept it (false: too old for the mount's rule, or invalidated since).
+  std::optional<FileInfo> Stat(const ResolvedPath& p, const std::function<bool(const MetadataCache::AgedStat&)>& keep);
 
   // Pushes the pages of `bytes` (file offset `start`, page-aligned) to the
   // shard's other holders when the path is replicated. Best effort.
@@ -96,6 +118,8 @@ class PeerFetch {
   Counter* errors_;
   Counter* pushed_bytes_;
   Counter* push_failures_;
+  Counter* meta_hits_;
+  Counter* meta_misses_;
 };
 
 }  // namespace shoal

@@ -33,6 +33,7 @@
 #include "worker/local_server.h"
 #include "worker/page_put.h"
 #include "worker/peer_fetch.h"
+#include "worker/peer_stat.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
 #include "worker/writeback_journal.h"
@@ -711,11 +712,28 @@ class Worker::Impl {
   void HandleStat(const HttpRequest& req, Responder res) {
     auto parsed = Parse(req, res);
     if (!parsed) return;
+    if (auto c = parsed->first.Get("cache_only"); c && *c != "0") {
+      if (*c != "1") return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "cache_only=" + *c + " is not 0 or 1")));
+      return ServeCachedStat(parsed->second, res);
+    }
     pool_.Post([this, rp = parsed->second, res] {
       if (auto pending = wb_->Pending(rp.ns_path)) return res.Respond(JsonAnswer(PendingJson(*pending)));
       auto st = svc_->Stat(rp);
       res.Respond(st ? JsonAnswer(InfoJson(*st, rp.ns_path)) : ErrorAnswer(st.error()));
     });
+  }
+
+  // A cache-only stat (a peer's metadata miss after a ring change,
+  // peer_stat.h): the fresh cached entry and its age, or 404 "not cached".
+  // Never asks the under-store; a file with a pending write-back is not
+  // answered (its owner answers for it).
+  void ServeCachedStat(const ResolvedPath& rp, const Responder& res) {
+    auto cached = wb_->Pending(rp.ns_path) ? std::nullopt : svc_->CachedStat(rp);
+    if (!cached) {
+      return res.Respond(ErrorAnswer(Status(Code::kNotFound, "not cached: the metadata of " + rp.ns_path +
+                                                                 " (cache_only=1 never asks the under-store)")));
+    }
+    res.Respond(HttpResponse::Text(200, peer_stat::Encode(rp.ns_path, *cached), "application/json"));
   }
 
   void HandleList(const HttpRequest& req, Responder res) {

@@ -141,13 +141,18 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
     pending->cv.wait(lock, [&] { return pending->done; });
     return pending->result;
   }
-  // During a recent outage of the store, stale metadata is served without
-  // asking it again; otherwise the store is asked, and an outage falls back
-  // to stale metadata.
+  // Another worker's cached entry first, when the ring changed or the path
+  // is replicated (no store request). During a recent outage of the store,
+  // stale metadata is served without asking it again; otherwise the store is
+  // asked, and an outage falls back to stale metadata.
   Result<FileInfo> r = Err(Code::kUnavailable, "the under-store of mount " + p.mount->path + " cannot be reached");
   std::optional<FileInfo> stale;
-  if (InOutage(p)) stale = meta_.LookupStaleStat(p.ns_path, *p.mount);
-  if (!stale) {
+  if (auto from_peer = StatFromPeer(p)) {
+    r = std::move(*from_peer);
+  } else if (InOutage(p)) {
+    stale = meta_.LookupStaleStat(p.ns_path, *p.mount);
+  }
+  if (!r && !stale) {
     r = StatFromStore(p);
     if (!r && IsOutage(r.error())) {
       NoteOutage(p);
@@ -256,6 +261,14 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
     if (changed) pages_->DropOtherVersions(p.ns_path, version);
   }
   return r;
+}
+
+std::optional<FileInfo> WorkerService::StatFromPeer(const ResolvedPath& p) {
+  if (!peers_ || p.mount->consistency == Consistency::kAlways || !peers_->MayHold(p.ns_path)) return std::nullopt;
+  const uint64_t generation = meta_.generation();
+  return peers_->Stat(p, [&](const MetadataCache::AgedStat& got) {
+    return meta_.InsertAgedStat(p.ns_path, got.info, got.age, generation, *p.mount);
+  });
 }
 
 bool WorkerService::InOutage(const ResolvedPath& p) const {
@@ -412,6 +425,8 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
           // version and size, so no stat reached it) keeps the file's metadata too:
           // once the other holder is lost, a stat sent here must not need the store
           // (ReplicaFailoverTest: NotFound with the store gone, 1 CI run in ~20).
+          // The stat is normally answered by the holder that stat'ed the file for
+          // the reader (a replicated path asks its holders' caches first).
           if (start == 0 && !meta_.LookupStat(file.resolved.ns_path, *file.resolved.mount)) {
             if (auto st = Stat(file.resolved); !st) {
               spdlog::debug("metadata of replicated {} not kept: {}", file.resolved.ns_path, st.error().ToString());

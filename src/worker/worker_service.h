@@ -167,6 +167,13 @@ class WorkerService {
   // exactly that long). Starts no fetch and no read-ahead.
   std::optional<std::vector<Segment>> CachedRange(const FileRef& file, uint64_t offset, uint64_t end);
 
+  // Non-blocking. For a cache-only stat (GET /v1/stat?cache_only=1, a peer's
+  // miss after a ring change, peer_stat.h): the fresh cached stat of `p` and
+  // its age, or nullopt. Never asks the under-store.
+  std::optional<MetadataCache::AgedStat> CachedStat(const ResolvedPath& p) {
+    return meta_.LookupFreshStat(p.ns_path, *p.mount);
+  }
+
   // Misses ask `peers` before the under-store; fetched pages of replicated
   // paths are pushed to their other holders. Call before serving.
   void SetPeerFetch(std::unique_ptr<PeerFetch> peers);
@@ -184,6 +191,10 @@ class WorkerService {
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
   // A stat that missed the metadata cache: one under-store request, cached.
   Result<FileInfo> StatFromStore(const ResolvedPath& p);
+  // A stat that missed the metadata cache, from another worker's cache when
+  // the ring changed or the path is replicated (PeerFetch::Stat), cached with
+  // its original time. nullopt: ask the store.
+  std::optional<FileInfo> StatFromPeer(const ResolvedPath& p);
   // Whether a failed revalidation may be answered from stale metadata: the
   // store could not be reached (not: the object changed, vanished or is denied).
   static bool IsOutage(const Status& s);
