@@ -267,7 +267,7 @@ class Client:
         """Reads a file through the cluster and drops the bytes: its owners cache it."""
         return self._client().warm(os.fspath(path))
 
-    def prefetch(self, paths_in_order, window_files=64, window_bytes=256 << 20, threads=8):
+    def prefetch(self, paths_in_order, window_files=512, window_bytes=256 << 20, threads=64):
         """Fetches files into the cluster ahead of a reader that reads them in this order.
 
         Returns a started shoal.prefetch.Prefetcher; call its advance(i) as item i is

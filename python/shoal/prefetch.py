@@ -26,7 +26,7 @@ import threading
 
 
 class Prefetcher:
-    def __init__(self, client, paths, window_files=64, window_bytes=256 << 20, threads=8):
+    def __init__(self, client, paths, window_files=512, window_bytes=256 << 20, threads=64):
         if window_files < 1 or window_bytes < 1 or threads < 1:
             raise ValueError(
                 f"prefetch: window_files ({window_files}), window_bytes ({window_bytes}) and threads ({threads}) "

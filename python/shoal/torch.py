@@ -141,8 +141,8 @@ class ShoalSampler(torch.utils.data.Sampler):
     epoch's prefetch. Statistics of the last epoch: `last_prefetcher`.
     """
 
-    def __init__(self, dataset, sampler=None, shuffle=True, generator=None, window_files=64,
-                 window_bytes=256 << 20, threads=8):
+    def __init__(self, dataset, sampler=None, shuffle=True, generator=None, window_files=512,
+                 window_bytes=256 << 20, threads=64):
         self.dataset = dataset
         if sampler is None:
             sampler = (torch.utils.data.RandomSampler(dataset, generator=generator) if shuffle
