@@ -23,8 +23,23 @@ void SetTimeouts(int fd, std::chrono::milliseconds t) {
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
+// Closes the fds a reply passed; -1 marks one a caller kept.
 void CloseAll(const std::vector<int>& fds) {
-  for (int fd : fds) ::close(fd);
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+// A read request of [offset, offset + length) of one version of a file.
+local_wire::Request ReadRequest(const std::string& ns_path, const std::string& version, uint64_t size, uint64_t offset,
+                                uint64_t length) {
+  local_wire::Request req;
+  req.path = ns_path;
+  req.version = version;
+  req.size = size;
+  req.offset = offset;
+  req.length = length;
+  return req;
 }
 
 // A passed fd that a LocalPage's owner closes once its last user is done.
@@ -234,14 +249,8 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
 
 uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path, const std::string& version,
                            uint64_t size, uint64_t offset, std::span<char> out) {
-  local_wire::Request req;
-  req.path = ns_path;
-  req.version = version;
-  req.size = size;
-  req.offset = offset;
-  req.length = out.size();
   std::vector<int> fds;
-  auto reply = Exchange(worker, req, &fds);
+  auto reply = Exchange(worker, ReadRequest(ns_path, version, size, offset, out.size()), &fds);
   // An error answer (e.g. a path outside the worker's mounts): HTTP gives the caller the real error.
   uint64_t done = reply && reply->code == 0 ? ReadSegments(*reply, fds, ns_path, version, offset, out) : 0;
   CloseAll(fds);
@@ -251,14 +260,8 @@ uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path
 std::vector<LocalPage> LocalReader::Pages(const std::string& worker, const std::string& ns_path,
                                           const std::string& version, uint64_t size, uint64_t offset,
                                           uint64_t length) {
-  local_wire::Request req;
-  req.path = ns_path;
-  req.version = version;
-  req.size = size;
-  req.offset = offset;
-  req.length = length;
   std::vector<int> fds;
-  auto reply = Exchange(worker, req, &fds);
+  auto reply = Exchange(worker, ReadRequest(ns_path, version, size, offset, length), &fds);
   std::vector<LocalPage> out;
   if (reply && reply->code == 0) {
     uint64_t at = offset;
@@ -295,9 +298,7 @@ std::vector<LocalPage> LocalReader::Pages(const std::string& worker, const std::
       at += seg.length;
     }
   }
-  for (int fd : fds) {
-    if (fd >= 0) ::close(fd);
-  }
+  CloseAll(fds);
   return out;
 }
 
