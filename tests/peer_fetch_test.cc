@@ -36,29 +36,53 @@ std::string CacheOnlyTarget(const std::string& path, const FileStatus& st, uint6
          "&length=" + std::to_string(length) + "&cache_only=" + flag;
 }
 
-TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
-  std::string ufs = MakeTempDir("cache-only");
-  ASSERT_FALSE(ufs.empty());
-  const std::string data = RandomBytes(5 * kPage + 123, 7);
-  ASSERT_TRUE(WriteFile(ufs + "/f", data).ok());
+// One worker (pages of kPage) over a temp file:// directory holding `/f`
+// with `data`, and a client; all removed at the end.
+struct OneWorker {
+  std::string ufs;
+  std::unique_ptr<ShoalCluster> cluster;
+  std::unique_ptr<Client> client;
+  std::string address;
+
+  ~OneWorker() {
+    client.reset();
+    cluster.reset();
+    std::error_code ec;
+    if (!ufs.empty()) fs::remove_all(ufs, ec);
+  }
+};
+
+void StartOneWorker(const std::string& name, const std::string& data, OneWorker* w) {
+  w->ufs = MakeTempDir(name);
+  ASSERT_FALSE(w->ufs.empty());
+  ASSERT_TRUE(WriteFile(w->ufs + "/f", data).ok());
   ShoalCluster::Options o;
   o.workers = 1;
-  o.mounts = {FileMount(ufs)};
+  o.mounts = {FileMount(w->ufs)};
   o.page_size = kPage;
   auto cluster = ShoalCluster::Start(o);
   ASSERT_TRUE(cluster) << cluster.error().ToString();
-  auto client = (*cluster)->NewClient();
-  ASSERT_TRUE(client);
-  auto st = (*client)->Stat("/data/f");
-  ASSERT_TRUE(st) << st.error().ToString();
-  const std::string address = (*cluster)->addresses()[0];
+  w->cluster = std::move(*cluster);
+  auto client = w->cluster->NewClient();
+  ASSERT_TRUE(client) << client.error().ToString();
+  w->client = std::move(*client);
+  w->address = w->cluster->addresses()[0];
+}
 
-  const double before = *(*cluster)->MetricSum("shoal_ufs_read_bytes_total");
+TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
+  const std::string data = RandomBytes(5 * kPage + 123, 7);
+  OneWorker w;
+  ASSERT_NO_FATAL_FAILURE(StartOneWorker("cache-only", data, &w));
+  const std::string& address = w.address;
+  auto st = w.client->Stat("/data/f");
+  ASSERT_TRUE(st) << st.error().ToString();
+
+  const double before = *w.cluster->MetricSum("shoal_ufs_read_bytes_total");
   auto miss = WorkerGet(address, CacheOnlyTarget("/data/f", *st, 2 * kPage, kPage));
   ASSERT_FALSE(miss) << "a cache-only read of an uncached page answered";
   EXPECT_NE(miss.error().message().find("HTTP 404"), std::string::npos) << miss.error().ToString();
   EXPECT_NE(miss.error().message().find("not cached"), std::string::npos) << miss.error().ToString();
-  EXPECT_EQ(*(*cluster)->MetricSum("shoal_ufs_read_bytes_total"), before) << "a cache-only read read the store";
+  EXPECT_EQ(*w.cluster->MetricSum("shoal_ufs_read_bytes_total"), before) << "a cache-only read read the store";
 
   // A bad flag is refused like any bad parameter.
   auto bad = WorkerGet(address, CacheOnlyTarget("/data/f", *st, 0, kPage, "yes"));
@@ -67,7 +91,7 @@ TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
 
   // Once read, the same range is answered from the cache, byte for byte; the
   // last page only with the right size.
-  auto all = ReadWholeFile(**client, "/data/f");
+  auto all = ReadWholeFile(*w.client, "/data/f");
   ASSERT_TRUE(all && *all == data);
   Result<std::string> hit = Err(Code::kInternal, "not tried");
   ASSERT_TRUE(WaitFor(
@@ -80,40 +104,28 @@ TEST(CacheOnlyRead, AnUncachedPageIsNotCachedAndCostsNoStoreBytes) {
   FileStatus shorter = *st;
   shorter.size -= 1;  // a claim one byte short must not be answered from a longer last page
   EXPECT_FALSE(WorkerGet(address, CacheOnlyTarget("/data/f", shorter, 4 * kPage, 2 * kPage)));
-  cluster->reset();
-  std::error_code ec;
-  fs::remove_all(ufs, ec);
 }
 
 // The peer's side of metadata peer fetch: a cache-only stat answers a fresh
 // cached entry with its age, or 404 "not cached", and never asks the store.
 TEST(CacheOnlyStat, AnswersACachedEntryWithItsAgeAndNeverAsksTheStore) {
-  std::string ufs = MakeTempDir("cache-only-stat");
-  ASSERT_FALSE(ufs.empty());
-  ASSERT_TRUE(WriteFile(ufs + "/f", RandomBytes(3 * kPage, 8)).ok());
-  ShoalCluster::Options o;
-  o.workers = 1;
-  o.mounts = {FileMount(ufs)};
-  o.page_size = kPage;
-  auto cluster = ShoalCluster::Start(o);
-  ASSERT_TRUE(cluster) << cluster.error().ToString();
-  auto client = (*cluster)->NewClient();
-  ASSERT_TRUE(client);
-  const std::string address = (*cluster)->addresses()[0];
+  OneWorker w;
+  ASSERT_NO_FATAL_FAILURE(StartOneWorker("cache-only-stat", RandomBytes(3 * kPage, 8), &w));
+  const std::string& address = w.address;
   const std::string target = "/v1/stat?path=" + PercentEncode("/data/f", true) + "&cache_only=1";
 
-  const double before = *(*cluster)->MetricSum("shoal_ufs_requests_total");
+  const double before = *w.cluster->MetricSum("shoal_ufs_requests_total");
   auto miss = WorkerGet(address, target);
   ASSERT_FALSE(miss) << "a cache-only stat of an uncached path answered";
   EXPECT_NE(miss.error().message().find("HTTP 404"), std::string::npos) << miss.error().ToString();
   EXPECT_NE(miss.error().message().find("not cached"), std::string::npos) << miss.error().ToString();
-  EXPECT_EQ(*(*cluster)->MetricSum("shoal_ufs_requests_total"), before) << "a cache-only stat asked the store";
+  EXPECT_EQ(*w.cluster->MetricSum("shoal_ufs_requests_total"), before) << "a cache-only stat asked the store";
   auto bad = WorkerGet(address, "/v1/stat?path=/data/f&cache_only=yes");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("HTTP 400"), std::string::npos) << bad.error().ToString();
 
   const auto stat_started = Clock::now();  // the entry is made after this
-  auto st = (*client)->Stat("/data/f");
+  auto st = w.client->Stat("/data/f");
   ASSERT_TRUE(st) << st.error().ToString();
   auto hit = WorkerGet(address, target);
   ASSERT_TRUE(hit) << hit.error().ToString();
@@ -129,9 +141,6 @@ TEST(CacheOnlyStat, AnswersACachedEntryWithItsAgeAndNeverAsksTheStore) {
   EXPECT_LE(j["age_ms"].get<int64_t>(),
             std::chrono::duration_cast<std::chrono::milliseconds>(asked - stat_started).count() + 1)
       << "older than the stat that made it";
-  cluster->reset();
-  std::error_code ec;
-  fs::remove_all(ufs, ec);
 }
 
 class PeerFetchTest : public EtcdWorkersTest {
