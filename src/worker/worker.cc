@@ -560,6 +560,7 @@ class Worker::Impl {
     if (!rp) return fail(rp.error());
     FileRef file{*rp, r.version, r.size};
     uint64_t offset = r.offset;
+    bool stat_fetched = false;  // the open's stat read page 0 from the under-store
     if (r.version.starts_with(kWritebackVersionPrefix)) return ServeLocalPending(*rp, r, pages);
     if (r.kind == local_wire::Kind::kOpen) {
       if (auto pending = wb_->Pending(rp->ns_path)) {
@@ -567,7 +568,10 @@ class Worker::Impl {
         out.message.pop_back();
         return out;  // its bytes are read over HTTP
       }
-      auto st = svc_->Stat(*rp);
+      // A cold file's first page, read by the stat, is written at once on
+      // this thread and passed like any cached page (no idle-writer hand-off,
+      // no second request for its bytes).
+      auto st = svc_->Stat(*rp, {.write_first_page = true, .fetched_first_page = &stat_fetched});
       if (!st) return fail(st.error());
       out.message = JsonText(InfoJson(*st, rp->ns_path));
       out.message.pop_back();  // the newline
@@ -585,12 +589,12 @@ class Worker::Impl {
     uint64_t end = offset + std::min(r.length, file.size - offset);
     if (end == offset) return out;
     uint64_t hit = 0, miss = 0;
-    // A cold file's first page, read by the stat above, is written here and
-    // passed like any cached page: no second request over TCP for its bytes.
+    // A first page that another reader's stat read is written here if the
+    // idle writer has not yet (write_fetched).
     for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments, /*write_fetched=*/true)) {
       out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(), 0,
                               seg.page->page_offset(), seg.page->generation()});
-      (seg.fetched ? miss : hit) += seg.length;
+      (seg.fetched || (stat_fetched && seg.offset < config_.worker.page_size) ? miss : hit) += seg.length;
       pages->push_back(std::move(*seg.page));
     }
     if (hit + miss) {

@@ -116,7 +116,7 @@ Result<std::shared_ptr<UnderStore>> WorkerService::StoreFor(const ResolvedPath& 
   return slot;
 }
 
-Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
+Result<FileInfo> WorkerService::Stat(const ResolvedPath& p, const StatOptions& o) {
   if (auto cached = meta_.LookupStat(p.ns_path, *p.mount)) return *cached;
   if (p.key.empty()) {  // a mount root is a directory, even on an object store
     FileInfo root;
@@ -153,7 +153,7 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
     stale = meta_.LookupStaleStat(p.ns_path, *p.mount);
   }
   if (!r && !stale) {
-    r = StatFromStore(p);
+    r = StatFromStore(p, o);
     if (!r && IsOutage(r.error())) {
       NoteOutage(p);
       stale = meta_.LookupStaleStat(p.ns_path, *p.mount);
@@ -178,7 +178,7 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p) {
   return r;
 }
 
-Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
+Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p, const StatOptions& o) {
   auto store = StoreFor(p);
   if (!store) return Err(store.error());
   const uint64_t generation = meta_.generation();
@@ -212,9 +212,11 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
     if (rw->bytes > 0) {
       // The page is written to disk off the stat's path, at idle priority
       // (IdleWriter): until then readers find it in flight, already complete,
-      // and are served from memory.
+      // and are served from memory. With o.write_first_page it is written
+      // before the stat returns (it is in flight meanwhile all the same).
+      if (o.fetched_first_page) *o.fetched_first_page = true;
       first.resize(rw->bytes);
-      first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
+      if (!o.write_first_page) first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
       FileRef file{p, rw->info.Version(), rw->info.size};
       auto fetch = std::make_shared<Fetch>(0, rw->bytes);
       fetch->Finish(std::move(first));
@@ -239,7 +241,11 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p) {
         if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
         DropInflightPathLocked(file.resolved.ns_path);
       };
-      if (!idle_writer_->Submit(fetch->result()->size(), write)) ufs_executor_(std::move(write));
+      if (o.write_first_page) {
+        write();
+      } else if (!idle_writer_->Submit(fetch->result()->size(), write)) {
+        ufs_executor_(std::move(write));
+      }
     }
   } else if (!rw && rw.error().code() != Code::kNotFound && rw.error().code() != Code::kInvalidArgument) {
     r = Err(rw.error());  // unreachable, refused, timed out: asking again would only double the wait

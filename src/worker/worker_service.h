@@ -112,8 +112,20 @@ class WorkerService {
   // The path rules (config and CLI) the page store enforces.
   RuleBook& rules() { return *rules_; }
 
+  // How a stat that reads a cold file's first page (StatFromStore) caches it.
+  struct StatOptions {
+    // Write the page to the page store before returning, on the calling
+    // thread, instead of handing it to the idle writer (the default, which
+    // serves it from memory meanwhile). For callers that want the page file
+    // at once (a short-circuit open, a load): no thread hand-off.
+    bool write_first_page = false;
+    // Set to true when this call read the first page from the under-store.
+    bool* fetched_first_page = nullptr;
+  };
+
   // Blocking (call from the UFS executor).
-  Result<FileInfo> Stat(const ResolvedPath& p);
+  Result<FileInfo> Stat(const ResolvedPath& p, const StatOptions& o);
+  Result<FileInfo> Stat(const ResolvedPath& p) { return Stat(p, StatOptions{}); }
   Result<std::vector<FileInfo>> List(const ResolvedPath& p);
   // Drops metadata (and with `data`, pages) under the path; returns entries dropped.
   size_t Refresh(const std::string& ns_path, bool recursive, bool data);
@@ -190,7 +202,7 @@ class WorkerService {
   WorkerService(const Config& config, Executor ufs_executor);
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
   // A stat that missed the metadata cache: one under-store request, cached.
-  Result<FileInfo> StatFromStore(const ResolvedPath& p);
+  Result<FileInfo> StatFromStore(const ResolvedPath& p, const StatOptions& o);
   // A stat that missed the metadata cache, from another worker's cache when
   // the ring changed or the path is replicated (PeerFetch::Stat), cached with
   // its original time. nullopt: ask the store.
