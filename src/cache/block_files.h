@@ -85,8 +85,10 @@ class BlockFiles : public std::enable_shared_from_this<BlockFiles> {
   // it is leased, when the last lease ends. REQUIRES: not already free.
   void Free(Slot slot);
 
-  // A descriptor of the class's file (the caller's to close) and a lease that
-  // keeps `slot` from being reused until it is destroyed.
+  // The class file's descriptor and a lease that keeps `slot` from being
+  // reused until it is destroyed. The descriptor is the files' own (no dup:
+  // a page served costs no fcntl and no close): valid while the lease lives,
+  // which also keeps these files open; never the caller's to close.
   struct Handle {
     int fd = -1;
     std::shared_ptr<void> lease;

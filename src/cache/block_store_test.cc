@@ -202,6 +202,51 @@ TEST_F(BlockStoreTest, ALeasedSlotIsNotReusedAndAReusedSlotIsToldApart) {
   ::close(fd);
 }
 
+// A served block-file page hands out the block file's own descriptor (no dup:
+// no fcntl and no close per page read), kept open by the reference's lease,
+// even past the store's end; moving a reference into another keeps its lease.
+TEST_F(BlockStoreTest, ReferencesShareTheBlockFilesDescriptorAndKeepItOpen) {
+  auto s = Open(8 * SlotOfPage());
+  PageKey a{"/a", "v", 0}, b{"/b", "v", 0};
+  ASSERT_TRUE(s->Put(a, PageBytes(a, kPage)).ok());
+  ASSERT_TRUE(s->Put(b, PageBytes(b, kPage)).ok());
+  auto open_fds = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
+  };
+  const auto before = open_fds();
+  std::vector<PageRef> refs;
+  for (int i = 0; i < 100; ++i) {
+    auto r = s->Get(i % 2 ? a : b);
+    ASSERT_TRUE(r);
+    refs.push_back(std::move(*r));
+  }
+  EXPECT_EQ(open_fds(), before) << "each served page opened a descriptor";
+  EXPECT_EQ(refs[0].fd(), refs[1].fd()) << "pages of one block file, one descriptor";
+
+  // Assigned over another reference: the lease, place and generation move too.
+  std::optional<PageRef> held = s->Get(b);
+  ASSERT_TRUE(held);
+  const uint64_t at_a = refs[1].page_offset(), gen_a = refs[1].generation();
+  *held = std::move(refs[1]);
+  EXPECT_EQ(held->page_offset(), at_a);
+  EXPECT_EQ(held->generation(), gen_a);
+  refs.clear();
+  ASSERT_EQ(s->DropPath("/a", false), 1u);
+  PageKey c{"/c", "v", 0};
+  ASSERT_TRUE(s->Put(c, PageBytes(c, kPage)).ok());
+  auto ref_c = s->Get(c);
+  ASSERT_TRUE(ref_c);
+  EXPECT_NE(ref_c->page_offset(), at_a) << "the assigned reference lost its lease: its slot was reused";
+  ref_c.reset();
+
+  s.reset();  // the store ends; the reference still reads its page
+  std::string got;
+  ASSERT_TRUE(ReadChecked(*held, &got).ok());
+  EXPECT_TRUE(got == PageBytes(a, kPage));
+  held.reset();
+  EXPECT_LT(open_fds(), before) << "the block file stayed open after its last reference";
+}
+
 TEST_F(BlockStoreTest, DropCorruptIdentifiesTheSlot) {
   auto s = Open(10 * kPage);
   PageKey k{"/c", "v", 0};

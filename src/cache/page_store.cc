@@ -92,17 +92,22 @@ struct PageStore::Slot {
 
 PageRef& PageRef::operator=(PageRef&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0 && owns_fd_) ::close(fd_);
     fd_ = o.fd_;
     data_offset_ = o.data_offset_;
     length_ = o.length_;
+    header_len_ = o.header_len_;
+    page_offset_ = o.page_offset_;
+    generation_ = o.generation_;
+    lease_ = std::move(o.lease_);
+    owns_fd_ = o.owns_fd_;
     o.fd_ = -1;
   }
   return *this;
 }
 
 PageRef::~PageRef() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && owns_fd_) ::close(fd_);
 }
 
 Status PageFileWriter::WriteAt(int fd, uint64_t offset, std::span<const char> header, std::span<const char> data) {

@@ -79,20 +79,21 @@ class Retention;
 // An open page: a descriptor of its page file (or block file), where its
 // header starts (page_offset: 0 in a page file, the slot's offset in a block
 // file), the data's offset and length, and the generation its header must
-// carry. Move-only; closes the fd on destruction. While it lives, a block-file
+// carry. Move-only; closes a page file's fd on destruction. While it lives, a block-file
 // slot is not reused (its lease), so the bytes a reader checked are the bytes
 // it sends.
 class PageRef {
  public:
   PageRef(int fd, uint64_t data_offset, uint32_t length)
       : fd_(fd), data_offset_(data_offset), length_(length), header_len_(static_cast<uint32_t>(data_offset)) {}
+  // A slot of a block file: `fd` is the file's own, kept open by `lease` (not closed here).
   PageRef(int fd, uint64_t page_offset, uint32_t header_len, uint32_t length, uint64_t generation,
           std::shared_ptr<void> lease)
       : fd_(fd), data_offset_(page_offset + header_len), length_(length), header_len_(header_len),
-        page_offset_(page_offset), generation_(generation), lease_(std::move(lease)) {}
+        page_offset_(page_offset), generation_(generation), lease_(std::move(lease)), owns_fd_(false) {}
   PageRef(PageRef&& o) noexcept
       : fd_(o.fd_), data_offset_(o.data_offset_), length_(o.length_), header_len_(o.header_len_),
-        page_offset_(o.page_offset_), generation_(o.generation_), lease_(std::move(o.lease_)) {
+        page_offset_(o.page_offset_), generation_(o.generation_), lease_(std::move(o.lease_)), owns_fd_(o.owns_fd_) {
     o.fd_ = -1;
   }
   PageRef& operator=(PageRef&& o) noexcept;
@@ -118,6 +119,7 @@ class PageRef {
   uint64_t page_offset_ = 0;
   uint64_t generation_ = 0;
   std::shared_ptr<void> lease_;
+  bool owns_fd_ = true;  // a page file's descriptor, opened for this reference
 };
 
 // Writes pages to disk. The seam tests use to inject ENOSPC, I/O errors and torn writes.
