@@ -16,6 +16,7 @@
 #include <ctime>
 #include <list>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace shoal {
@@ -57,12 +58,14 @@ class LocalServer::Impl {
   ~Impl() {
     if (stop_w_ >= 0) {
       char c = 1;
-      (void)!::write(stop_w_, &c, 1);  // wakes the acceptor and every connection
+      (void)!::write(stop_w_, &c, 1);  // wakes the acceptor
     }
     if (acceptor_.joinable()) acceptor_.join();
     std::list<std::thread> threads;
     {
       std::lock_guard lock(mu_);
+      // Wakes every connection blocked in its receive (it then reads the end).
+      for (int c : live_) ::shutdown(c, SHUT_RDWR);
       threads.swap(threads_);
     }
     for (auto& t : threads) t.join();
@@ -143,10 +146,12 @@ class LocalServer::Impl {
         ::close(c);
         continue;
       }
+      live_.insert(c);
       threads_.emplace_back([this, c] {
         Serve(c);
-        ::close(c);
         std::lock_guard l(mu_);
+        live_.erase(c);  // before the close: the destructor never shuts down a reused number
+        ::close(c);
         finished_.push_back(std::this_thread::get_id());
       });
     }
@@ -166,11 +171,14 @@ class LocalServer::Impl {
     finished_.clear();
   }
 
+  // One connection's requests, until the client leaves or the server stops
+  // (the destructor shuts the socket down). The receive blocks: no poll per
+  // request.
   void Serve(int c) {
     bool greeted = false;
     std::string bytes;
     std::vector<int> stray_fds;
-    while (WaitReadable(c)) {
+    for (;;) {
       Status st = local_wire::RecvRecord(c, &bytes, &stray_fds);
       for (int fd : stray_fds) ::close(fd);  // clients send none
       stray_fds.clear();
@@ -207,6 +215,7 @@ class LocalServer::Impl {
   int stop_r_ = -1, stop_w_ = -1;
   std::thread acceptor_;
   std::mutex mu_;
+  std::set<int> live_;  // the connections' sockets, while open
   std::list<std::thread> threads_;
   std::vector<std::thread::id> finished_;
 };
