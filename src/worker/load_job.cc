@@ -330,7 +330,7 @@ class Loader {
     if (first) {
       stat_fetched = !had_path && size > 0;
       if (!Pace(stat_fetched ? std::min(page_, size) : 0)) return;
-      auto st = svc_->Stat(rp, {.write_first_page = true});  // the page written here, not by the idle writer
+      auto st = svc_->Stat(rp);
       if (!st) return fail(st.error().message());
       if (st->is_dir || st->Version() != version || st->size != size) {
         return fail("changed in the under-store while being loaded; run the load again");
