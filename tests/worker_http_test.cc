@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -186,6 +188,61 @@ TEST_F(WorkerHttpTest, ClientThatStopsReadingIsCutOffAndPageFilesAreReleased) {
   EXPECT_TRUE(WaitUntil([&] { return FdCount() <= before + 1; })) << FdCount() << " fds, " << before << " before";
   EXPECT_TRUE(c->WaitClosed(60s));
   ExpectHealthy();
+}
+
+// sendfile(2) does not copy: the socket keeps the page cache pages it sent
+// until the peer has read them. A block-file slot evicted and written with
+// another page while its bytes still waited in a reader's socket changed
+// those bytes under the reader. A block page is sent from the checked copy.
+TEST_F(WorkerHttpTest, ABlockSlotReusedWhileItsBytesWaitInASocketDoesNotChangeThem) {
+  Start([](WorkerConfig& w) { w.page_store = "blocks"; });
+  const size_t size = 48 * 1024;  // one page, whole in the reader's receive buffer
+  const std::string a(size, 'a'), b(size, 'b');
+  ASSERT_TRUE(WriteFile(ufs_ + "/a", a).ok());
+  ASSERT_TRUE(WriteFile(ufs_ + "/b", b).ok());
+  auto read_request = [&](const std::string& name) {
+    return HttpGet("/v1/read?path=/data/" + name + "&version=" + VersionOf("/data/" + name) +
+                   "&size=" + std::to_string(size) + "&offset=0&length=" + std::to_string(size));
+  };
+  const std::string req_a = read_request("a");
+  {
+    auto warm = RawConnection::Connect(addr_);
+    ASSERT_TRUE(warm && warm->Send(req_a));
+    auto r = warm->ReadResponse(120s);
+    ASSERT_TRUE(r && r->body == a);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return Metric("shoal_cache_pages") == 1; })) << "a was not cached";
+
+  // The cached page of a, sent to a reader that does not read it yet.
+  auto held = RawConnection::Connect(addr_);
+  ASSERT_TRUE(held && held->Send(req_a));
+  ASSERT_TRUE(WaitUntil([&] {
+    int queued = 0;
+    return ::ioctl(held->fd(), FIONREAD, &queued) == 0 && static_cast<size_t>(queued) > size;
+  })) << "the answer never reached the reader's socket";
+  // a's slot freed, and b written into it (the free list gives back the slot freed last).
+  {
+    auto free = RawConnection::Connect(addr_);
+    ASSERT_TRUE(free && free->Send("POST /v1/free?path=/data/a HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n"));
+    auto r = free->ReadResponse(60s);
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->head + r->body : "no answer");
+  }
+  ASSERT_TRUE(WaitUntil([&] { return Metric("shoal_cache_pages") == 0; }));
+  {
+    const std::string req_b = read_request("b");  // its stat reads (and caches) its one page
+    auto cold = RawConnection::Connect(addr_);
+    ASSERT_TRUE(cold && cold->Send(req_b));
+    auto r = cold->ReadResponse(120s);
+    ASSERT_TRUE(r && r->body == b);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return Metric("shoal_cache_pages") == 1; })) << "b was not cached";
+
+  auto r = held->ReadResponse(120s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  ASSERT_EQ(r->body.size(), size);
+  EXPECT_TRUE(r->body == a) << "the reader got " << std::count(r->body.begin(), r->body.end(), 'b')
+                            << " bytes of the page written into the slot after its answer was sent";
 }
 
 // Issue 8 item C: slowloris connections stayed open for good.

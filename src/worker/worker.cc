@@ -1069,7 +1069,7 @@ class Worker::Impl {
 
   BodyPart PagePart(const std::shared_ptr<const FileRef>& file, Segment& seg) {
     auto page = std::make_shared<PageRef>(std::move(*seg.page));
-    if (!config_.worker.verify_checksums) {
+    if (!config_.worker.verify_checksums && !InBlockFile(*page)) {
       int fd = page->fd();
       uint64_t at = page->data_offset() + seg.skip;
       return BodyPart::File(fd, at, seg.length, std::move(page));
@@ -1077,20 +1077,37 @@ class Worker::Impl {
     return CheckedPagePart(file, std::move(page), seg.offset - seg.skip, seg.skip, seg.skip + seg.length);
   }
 
+  // A block-file slot (worker.page_store: blocks) is written in place when it
+  // is reused. sendfile(2) copies nothing: the socket keeps referring to the
+  // page cache pages until the reader has taken them, so a slot reused while
+  // its bytes wait in a socket would change them under the reader (tests/
+  // worker_http_test.cc, ABlockSlotReusedWhileItsBytesWaitInASocket...). Its
+  // bytes are sent from the checked copy instead; a page file is never
+  // written once named, so it is still sent with sendfile.
+  static bool InBlockFile(const PageRef& page) { return page.generation() != 0; }
+
   // Bytes [from, to) of a cached page's data (the page starts at file offset
-  // `page_offset`), checked batch by batch as the server reaches them.
+  // `page_offset`), checked batch by batch as the server reaches them (a
+  // block-file page is read, and so checked, even with checks off: its bytes
+  // go out from that read).
   BodyPart CheckedPagePart(std::shared_ptr<const FileRef> file, std::shared_ptr<PageRef> page, uint64_t page_offset,
                            uint64_t from, uint64_t to) {
     auto take = [this, file, page, page_offset, from, to]() -> Result<std::vector<BodyPart>> {
       page_format::PageFileReader reader;
       Status st = page->BeginRead(reader);
       uint64_t stop = from;
+      std::shared_ptr<char[]> buf;
       if (st.ok()) {
         stop = reader.NextStop(from, std::max<uint64_t>(kSendBatch, reader.header().chunk_size()), to);
-        auto buf = std::make_unique_for_overwrite<char[]>(stop - from);
+        buf = std::make_shared_for_overwrite<char[]>(stop - from);
         st = reader.Read(from, std::span<char>(buf.get(), stop - from));
       }
       std::vector<BodyPart> parts;
+      if (st.ok() && InBlockFile(*page)) {
+        parts.push_back(BodyPart::Bytes(std::string_view(buf.get(), stop - from), buf));
+        if (stop < to) parts.push_back(CheckedPagePart(file, page, page_offset, stop, to));
+        return parts;
+      }
       if (st.ok()) {
         parts.push_back(BodyPart::File(page->fd(), page->data_offset() + from, stop - from, page));
         if (stop < to) parts.push_back(CheckedPagePart(file, page, page_offset, stop, to));
