@@ -1057,7 +1057,8 @@ class Worker::Impl {
   // The price of sendfile: it reads the page cache again, microseconds after
   // the check. A byte can change in between only if, in that window, the
   // page is evicted and read back from a failing disk, or some process writes
-  // into the page file (Shoal never does; files are renamed into place); a
+  // into the page file (Shoal never does; files are renamed into place, and
+  // block-file slots, which are written in place, are not sent this way); a
   // change before the check, or after the batch is in the socket (which then
   // holds the page cache pages), is caught or harmless.
   //
