@@ -3,7 +3,7 @@
 # store layout (worker.page_store: files, a file per page; blocks, slots of
 # block files reused in place), beside direct S3 reads, in one run.
 #
-#   bench/cold_pages.sh [--rounds R] [--files N] [--cache-size SIZE]
+#   bench/cold_pages.sh [--rounds R] [--files N] [--cache-size SIZE] [--cache-fs here|ext4]
 #
 # s3rver behind the WAN emulator (bench/wan_proxy, 20 ms, 25 MB/s per
 # connection, 200 MB/s in total), as in bench/run. Each round reads, for each
@@ -12,7 +12,9 @@
 # empty cache dir for that read, no prefetch. The contenders' order rotates
 # round by round. CPU s/GB: loadgen's CPU plus `shoal up` and its workers'
 # (s3rver and the emulator are the remote side), per GB read. With
-# --cache-size smaller than a dataset (80 MB), the epoch also evicts.
+# --cache-size smaller than a dataset (80 MB), the epoch also evicts. With
+# --cache-fs ext4 the caches sit on a journaled ext4 made for the run (a loop
+# mount; services.sh, cache_fs_dir) instead of under the work dir.
 # Prints a markdown table of medians and the ratios to direct.
 {
 set -euo pipefail
@@ -20,12 +22,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=3
 FILES=600
 SHOAL_CACHE_SIZE=4GiB
+CACHE_FS=here
 while (($#)); do
   case $1 in
     --rounds) ROUNDS=$2; shift ;;
     --files) FILES=$2; shift ;;
     --cache-size) SHOAL_CACHE_SIZE=$2; shift ;;
-    *) echo "usage: bench/cold_pages.sh [--rounds R] [--files N] [--cache-size SIZE]" >&2; exit 2 ;;
+    --cache-fs) CACHE_FS=$2; shift ;;
+    *) echo "usage: bench/cold_pages.sh [--rounds R] [--files N] [--cache-size SIZE] [--cache-fs here|ext4]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -46,6 +50,7 @@ RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
 CONTENDERS=(direct files blocks)
 
+CACHES=$(cache_fs_dir "$CACHE_FS")
 start_s3rver "$WORK/s3rver" "$BUCKET"
 for ((r = 1; r <= ROUNDS; r++)); do
   for c in "${CONTENDERS[@]}"; do
@@ -63,7 +68,7 @@ run() {
   if [[ $c == direct ]]; then
     spec="http:http://127.0.0.1:$PROXY_PORT/$BUCKET"
   else
-    start_shoal "s3://$BUCKET/" 2 "$WORK/cache-$c$r" --page-store "$c" ||
+    start_shoal "s3://$BUCKET/" 2 "$CACHES/cache-$c$r" --page-store "$c" ||
       { log "shoal up --page-store $c did not start: $(tail -3 "$WORK/shoal.log")"; return 1; }
     spec="shoal:$SHOAL_CONFIG:"
     cpu0=$(tree_cpu shoal)
@@ -100,5 +105,7 @@ for c in "${CONTENDERS[@]}"; do
   printf '| %s | %s | %s | %s (%s) | %s |\n' "$c" "$m" "$(median "$c" 4)" "$(median "$c" 7)" "$(per_round "$c")" \
     "$(awk -v a="$m" -v b="$D" 'BEGIN{ if (b > 0) printf "%.2f", a / b }')"
 done
+echo
+echo "cache dirs on: $(findmnt -no FSTYPE,OPTIONS --target "$CACHES") ($CACHE_FS)"
 exit 0
 }

@@ -3,7 +3,7 @@
 # epoch of direct reads of it, both from s3rver behind the WAN emulator
 # (20 ms, 25 MB/s per connection, 200 MB/s in all).
 #
-#   bench/load_bench.sh [--rounds R] [--small-n N] [--workers W] [--readers R]
+#   bench/load_bench.sh [--rounds R] [--small-n N] [--workers W] [--readers R] [--cache-fs here|ext4]
 #
 # Direct: loadgen reads every object whole with R readers (the small-files
 # epoch of bench/run). Load: `shoal load -r` over a W-worker `shoal up` after
@@ -16,6 +16,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=3
 SMALL_N=2000
+CACHE_FS=here  # or ext4: the cache on a journaled ext4 made for the run (bench/services.sh, cache_fs_dir)
 WORKERS=3
 READERS=8
 while (($#)); do
@@ -24,7 +25,8 @@ while (($#)); do
     --small-n) SMALL_N=$2; shift ;;
     --workers) WORKERS=$2; shift ;;
     --readers) READERS=$2; shift ;;
-    *) echo "usage: bench/load_bench.sh [--rounds R] [--small-n N] [--workers W] [--readers R]" >&2; exit 2 ;;
+    --cache-fs) CACHE_FS=$2; shift ;;
+    *) echo "usage: bench/load_bench.sh [--rounds R] [--small-n N] [--workers W] [--readers R] [--cache-fs here|ext4]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -37,7 +39,8 @@ SHOAL_CACHE_SIZE=${SHOAL_CACHE_SIZE:-4GiB}
 start_s3rver "$WORK/s3rver" bench
 upload "$DATA" small "$S3_PORT" bench
 start_proxy PROXY "$S3_PORT"  # the WAN: 20 ms, 25 MB/s/conn, 200 MB/s total
-start_shoal "s3://bench/" "$WORKERS" "$WORK/cache"
+CACHES=$(cache_fs_dir "$CACHE_FS")
+start_shoal "s3://bench/" "$WORKERS" "$CACHES/cache"
 log "s3rver behind wan_proxy 127.0.0.1:$PROXY_PORT; shoal up with $WORKERS workers ($SHOAL_CONFIG)"
 
 now() { date +%s.%N; }
@@ -89,6 +92,6 @@ echo "| direct: one epoch, $((READERS * WORKERS)) readers (what the store side a
 echo "| \`shoal load -r\`, $WORKERS workers x $PER_WORKER fetches in flight | $PS | $PF | $(ratio "$DS" "$PS") |"
 echo "| \`shoal load -r\`, $WORKERS workers x $SPREAD fetches in flight ($((WORKERS * SPREAD)) in all) | $SS | $SF | $(ratio "$DS" "$SS") |"
 echo
-echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); medians of $ROUNDS rounds; load timed from the command's start to its exit (listing, stats and fetches; the dataset freed before each load); $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); medians of $ROUNDS rounds; load timed from the command's start to its exit (listing, stats and fetches; the dataset freed before each load); cache on $(findmnt -no FSTYPE,OPTIONS --target "$CACHES") ($CACHE_FS); $(date -u '+%Y-%m-%d %H:%M UTC')"
 exit 0
 }

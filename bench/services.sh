@@ -61,7 +61,38 @@ cleanup() {
   if [[ -f $PIDS_FILE ]]; then
     tac "$PIDS_FILE" | while read -r pid name; do stop_pid "$pid"; done
   fi
+  if [[ -f $LOOP_MOUNTS_FILE ]]; then  # after the processes that used them
+    while read -r mnt; do
+      [[ -n $mnt ]] || continue
+      mountpoint -q "$mnt" 2>/dev/null && { umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true; }
+    done <"$LOOP_MOUNTS_FILE"
+  fi
   if [[ ${KEEP_WORK:-0} == 1 ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+# cache_fs_dir KIND: where the contender's cache dirs go. KIND "here": under
+# $WORK, on whatever file system holds it. KIND "ext4": a fresh ext4 as
+# mkfs.ext4 makes it by default (with a journal), on a sparse loop file under
+# $WORK, mounted for this run (root only): what a cache disk formatted with
+# the defaults looks like. Why: this VM's root file system is ext4 without a
+# journal, where creating a file scans the inodes deleted in the last ~30 s
+# (ext4's recently_deleted), which costs a page-file-per-page store far more
+# than it would on a journaled disk (docs/benchmarks.md).
+LOOP_MOUNTS_FILE="$WORK/loop-mounts"
+cache_fs_dir() {
+  case $1 in
+    here) echo "$WORK" ;;
+    ext4)
+      local img="$WORK/cache-fs.img" dir="$WORK/cache-fs"
+      if [[ $(id -u) != 0 ]]; then log "--cache-fs ext4 needs root (a loop mount)"; return 1; fi
+      mkdir -p "$dir"
+      truncate -s 16G "$img" && mkfs.ext4 -q -F "$img" >&2 && mount -o loop "$img" "$dir" ||
+        { log "could not make and mount an ext4 file system on $img"; return 1; }
+      echo "$dir" >>"$LOOP_MOUNTS_FILE"
+      echo "$dir"
+      ;;
+    *) log "unknown --cache-fs '$1' (here or ext4)"; return 1 ;;
+  esac
 }
 
 # start_s3rver DIR BUCKET: sets S3_PORT.
