@@ -58,7 +58,7 @@ std::string EncodeRequest(const Request& r) {
 Result<Request> DecodeRequest(std::string_view in) {
   RequestHead h;
   if (!Take(&in, &h) || h.magic != kMagic) return Err(Malformed("request"));
-  if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kOpen)) {
+  if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kOpenCached)) {
     return Err(Malformed("request kind"));
   }
   if (static_cast<uint64_t>(h.path_len) + h.version_len != in.size()) return Err(Malformed("request length"));
