@@ -122,7 +122,8 @@ Status SendRecord(int sock, std::string_view bytes, std::span<const int> fds) {
 }
 
 Status RecvRecord(int sock, std::string* bytes, std::vector<int>* fds) {
-  bytes->resize(kMaxMessage);
+  // Room for the largest record, not zero-filled first (the record overwrites it).
+  bytes->resize_and_overwrite(kMaxMessage, [](char*, size_t n) { return n; });
   iovec iov{bytes->data(), bytes->size()};
   msghdr msg{};
   msg.msg_iov = &iov;
