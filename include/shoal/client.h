@@ -132,6 +132,14 @@ struct OpenOptions {
   // expects to read nothing (a FUSE mount whose kernel still caches the file).
   // At most 4 MiB is taken (the bytes stay in memory while the File is open).
   uint64_t prefetch = 256 * 1024;
+  // Open only from what a worker on this host holds now, at once: the path's
+  // fresh cached metadata (under the mount's consistency mode) and all of the
+  // first `prefetch` bytes (at most the file's size), through the short
+  // circuit; never the under-store, never a wait beyond a short deadline
+  // (250 ms). For callers that must not block, such as the S3 endpoint's
+  // I/O threads. Anything else answers kUnavailable at once: open the usual
+  // way then.
+  bool cached_only = false;
 };
 
 struct CreateOptions {

@@ -231,6 +231,33 @@ Result<OpenedFile> ClientImpl::Open(std::string_view path, uint64_t prefetch) {
       });
 }
 
+Result<OpenedFile> ClientImpl::OpenCached(std::string_view path, uint64_t prefetch) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  const std::string& ns = rp->ns_path;
+  auto not_here = [&ns](std::string_view why) {
+    return Err(Code::kUnavailable, "cached-only open of " + ns + ": " + std::string(why) + "; open it the usual way");
+  };
+  if (!config_.client.short_circuit) return not_here("the short circuit is off (client.short_circuit)");
+  // Any holder of the path's metadata answers under the same consistency
+  // rule; the first one on this host whose short circuit is known is asked.
+  auto c = router_.For(HashRing::MetaKey(ns), ReplicasFor(*rp));
+  for (const WorkerEntry* w : c.live) {
+    if (!local_.IsLocal(w->address)) continue;
+    auto o = local_.OpenCached(w->address, ns, prefetch);
+    if (!o) return not_here("not cached on worker " + w->address);
+    auto st = StatusFromJson(o->stat_json);
+    if (!st) return not_here(st.error().message());
+    // All of the asked bytes, checked, or none: a chunk that failed its check
+    // is left to the usual open, which has the worker replace the page.
+    if (st->is_dir || o->prefix.size() != std::min(prefetch, st->size)) return not_here("not all bytes cached");
+    local_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
+    worker_read_bytes_.fetch_add(o->prefix.size(), std::memory_order_relaxed);
+    return OpenedFile{*rp, std::move(*st), std::move(o->prefix)};
+  }
+  return not_here("no worker on this host holds it");
+}
+
 Result<std::vector<FileStatus>> ClientImpl::List(std::string_view path) {
   auto rp = mounts_.Resolve(path);
   if (!rp) return Err(rp.error());

@@ -62,6 +62,8 @@ class ClientImpl {
   Result<FileStatus> Stat(std::string_view path);
   // Stat plus the first bytes, in one round trip to the path's owner.
   Result<OpenedFile> Open(std::string_view path, uint64_t prefetch);
+  // OpenOptions::cached_only: from a worker on this host, at once, or kUnavailable.
+  Result<OpenedFile> OpenCached(std::string_view path, uint64_t prefetch);
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);
   std::vector<WorkerStatus> ClusterStatus();

@@ -156,7 +156,8 @@ std::string_view OpenedBytesOf(const File& file) {
 
 Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path, const OpenOptions& options) {
   constexpr uint64_t kMaxPrefetch = 4 << 20;  // the bytes are held in memory for the File's life
-  auto opened = impl_->Open(path, std::min(options.prefetch, kMaxPrefetch));
+  const uint64_t prefetch = std::min(options.prefetch, kMaxPrefetch);
+  auto opened = options.cached_only ? impl_->OpenCached(path, prefetch) : impl_->Open(path, prefetch);
   if (!opened) return Err(opened.error());
   if (opened->status.is_dir) return Err(Code::kInvalidArgument, opened->status.path + " is a directory, not a file");
   return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*opened)));

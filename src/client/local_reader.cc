@@ -57,7 +57,10 @@ LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::millise
     : timeout_(timeout), retry_after_(retry_after), verify_(verify) {}
 
 LocalReader::~LocalReader() {
-  for (auto& [w, ch] : channels_) CloseAll(ch.idle);
+  for (auto& [w, ch] : channels_) {
+    CloseAll(ch.idle);
+    CloseAll(ch.quick_idle);
+  }
 }
 
 bool LocalReader::IsLocal(const std::string& worker) {
@@ -75,7 +78,7 @@ bool LocalReader::ClaimDiscovery(const std::string& worker) {
 }
 
 void LocalReader::Discovered(const std::string& worker, const std::string& socket, const std::string& token) {
-  int fd = socket.empty() ? -1 : Connect(socket, token);
+  int fd = socket.empty() ? -1 : Connect(socket, token, timeout_);
   std::lock_guard lock(mu_);
   auto& ch = channels_[worker];
   ch.discovering = false;
@@ -90,14 +93,14 @@ void LocalReader::Discovered(const std::string& worker, const std::string& socke
   }
 }
 
-int LocalReader::Connect(const std::string& socket, const std::string& token) {
+int LocalReader::Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (socket.size() >= sizeof a.sun_path) return -1;
   std::memcpy(a.sun_path, socket.data(), socket.size());
   int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  SetTimeouts(fd, timeout_);
+  SetTimeouts(fd, timeout);
   // A socket path that does not exist here, or is not reachable, means the
   // worker is on another host (or in another mount namespace): not an error.
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
@@ -121,33 +124,40 @@ int LocalReader::Connect(const std::string& socket, const std::string& token) {
   return fd;
 }
 
-int LocalReader::Acquire(const std::string& worker) {
+int LocalReader::Acquire(const std::string& worker, bool quick) {
   std::string socket, token;
   {
     std::lock_guard lock(mu_);
     auto it = channels_.find(worker);
     if (it == channels_.end() || !it->second.available) return -1;
-    if (!it->second.idle.empty()) {
-      int fd = it->second.idle.back();
-      it->second.idle.pop_back();
+    if (quick && std::chrono::steady_clock::now() < it->second.quick_retry_at) return -1;
+    auto& idle = quick ? it->second.quick_idle : it->second.idle;
+    if (!idle.empty()) {
+      int fd = idle.back();
+      idle.pop_back();
       return fd;
     }
     socket = it->second.socket;
     token = it->second.token;
   }
-  int fd = Connect(socket, token);
-  if (fd < 0) Disable(worker, "cannot connect to " + socket);
+  int fd = Connect(socket, token, quick ? kCachedOpenTimeout : timeout_);
+  if (fd < 0 && quick) {
+    PauseCachedOpens(worker, "no greeting within " + std::to_string(kCachedOpenTimeout.count()) + " ms");
+  } else if (fd < 0) {
+    Disable(worker, "cannot connect to " + socket);
+  }
   return fd;
 }
 
-void LocalReader::Release(const std::string& worker, int fd) {
+void LocalReader::Release(const std::string& worker, int fd, bool quick) {
   std::lock_guard lock(mu_);
   auto& ch = channels_[worker];
-  if (!ch.available || ch.idle.size() >= kMaxIdlePerWorker) {
+  auto& idle = quick ? ch.quick_idle : ch.idle;
+  if (!ch.available || idle.size() >= kMaxIdlePerWorker) {
     ::close(fd);
     return;
   }
-  ch.idle.push_back(fd);
+  idle.push_back(fd);
 }
 
 void LocalReader::Disable(const std::string& worker, const std::string& why) {
@@ -159,15 +169,25 @@ void LocalReader::Disable(const std::string& worker, const std::string& why) {
     ch.available = false;
     ch.retry_at = std::chrono::steady_clock::now() + retry_after_;
     idle.swap(ch.idle);
+    idle.insert(idle.end(), ch.quick_idle.begin(), ch.quick_idle.end());
+    ch.quick_idle.clear();
   }
   CloseAll(idle);
   spdlog::warn("short-circuit reads from worker {} stopped ({}); reading over TCP, trying again in {} ms", worker, why,
                retry_after_.count());
 }
 
+void LocalReader::PauseCachedOpens(const std::string& worker, const std::string& why) {
+  // A worker busy past kCachedOpenTimeout (or gone): callers open the usual way meanwhile.
+  spdlog::debug("cached-only short-circuit opens from worker {} paused for {} ms: {}", worker,
+                kCachedOpenPause.count(), why);
+  std::lock_guard lock(mu_);
+  channels_[worker].quick_retry_at = std::chrono::steady_clock::now() + kCachedOpenPause;
+}
+
 std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker, const local_wire::Request& req,
-                                                       std::vector<int>* fds) {
-  int fd = Acquire(worker);
+                                                       std::vector<int>* fds, bool quick) {
+  int fd = Acquire(worker, quick);
   if (fd < 0) return std::nullopt;
   std::string bytes;
   Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(req), {});
@@ -181,10 +201,14 @@ std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker
     CloseAll(*fds);
     fds->clear();
     ::close(fd);
-    Disable(worker, reply.error().message());
+    if (quick) {
+      PauseCachedOpens(worker, reply.error().message());
+    } else {
+      Disable(worker, reply.error().message());
+    }
     return std::nullopt;
   }
-  Release(worker, fd);
+  Release(worker, fd, quick);
   return std::move(*reply);
 }
 
@@ -309,7 +333,26 @@ std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, 
   req.path = ns_path;
   req.length = length;
   std::vector<int> fds;
-  auto reply = Exchange(worker, req, &fds);
+  auto out = OpenedFrom(Exchange(worker, req, &fds), fds, ns_path, length);
+  CloseAll(fds);
+  return out;
+}
+
+std::optional<LocalReader::Opened> LocalReader::OpenCached(const std::string& worker, const std::string& ns_path,
+                                                           uint64_t length) {
+  local_wire::Request req;
+  req.kind = local_wire::Kind::kOpenCached;
+  req.path = ns_path;
+  req.length = length;
+  std::vector<int> fds;
+  auto out = OpenedFrom(Exchange(worker, req, &fds, /*quick=*/true), fds, ns_path, length);
+  CloseAll(fds);
+  return out;
+}
+
+std::optional<LocalReader::Opened> LocalReader::OpenedFrom(std::optional<local_wire::Reply> reply,
+                                                           const std::vector<int>& fds, const std::string& ns_path,
+                                                           uint64_t length) {
   std::optional<Opened> out;
   if (reply && reply->code == 0) {
     uint64_t total = 0;
@@ -322,7 +365,6 @@ std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, 
       return static_cast<size_t>(ReadSegments(*reply, fds, ns_path, "", 0, std::span<char>(p, n)));
     });
   }
-  CloseAll(fds);
   return out;
 }
 

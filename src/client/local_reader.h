@@ -72,6 +72,20 @@ class LocalReader {
   // (the caller asks over HTTP, which reports the error properly).
   std::optional<Opened> Open(const std::string& worker, const std::string& ns_path, uint64_t length);
 
+  // The most a cached-only open waits for the worker's answer, and how long
+  // cached-only opens to a worker pause after one got none.
+  static constexpr std::chrono::milliseconds kCachedOpenTimeout{250};
+  static constexpr std::chrono::milliseconds kCachedOpenPause{1'000};
+  // The same answered only from what `worker` holds now (local_wire.h,
+  // kOpenCached): its fresh cached stat and all of the first `length` bytes
+  // (at most the file's size), or nullopt at once: not cached, no short
+  // circuit to the worker known yet (this never discovers one), or no answer
+  // within kCachedOpenTimeout. It runs on its own connections, whose
+  // receives time out after kCachedOpenTimeout; a timeout or a broken
+  // connection pauses cached-only opens to the worker for kCachedOpenPause,
+  // and never switches off its other short-circuit reads.
+  std::optional<Opened> OpenCached(const std::string& worker, const std::string& ns_path, uint64_t length);
+
   // Page reads that found a chunk failing its checksum (and went over TCP instead).
   uint64_t corrupt_reads() const { return corrupt_reads_.load(std::memory_order_relaxed); }
 
@@ -82,16 +96,26 @@ class LocalReader {
     std::chrono::steady_clock::time_point retry_at{};
     std::string socket, token;
     std::vector<int> idle;  // connected and greeted
+    // Connections for cached-only opens (receives time out after
+    // kCachedOpenTimeout), and when those may be tried again after one failed.
+    std::vector<int> quick_idle;
+    std::chrono::steady_clock::time_point quick_retry_at{};
   };
-  int Connect(const std::string& socket, const std::string& token);
-  // Takes a pooled connection, or makes one; -1 if the worker has no short circuit.
-  int Acquire(const std::string& worker);
-  void Release(const std::string& worker, int fd);
+  int Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout);
+  // Takes a pooled connection, or makes one; -1 if the worker has no short
+  // circuit (or, `quick`, if cached-only opens to it are paused).
+  int Acquire(const std::string& worker, bool quick);
+  void Release(const std::string& worker, int fd, bool quick);
   void Disable(const std::string& worker, const std::string& why);
+  void PauseCachedOpens(const std::string& worker, const std::string& why);
   // One request and its reply, with the reply's fds (the caller closes them);
-  // nullopt when the worker has no short circuit or it just failed.
+  // nullopt when the worker has no short circuit or it just failed. `quick`:
+  // on the cached-only connections, whose failure only pauses them.
   std::optional<local_wire::Reply> Exchange(const std::string& worker, const local_wire::Request& req,
-                                            std::vector<int>* fds);
+                                            std::vector<int>* fds, bool quick = false);
+  // The stat and prefix of an open's reply.
+  std::optional<Opened> OpenedFrom(std::optional<local_wire::Reply> reply, const std::vector<int>& fds,
+                                   const std::string& ns_path, uint64_t length);
   // Preads the reply's segments into `out`, in order, checking them; returns
   // the bytes read and checked (a prefix of `out`). `offset` is the file
   // offset of out[0].

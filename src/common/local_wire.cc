@@ -58,7 +58,7 @@ std::string EncodeRequest(const Request& r) {
 Result<Request> DecodeRequest(std::string_view in) {
   RequestHead h;
   if (!Take(&in, &h) || h.magic != kMagic) return Err(Malformed("request"));
-  if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kOpen)) {
+  if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kOpenCached)) {
     return Err(Malformed("request kind"));
   }
   if (static_cast<uint64_t>(h.path_len) + h.version_len != in.size()) return Err(Malformed("request length"));
@@ -122,7 +122,7 @@ Status SendRecord(int sock, std::string_view bytes, std::span<const int> fds) {
 }
 
 Status RecvRecord(int sock, std::string* bytes, std::vector<int>* fds) {
-  // Room for the largest record, not zero-filled (resize would write 64 KiB per record).
+  // Room for the largest record, not zero-filled first (the record overwrites it).
   bytes->resize_and_overwrite(kMaxMessage, [](char*, size_t n) { return n; });
   iovec iov{bytes->data(), bytes->size()};
   msghdr msg{};

@@ -41,7 +41,14 @@ constexpr uint32_t kMaxSegments = 32;
 // kRead: the cached prefix of [offset, offset + length) of a version.
 // kOpen: the path's current stat (as JSON in the reply's message) and the
 // cached prefix of its first `length` bytes; size, offset and version unused.
-enum class Kind : uint32_t { kHello = 1, kRead = 2, kOpen = 3 };
+// kOpenCached: as kOpen, answered only from what the worker holds at that
+// moment: its fresh cached stat (under the mount's consistency mode) and the
+// cached pages covering all of the first `length` bytes (at most the file's
+// size). It never asks the under-store and never waits on a fetch, so it is
+// answered at once; anything else (no fresh stat, a page not cached, a
+// pending write-back, a directory) answers code kUnavailable, "not cached",
+// and the client opens the usual way (the S3 endpoint's I/O threads).
+enum class Kind : uint32_t { kHello = 1, kRead = 2, kOpen = 3, kOpenCached = 4 };
 
 struct Request {
   Kind kind = Kind::kRead;

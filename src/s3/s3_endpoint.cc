@@ -127,6 +127,10 @@ class S3Endpoint::Impl {
                 .count()) {}
 
   void Handle(const net::HttpRequest& request, net::Responder responder) {
+    if (auto res = ServeCached(request)) {
+      responder.Respond(std::move(*res));
+      return;
+    }
     auto req = std::make_shared<net::HttpRequest>(request);
     pool_.Submit([this, req, responder] { responder.Respond(Serve(*req)); });
   }
@@ -151,9 +155,32 @@ class S3Endpoint::Impl {
     std::string resource;  // "/bucket/key" for errors
   };
 
+  // On the server's I/O thread, without blocking: the answer to a GET of an
+  // object whose fresh metadata and every requested byte a worker on this host
+  // holds (OpenOptions::cached_only: one short-circuit exchange, which the
+  // worker answers at once from its caches, bounded by a short deadline), or
+  // nullopt for everything else, which Serve answers on the pool. This saves
+  // the hand-off to the pool and back for a warm small object. The request is
+  // admitted (parsed, its signature checked) exactly as Serve does it.
+  std::optional<net::HttpResponse> ServeCached(const net::HttpRequest& req) {
+    if (req.method != "GET" || req.body_stream || config_.mode != "proxy") return std::nullopt;
+    Client* client = OpenedClient();
+    if (!client) return std::nullopt;
+    Target t;
+    auto admitted = Admit(req, &t);
+    if (!admitted) return Finish(req, t, std::unexpected(admitted.error()));
+    if (!admitted->root || t.key.empty() || t.key.ends_with('/') || UnservedGetSubresource(admitted->query)) {
+      return std::nullopt;
+    }
+    auto path = KeyPath(*admitted->root, t.key);
+    if (!path) return Finish(req, t, std::unexpected(path.error()));
+    ObjectRequest o{&req, &admitted->query, *path, hooks_.local_pages ? &hooks_.local_pages : nullptr};
+    auto res = GetCachedObject(*client, pool_, o);
+    if (!res) return std::nullopt;
+    return Finish(req, t, std::move(*res));
+  }
+
   net::HttpResponse Serve(net::HttpRequest& req) {
-    std::string id = Hex(std::string_view(reinterpret_cast<const char*>(&started_ns_), 4)) + "-" +
-                     std::to_string(next_id_.fetch_add(1));
     Target t;
     S3Result<net::HttpResponse> res = S3Err(500, "InternalError", "not served");
     auto client = GetClient();
@@ -165,6 +192,19 @@ class S3Endpoint::Impl {
       res = ReadSmallBody(req);
       if (res) res = Dispatch(req, &t);
     }
+    return Finish(req, t, std::move(res));
+  }
+
+  // The client if it is open already (never opens it: that may block).
+  Client* OpenedClient() {
+    std::lock_guard lock(client_mu_);
+    return client_;
+  }
+
+  // The response to send for `res`: errors as S3 XML; a request id on each.
+  net::HttpResponse Finish(const net::HttpRequest& req, const Target& t, S3Result<net::HttpResponse> res) {
+    std::string id = Hex(std::string_view(reinterpret_cast<const char*>(&started_ns_), 4)) + "-" +
+                     std::to_string(next_id_.fetch_add(1));
     if (!res) {
       if (res.error().http_status >= 500) {
         spdlog::warn("s3: {} {}: {} {}", req.method, t.resource, res.error().code, res.error().message);
@@ -198,7 +238,17 @@ class S3Endpoint::Impl {
     return net::HttpResponse{};
   }
 
-  S3Result<net::HttpResponse> Dispatch(const net::HttpRequest& req, Target* t) {
+  // A request that may go on: its query, who signed it, and its bucket's
+  // root (nullptr for the service itself).
+  struct Admitted {
+    QueryParams query;
+    AuthInfo auth;
+    const std::string* root = nullptr;
+  };
+
+  // Parses the target into `t`, checks the signature, refuses anonymous
+  // requests outside public buckets, and finds the bucket.
+  S3Result<Admitted> Admit(const net::HttpRequest& req, Target* t) {
     auto query = ParseQuery(req.query());
     if (!query) return std::unexpected(query.error());
     auto path = PercentDecode(req.path());
@@ -223,19 +273,29 @@ class S3Endpoint::Impl {
                    "anonymous requests are refused here: sign the request with a key from "
                    "s3.credentials (or list the bucket in s3.public_buckets for anonymous reads)");
     }
-
-    if (t->bucket.empty()) {
-      if (req.method != "GET") return S3Err(405, "MethodNotAllowed", req.method + " is not allowed on the service");
-      return ListBuckets();
-    }
+    Admitted out{std::move(*query), std::move(*auth), nullptr};
+    if (t->bucket.empty()) return out;
     auto root = buckets_.find(t->bucket);
     if (root == buckets_.end()) {
       return S3Err(404, "NoSuchBucket",
                    "no bucket '" + t->bucket + "' (the buckets are the top-level mounts, or s3.buckets)");
     }
-    WriteRequest w{&req, &*query, &*auth, t->bucket, t->key, ""};
-    if (t->key.empty()) return BucketOperation(req, *query, t->bucket, root->second, w);
-    return ObjectOperation(req, *query, root->second, w);
+    out.root = &root->second;
+    return out;
+  }
+
+  S3Result<net::HttpResponse> Dispatch(const net::HttpRequest& req, Target* t) {
+    auto admitted = Admit(req, t);
+    if (!admitted) return std::unexpected(admitted.error());
+    const QueryParams* query = &admitted->query;
+    const AuthInfo* auth = &admitted->auth;
+    if (!admitted->root) {
+      if (req.method != "GET") return S3Err(405, "MethodNotAllowed", req.method + " is not allowed on the service");
+      return ListBuckets();
+    }
+    WriteRequest w{&req, query, auth, t->bucket, t->key, ""};
+    if (t->key.empty()) return BucketOperation(req, *query, t->bucket, *admitted->root, w);
+    return ObjectOperation(req, *query, *admitted->root, w);
   }
 
   std::optional<std::string> VirtualHostBucket(const net::HttpRequest& req) const {
@@ -363,10 +423,8 @@ class S3Endpoint::Impl {
     const bool upload = Param(q, "uploadId") != nullptr;
     if (req.method == "GET" || req.method == "HEAD") {
       if (upload && req.method == "GET") return writes_->ListParts(w);
-      for (const char* sub : {"acl", "tagging", "uploadId", "attributes", "retention", "legal-hold", "torrent"}) {
-        if (Param(q, sub)) {
-          return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
-        }
+      if (const char* sub = UnservedGetSubresource(q)) {
+        return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
       }
       if (key.ends_with('/')) return S3Err(404, "NoSuchKey", "no object '" + key + "' (a directory)");
       if (config_.mode == "redirect") {
@@ -403,6 +461,15 @@ class S3Endpoint::Impl {
     return S3Err(
         501, "NotImplemented",
         req.method + " " + std::string(req.target.substr(0, 200)) + " is not an operation this endpoint implements");
+  }
+
+  // The first object subresource a GET or HEAD names that this endpoint does
+  // not serve (an upload's parts are listed by ObjectOperation), or nullptr.
+  static const char* UnservedGetSubresource(const QueryParams& q) {
+    for (const char* sub : {"acl", "tagging", "uploadId", "attributes", "retention", "legal-hold", "torrent"}) {
+      if (Param(q, sub)) return sub;
+    }
+    return nullptr;
   }
 
   // x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, maybe "?versionId=".

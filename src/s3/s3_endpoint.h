@@ -12,8 +12,10 @@
 // (Host: bucket.example:port). Every request must carry a valid Signature V4
 // (s3_auth.h) except reads of a bucket listed in s3.public_buckets.
 //
-// Handlers run on the endpoint's own threads (the client calls block), never
-// on the server's I/O threads. Request bodies stream (Router::StreamBodies):
+// Handlers run on the endpoint's own threads (the client calls block), except
+// a GET of an object that a worker on this host holds whole (a cached-only
+// open, which never blocks for long): that one is answered on the server's
+// I/O thread, saving the hand-off to the pool and back. Request bodies stream (Router::StreamBodies):
 // PutObject and UploadPart go to the writer in pieces (s3_payload.h), up to
 // 5 GiB each; other bodies (XML documents) are read whole, up to 16 MiB.
 //

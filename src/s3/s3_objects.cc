@@ -276,21 +276,14 @@ std::string ETagOf(const FileStatus& st) {
   return '"' + v + '"';
 }
 
-S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
+namespace {
+
+// The answer for the object `st` (`file` open at that version, or null for a
+// HEAD): conditions, range, headers, and the body streamed from `file`.
+S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr<File> file, TaskPool& pool,
+                                           const ObjectRequest& req) {
   const net::HttpRequest& http = *req.http;
   const bool head = http.method == "HEAD";
-  std::unique_ptr<File> file;
-  FileStatus st;
-  if (head) {
-    auto s = client.Stat(req.path);
-    if (!s) return std::unexpected(FromStatus(s.error()));
-    st = std::move(*s);
-  } else {
-    auto f = client.OpenFile(req.path);
-    if (!f) return std::unexpected(FromStatus(f.error()));
-    file = std::move(*f);
-    st = file->status();
-  }
   if (st.is_dir) return S3Err(404, "NoSuchKey", req.path + " is a directory, not an object");
 
   const std::string etag = ETagOf(st);
@@ -371,6 +364,35 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
     }
   }
   return res;
+}
+
+}  // namespace
+
+S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
+  if (req.http->method == "HEAD") {
+    auto st = client.Stat(req.path);
+    if (!st) return std::unexpected(FromStatus(st.error()));
+    return ObjectResponse(*st, nullptr, pool, req);
+  }
+  auto f = client.OpenFile(req.path);
+  if (!f) return std::unexpected(FromStatus(f.error()));
+  FileStatus st = (*f)->status();
+  return ObjectResponse(st, std::move(*f), pool, req);
+}
+
+std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
+  if (req.http->method != "GET") return std::nullopt;
+  OpenOptions options;
+  options.cached_only = true;
+  auto f = client.OpenFile(req.path, options);
+  if (!f) return std::nullopt;
+  FileStatus st = (*f)->status();
+  // Every byte the answer sends must be in memory already: nothing else may
+  // be read on an I/O thread. (A range past the end is answered as usual.)
+  auto range = ParseRange(req.http->Header("Range"), st.size);
+  const uint64_t end = range && *range ? (*range)->end : st.size;
+  if (end > OpenedBytesOf(**f).size()) return std::nullopt;
+  return ObjectResponse(st, std::move(*f), pool, req);
 }
 
 }  // namespace shoal::s3

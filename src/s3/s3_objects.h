@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,14 @@ struct ObjectRequest {
 // caller to render). Bytes held by this process (request.local) go out
 // zero-copy; the rest is read through the client.
 S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const ObjectRequest& request);
+
+// The same for a GET on a server I/O thread, without blocking: answered only
+// when a worker on this host holds the object's fresh metadata and all of the
+// requested bytes (Client::OpenFile with OpenOptions::cached_only, at most its
+// default prefetch), which then go out from memory; nullopt otherwise (the
+// caller answers with GetObject on its own threads).
+std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool,
+                                                           const ObjectRequest& request);
 
 // "Wed, 21 Oct 2015 07:28:00 GMT"
 std::string HttpDate(int64_t unix_ns);

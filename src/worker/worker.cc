@@ -549,7 +549,10 @@ class Worker::Impl {
   // connection thread, where blocking on a stat is fine.
   local_wire::Reply ServeLocal(const local_wire::Request& r, std::vector<PageRef>* pages) {
     auto started = Clock::now();
-    (r.kind == local_wire::Kind::kOpen ? short_circuit_opens_ : short_circuit_reads_)->Add();
+    (r.kind == local_wire::Kind::kRead    ? short_circuit_reads_
+     : r.kind == local_wire::Kind::kOpen ? short_circuit_opens_
+                                          : short_circuit_cached_opens_)
+        ->Add();
     local_wire::Reply out;
     auto fail = [&out](const Status& s) {
       out.code = static_cast<int32_t>(s.code());
@@ -558,6 +561,7 @@ class Worker::Impl {
     };
     auto rp = svc_->mounts().Resolve(r.path);
     if (!rp) return fail(rp.error());
+    if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages);
     FileRef file{*rp, r.version, r.size};
     uint64_t offset = r.offset;
     bool stat_fetched = false;  // the open's stat read page 0 from the under-store
@@ -601,6 +605,43 @@ class Worker::Impl {
       short_circuit_bytes_->Add(hit + miss);
       svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count());
     }
+    return out;
+  }
+
+  // A short-circuit open answered from what this worker holds now
+  // (local_wire.h, kOpenCached): the fresh cached stat and the cached pages of
+  // all of the first `length` bytes, or "not cached". Never asks the
+  // under-store and never waits on a fetch: the S3 endpoint asks this from
+  // its I/O threads.
+  local_wire::Reply ServeLocalCached(const ResolvedPath& rp, uint64_t length, std::vector<PageRef>* pages) {
+    auto started = Clock::now();
+    local_wire::Reply out;
+    auto not_cached = [&out] {
+      out.code = static_cast<int32_t>(Code::kUnavailable);
+      out.message = "not cached: open it the usual way";
+      out.segments.clear();
+      return out;
+    };
+    if (wb_->Pending(rp.ns_path)) return not_cached();  // its bytes are read over HTTP
+    auto cached = svc_->CachedStat(rp);
+    if (!cached || cached->info.is_dir) return not_cached();
+    const FileRef file{rp, cached->info.Version(), cached->info.size};
+    const uint64_t end = std::min(length, file.size);
+    // Bounded before any lookup: the reply carries at most kMaxSegments pages.
+    if (end > local_wire::kMaxSegments * config_.worker.page_size) return not_cached();
+    if (end > 0) {
+      auto range = svc_->CachedRange(file, 0, end);
+      if (!range || range->size() > local_wire::kMaxSegments) return not_cached();
+      for (auto& seg : *range) {
+        out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(), 0,
+                                seg.page->page_offset(), seg.page->generation()});
+        pages->push_back(std::move(*seg.page));
+      }
+      short_circuit_bytes_->Add(end);
+      svc_->CountServed(end, 0, std::chrono::duration<double>(Clock::now() - started).count());
+    }
+    out.message = JsonText(InfoJson(cached->info, rp.ns_path));
+    out.message.pop_back();  // the newline
     return out;
   }
 
@@ -1285,6 +1326,8 @@ class Worker::Impl {
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "open"}});
   Counter* short_circuit_reads_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "read"}});
+  Counter* short_circuit_cached_opens_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "open_cached"}});
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
       "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");
