@@ -177,7 +177,7 @@ class Loader {
       std::lock_guard lock(queue_mu_);
       walked_ = true;
     }
-    queue_cv_.notify_all();
+    items_cv_.notify_all();
     for (auto& t : threads) t.join();
     Finish(error);
   }
@@ -198,12 +198,17 @@ class Loader {
   }
 
   // Waits for room in the queue (a bounded number of files waits in memory).
+  // One condition per side, each woken once per item: a loader thread wakes
+  // for an item, the walker for room (one shared condition woken for all at
+  // every push and pop cost a dozen thread wake-ups per file).
   void Queue(Item item) {
-    std::unique_lock lock(queue_mu_);
-    queue_cv_.wait(lock, [&] { return queue_.size() < 4 * threads_ + 16 || job_->stop; });
-    if (job_->stop) return;
-    queue_.push_back(std::move(item));
-    queue_cv_.notify_all();
+    {
+      std::unique_lock lock(queue_mu_);
+      room_cv_.wait(lock, [&] { return queue_.size() < 4 * threads_ + 16 || job_->stop; });
+      if (job_->stop) return;
+      queue_.push_back(std::move(item));
+    }
+    items_cv_.notify_one();
   }
 
   void Work() {
@@ -211,15 +216,17 @@ class Loader {
       Item item;
       {
         std::unique_lock lock(queue_mu_);
-        queue_cv_.wait(lock, [&] { return !queue_.empty() || walked_ || job_->stop; });
+        items_cv_.wait(lock, [&] { return !queue_.empty() || walked_ || job_->stop; });
         if (job_->stop || queue_.empty()) {
-          queue_cv_.notify_all();  // a walker waiting for room sees the stop
+          lock.unlock();
+          room_cv_.notify_all();   // a walker waiting for room sees the stop
+          items_cv_.notify_all();  // and so do the other loader threads
           return;
         }
         item = std::move(queue_.front());
         queue_.pop_front();
       }
-      queue_cv_.notify_all();
+      room_cv_.notify_one();
       LoadFile(item.rp, item.version, item.size);
     }
   }
@@ -260,7 +267,8 @@ class Loader {
           return "more than " + std::to_string(LoadJobs::kMaxFiles) + " files under " + root.ns_path +
                  "; load its subdirectories one by one";
         }
-        Queue(Item{std::move(*crp), e.Version(), e.size});
+        // Only files with a shard this worker owns: the others cost a loader nothing but a wake-up.
+        if (OwnsAny(crp->ns_path, e.Version(), e.size)) Queue(Item{std::move(*crp), e.Version(), e.size});
       }
     }
     return "";
@@ -268,6 +276,13 @@ class Loader {
 
   bool Owns(const std::string& path, const std::string& version, uint64_t shard) const {
     return ring_.members()[ring_.Owner(HashRing::DataKey(path, version, shard))] == job_->p.self;
+  }
+  bool OwnsAny(const std::string& path, const std::string& version, uint64_t size) const {
+    const uint64_t shards = std::max<uint64_t>(1, (size + shard_ - 1) / shard_);
+    for (uint64_t s = 0; s < shards; ++s) {
+      if (Owns(path, version, s)) return true;
+    }
+    return false;
   }
 
   // Waits until `bytes` may be fetched under the job's bandwidth; false when the job stops.
@@ -488,7 +503,7 @@ class Loader {
   HashRing ring_;
   uint64_t page_, shard_, chunk_, threads_;
   std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
+  std::condition_variable items_cv_, room_cv_;
   std::deque<Item> queue_;
   bool walked_ = false;
 };
