@@ -1,8 +1,10 @@
 #include "common/sigv4.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <algorithm>
 #include <cctype>
@@ -21,8 +23,66 @@ std::string Hex(const unsigned char* p, size_t n) {
   return out;
 }
 
+// OpenSSL 3 looks an algorithm up by name, in a locked table, whenever a
+// context is initialised from EVP_sha256() or HMAC() builds one: per request
+// that cost more than the hashing (perf of ufs_get_bench). So the algorithms
+// are fetched once per process and each thread reuses its contexts. A fetch
+// that fails (an unusual OpenSSL configuration) falls back to the one-shot calls.
+const EVP_MD* FetchedMd(const char* name, const EVP_MD* fallback) {
+  EVP_MD* md = EVP_MD_fetch(nullptr, name, nullptr);
+  return md ? md : fallback;  // kept for the life of the process
+}
+
+const EVP_MD* Sha256Md() {
+  static const EVP_MD* md = FetchedMd("SHA256", EVP_sha256());
+  return md;
+}
+
+const EVP_MD* Md5Md() {
+  static const EVP_MD* md = FetchedMd("MD5", EVP_md5());
+  return md;
+}
+
+// This thread's digest and HMAC-SHA256 contexts, freed when the thread ends.
+struct ThreadContexts {
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  EVP_MAC_CTX* hmac = NewHmacSha256();
+  ThreadContexts() = default;
+  ThreadContexts(const ThreadContexts&) = delete;
+  ThreadContexts& operator=(const ThreadContexts&) = delete;
+  ~ThreadContexts() {
+    EVP_MD_CTX_free(md);
+    EVP_MAC_CTX_free(hmac);
+  }
+
+  static EVP_MAC_CTX* NewHmacSha256() {
+    static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);  // kept for the life of the process
+    if (!mac) return nullptr;
+    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
+    if (ctx && EVP_MAC_CTX_set_params(ctx, params) != 1) {
+      EVP_MAC_CTX_free(ctx);
+      ctx = nullptr;
+    }
+    return ctx;
+  }
+};
+
+ThreadContexts& Contexts() {
+  thread_local ThreadContexts c;
+  return c;
+}
+
 std::string Hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
+  EVP_MAC_CTX* ctx = Contexts().hmac;
+  size_t n = 0;
+  if (ctx && EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(), nullptr) == 1 &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1 &&
+      EVP_MAC_final(ctx, out, &n, sizeof out) == 1) {
+    return std::string(reinterpret_cast<char*>(out), n);
+  }
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
        data.size(), out, &len);
@@ -32,6 +92,11 @@ std::string Hmac(std::string_view key, std::string_view data) {
 std::string Digest(const EVP_MD* md, std::span<const char> data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
+  EVP_MD_CTX* ctx = Contexts().md;
+  if (ctx && EVP_DigestInit_ex2(ctx, md, nullptr) == 1 && EVP_DigestUpdate(ctx, data.data(), data.size()) == 1 &&
+      EVP_DigestFinal_ex(ctx, out, &len) == 1) {
+    return std::string(reinterpret_cast<char*>(out), len);
+  }
   EVP_Digest(data.data(), data.size(), out, &len, md, nullptr);
   return std::string(reinterpret_cast<char*>(out), len);
 }
@@ -78,17 +143,17 @@ const std::string& SigningKey(const std::string& secret, const std::string& date
 }
 
 std::string Sha256Hex(std::span<const char> data) {
-  auto d = Digest(EVP_sha256(), data);
+  auto d = Digest(Sha256Md(), data);
   return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
 std::string Md5Hex(std::span<const char> data) {
-  auto d = Digest(EVP_md5(), data);
+  auto d = Digest(Md5Md(), data);
   return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
 std::string Md5Base64(std::span<const char> data) {
-  auto d = Digest(EVP_md5(), data);
+  auto d = Digest(Md5Md(), data);
   unsigned char out[64];
   int n = EVP_EncodeBlock(out, reinterpret_cast<const unsigned char*>(d.data()), static_cast<int>(d.size()));
   return std::string(reinterpret_cast<char*>(out), static_cast<size_t>(n));
