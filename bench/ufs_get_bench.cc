@@ -47,6 +47,13 @@ double CpuSeconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
+// Voluntary context switches (waits that slept): steadier than CPU on a loaded machine.
+long Waits() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_nvcsw;
+}
+
 std::string Key(int i) { return "obj/" + std::to_string(i); }
 
 // Reads objects [0, n) with `threads` threads, each GET checked; returns false on any failure.
@@ -144,12 +151,14 @@ int main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     for (int t : {1, threads}) {
       double c0 = CpuSeconds();
+      long v0 = Waits();
       auto w0 = Clock::now();
       if (!ReadAll(**store, objects, page, size, buffers, t)) Die("reads failed");
       double cpu = CpuSeconds() - c0;
+      double waits = static_cast<double>(Waits() - v0) / objects;
       double wall = std::chrono::duration<double>(Clock::now() - w0).count();
-      std::printf("result round=%d threads=%d gets=%d signed=%d cpu_us_per_get=%.1f gets_per_s=%.0f\n", round, t,
-                  objects, anonymous ? 0 : 1, cpu * 1e6 / objects, objects / wall);
+      std::printf("result round=%d threads=%d gets=%d signed=%d cpu_us_per_get=%.1f waits_per_get=%.2f gets_per_s=%.0f\n",
+                  round, t, objects, anonymous ? 0 : 1, cpu * 1e6 / objects, waits, objects / wall);
       std::fflush(stdout);
     }
   }
