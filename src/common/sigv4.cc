@@ -8,7 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
+#include <cstdio>
 
 namespace shoal::s3 {
 namespace {
@@ -107,20 +107,25 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Header values are trimmed and inner runs of spaces collapse to one.
-std::string TrimValue(std::string_view v) {
-  std::string out;
-  bool space = false;
+// Appends a header value trimmed, with inner runs of spaces collapsed to one.
+void AppendTrimmed(std::string& out, std::string_view v) {
+  bool space = false, any = false;
   for (char c : v) {
     if (c == ' ' || c == '\t') {
-      space = !out.empty();
+      space = any;
       continue;
     }
     if (space) out += ' ';
     space = false;
+    any = true;
     out += c;
   }
-  return out;
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace
@@ -160,11 +165,14 @@ std::string Md5Base64(std::span<const char> data) {
 }
 
 std::string AmzDate(std::chrono::system_clock::time_point t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
+  using namespace std::chrono;
+  const auto day = floor<days>(t);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{floor<seconds>(t - day)};
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  std::snprintf(buf, sizeof buf, "%04d%02u%02uT%02d%02d%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
+                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()));
   return buf;
 }
 
@@ -184,20 +192,34 @@ std::string UriEncode(std::string_view s, bool keep_slash) {
   return out;
 }
 
+// Signing runs once per store request, so this builds the block in one pass:
+// names lower-cased and sorted, values trimmed straight into it.
 CanonicalHeaders CanonicalizeHeaders(const Headers& headers) {
-  std::vector<std::pair<std::string, std::string>> canon;
-  for (const auto& [k, v] : headers) canon.emplace_back(Lower(k), TrimValue(v));
-  std::stable_sort(canon.begin(), canon.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  struct Entry {
+    std::string name;  // lower-case
+    std::string_view value;
+  };
+  std::vector<Entry> canon;
+  canon.reserve(headers.size());
+  size_t bytes = 0;
+  for (const auto& [k, v] : headers) {
+    canon.push_back({Lower(k), v});
+    bytes += k.size() + v.size() + 2;
+  }
+  std::stable_sort(canon.begin(), canon.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
   CanonicalHeaders out;
+  out.block.reserve(bytes);
   for (size_t i = 0; i < canon.size(); ++i) {
-    if (i > 0 && canon[i].first == canon[i - 1].first) {
-      out.block.pop_back();  // the '\n'
-      out.block += ',' + canon[i].second + '\n';
-      continue;
+    if (i > 0 && canon[i].name == canon[i - 1].name) {
+      out.block.back() = ',';  // a repeated name: its values joined on one line
+    } else {
+      out.block += canon[i].name;
+      out.block += ':';
+      if (!out.signed_names.empty()) out.signed_names += ';';
+      out.signed_names += canon[i].name;
     }
-    out.block += canon[i].first + ':' + canon[i].second + '\n';
-    if (!out.signed_names.empty()) out.signed_names += ';';
-    out.signed_names += canon[i].first;
+    AppendTrimmed(out.block, canon[i].value);
+    out.block += '\n';
   }
   return out;
 }
@@ -248,7 +270,8 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> quer
 
 void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::system_clock::time_point now,
             Headers& headers) {
-  bool has_host = std::any_of(headers.begin(), headers.end(), [](const auto& h) { return Lower(h.first) == "host"; });
+  bool has_host =
+      std::any_of(headers.begin(), headers.end(), [](const auto& h) { return EqualsIgnoringCase(h.first, "host"); });
   if (!has_host) headers.emplace_back("Host", in.host);
   std::string amz_date = AmzDate(now);
   std::string date = amz_date.substr(0, 8);
