@@ -200,7 +200,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     std::string_view v = line.substr(colon + 1);
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
     while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
-    s->resp->headers[name] = std::string(v);
+    s->resp->headers.insert_or_assign(std::move(name), std::string(v));  // the name moves into the map
   }
   return size * n;
 }
