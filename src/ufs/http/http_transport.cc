@@ -30,6 +30,7 @@ struct CurlGlobal {
 // keeps its own connection cache, and runs one request at a time).
 struct Handle {
   CURL* curl = nullptr;
+  CURLM* multi = nullptr;  // runs curl's transfers (Perform); holds the handle's connection cache
   std::vector<curl_socket_t> sockets;
 
   // The socket of the transfer in progress, when that is certain.
@@ -69,8 +70,9 @@ class HandlePool {
     static CurlGlobal global;
     auto* h = new Handle;
     h->curl = curl_easy_init();
-    if (!h->curl) {
-      delete h;
+    h->multi = curl_multi_init();
+    if (!h->curl || !h->multi) {
+      Destroy(h);
       return nullptr;
     }
     return h;
@@ -83,11 +85,16 @@ class HandlePool {
         return;
       }
     }
-    curl_easy_cleanup(h->curl);  // closes its connections through OnCloseSocket
-    delete h;
+    Destroy(h);
   }
 
  private:
+  static void Destroy(Handle* h) {
+    if (h->curl) curl_easy_cleanup(h->curl);
+    if (h->multi) curl_multi_cleanup(h->multi);  // closes its connections through OnCloseSocket
+    delete h;
+  }
+
   static constexpr size_t kMaxIdle = 64;
   std::mutex mu_;
   std::vector<Handle*> idle_;  // the most recently used last
@@ -108,6 +115,40 @@ struct EasyHandle {
     if (h) Pool().Give(h);
   }
 };
+
+// Runs one transfer as curl_easy_perform would (a multi handle of its own that
+// keeps the connection for the next request; curl enforces the timeouts), but
+// waits with curl_multi_wait: curl_easy_perform's curl_multi_poll also polls a
+// wake-up socket pair, once more before every transfer and with each wait,
+// which nothing here ever uses.
+CURLcode Perform(Handle& h) {
+  if (curl_multi_add_handle(h.multi, h.curl) != CURLM_OK) return CURLE_FAILED_INIT;
+  CURLcode result = CURLE_OK;
+  bool done = false;
+  while (!done) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(h.multi, &running);
+    if (mc == CURLM_OK && running > 0) mc = curl_multi_wait(h.multi, nullptr, 0, 1000, nullptr);
+    if (mc != CURLM_OK) {
+      result = mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_RECV_ERROR;
+      break;
+    }
+    if (running > 0) continue;
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(h.multi, &left)) {
+      if (m->msg == CURLMSG_DONE && m->easy_handle == h.curl) {
+        result = m->data.result;
+        done = true;
+      }
+    }
+    if (!done) {
+      result = CURLE_RECV_ERROR;  // not running and no result: curl lost the transfer
+      break;
+    }
+  }
+  curl_multi_remove_handle(h.multi, h.curl);
+  return result;
+}
 
 // Waking up for a body that is not all there yet costs a context switch, and
 // curl's polls and receive around it: with curl's own waits, a 130 KiB object
@@ -351,7 +392,7 @@ Result<HttpResponse> PerformHttp(const HttpRequest& request) {
   if (!has_expect) headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
-  CURLcode rc = curl_easy_perform(h);
+  CURLcode rc = Perform(*easy.h);
   sink.low_water.Reset(*easy.h);
   curl_slist_free_all(headers);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
