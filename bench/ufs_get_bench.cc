@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
     if (auto st = (*store)->Write(Key(i), data); !st.ok()) Die("upload: " + st.ToString());
   }
   std::vector<std::vector<char>> buffers(threads, std::vector<char>(page, '\0'));
-  if (!ReadAll(**store, std::min(objects, 50), page, size, buffers, 1)) Die("warm-up reads failed");  // connections open
+  // A warm-up opens the connections.
+  if (!ReadAll(**store, std::min(objects, 50), page, size, buffers, 1)) Die("warm-up reads failed");
   std::fprintf(stderr, "reading (pid %d)\n", static_cast<int>(::getpid()));  // a profiler may attach now
 
   for (int round = 0; round < rounds; ++round) {
@@ -157,8 +158,9 @@ int main(int argc, char** argv) {
       double cpu = CpuSeconds() - c0;
       double waits = static_cast<double>(Waits() - v0) / objects;
       double wall = std::chrono::duration<double>(Clock::now() - w0).count();
-      std::printf("result round=%d threads=%d gets=%d signed=%d cpu_us_per_get=%.1f waits_per_get=%.2f gets_per_s=%.0f\n",
-                  round, t, objects, anonymous ? 0 : 1, cpu * 1e6 / objects, waits, objects / wall);
+      std::printf(
+          "result round=%d threads=%d gets=%d signed=%d cpu_us_per_get=%.1f waits_per_get=%.2f gets_per_s=%.0f\n",
+          round, t, objects, anonymous ? 0 : 1, cpu * 1e6 / objects, waits, objects / wall);
       std::fflush(stdout);
     }
   }

@@ -60,7 +60,8 @@ struct ThreadContexts {
     if (!mac) return nullptr;
     EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
     char digest[] = "SHA256";
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           OSSL_PARAM_construct_end()};
     if (ctx && EVP_MAC_CTX_set_params(ctx, params) != 1) {
       EVP_MAC_CTX_free(ctx);
       ctx = nullptr;
@@ -173,8 +174,9 @@ std::string AmzDate(std::chrono::system_clock::time_point t) {
   const hh_mm_ss hms{floor<seconds>(t - day)};
   char buf[32];
   std::snprintf(buf, sizeof buf, "%04d%02u%02uT%02d%02d%02dZ", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
-                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()));
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
   return buf;
 }
 
