@@ -1,12 +1,14 @@
 #include "common/sigv4.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
+#include <cstdio>
 
 namespace shoal::s3 {
 namespace {
@@ -21,8 +23,67 @@ std::string Hex(const unsigned char* p, size_t n) {
   return out;
 }
 
+// OpenSSL 3 looks an algorithm up by name, in a locked table, whenever a
+// context is initialised from EVP_sha256() or HMAC() builds one: per request
+// that cost more than the hashing (perf of ufs_get_bench). So the algorithms
+// are fetched once per process and each thread reuses its contexts. A fetch
+// that fails (an unusual OpenSSL configuration) falls back to the one-shot calls.
+const EVP_MD* FetchedMd(const char* name, const EVP_MD* fallback) {
+  EVP_MD* md = EVP_MD_fetch(nullptr, name, nullptr);
+  return md ? md : fallback;  // kept for the life of the process
+}
+
+const EVP_MD* Sha256Md() {
+  static const EVP_MD* md = FetchedMd("SHA256", EVP_sha256());
+  return md;
+}
+
+const EVP_MD* Md5Md() {
+  static const EVP_MD* md = FetchedMd("MD5", EVP_md5());
+  return md;
+}
+
+// This thread's digest and HMAC-SHA256 contexts, freed when the thread ends.
+struct ThreadContexts {
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  EVP_MAC_CTX* hmac = NewHmacSha256();
+  ThreadContexts() = default;
+  ThreadContexts(const ThreadContexts&) = delete;
+  ThreadContexts& operator=(const ThreadContexts&) = delete;
+  ~ThreadContexts() {
+    EVP_MD_CTX_free(md);
+    EVP_MAC_CTX_free(hmac);
+  }
+
+  static EVP_MAC_CTX* NewHmacSha256() {
+    static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);  // kept for the life of the process
+    if (!mac) return nullptr;
+    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           OSSL_PARAM_construct_end()};
+    if (ctx && EVP_MAC_CTX_set_params(ctx, params) != 1) {
+      EVP_MAC_CTX_free(ctx);
+      ctx = nullptr;
+    }
+    return ctx;
+  }
+};
+
+ThreadContexts& Contexts() {
+  thread_local ThreadContexts c;
+  return c;
+}
+
 std::string Hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
+  EVP_MAC_CTX* ctx = Contexts().hmac;
+  size_t n = 0;
+  if (ctx && EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(), nullptr) == 1 &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1 &&
+      EVP_MAC_final(ctx, out, &n, sizeof out) == 1) {
+    return std::string(reinterpret_cast<char*>(out), n);
+  }
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
        data.size(), out, &len);
@@ -32,6 +93,11 @@ std::string Hmac(std::string_view key, std::string_view data) {
 std::string Digest(const EVP_MD* md, std::span<const char> data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
+  EVP_MD_CTX* ctx = Contexts().md;
+  if (ctx && EVP_DigestInit_ex2(ctx, md, nullptr) == 1 && EVP_DigestUpdate(ctx, data.data(), data.size()) == 1 &&
+      EVP_DigestFinal_ex(ctx, out, &len) == 1) {
+    return std::string(reinterpret_cast<char*>(out), len);
+  }
   EVP_Digest(data.data(), data.size(), out, &len, md, nullptr);
   return std::string(reinterpret_cast<char*>(out), len);
 }
@@ -42,20 +108,25 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Header values are trimmed and inner runs of spaces collapse to one.
-std::string TrimValue(std::string_view v) {
-  std::string out;
-  bool space = false;
+// Appends a header value trimmed, with inner runs of spaces collapsed to one.
+void AppendTrimmed(std::string& out, std::string_view v) {
+  bool space = false, any = false;
   for (char c : v) {
     if (c == ' ' || c == '\t') {
-      space = !out.empty();
+      space = any;
       continue;
     }
     if (space) out += ' ';
     space = false;
+    any = true;
     out += c;
   }
-  return out;
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace
@@ -78,28 +149,34 @@ const std::string& SigningKey(const std::string& secret, const std::string& date
 }
 
 std::string Sha256Hex(std::span<const char> data) {
-  auto d = Digest(EVP_sha256(), data);
+  // The payload hash of every GET, HEAD and DELETE.
+  if (data.empty()) return "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  auto d = Digest(Sha256Md(), data);
   return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
 std::string Md5Hex(std::span<const char> data) {
-  auto d = Digest(EVP_md5(), data);
+  auto d = Digest(Md5Md(), data);
   return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
 }
 
 std::string Md5Base64(std::span<const char> data) {
-  auto d = Digest(EVP_md5(), data);
+  auto d = Digest(Md5Md(), data);
   unsigned char out[64];
   int n = EVP_EncodeBlock(out, reinterpret_cast<const unsigned char*>(d.data()), static_cast<int>(d.size()));
   return std::string(reinterpret_cast<char*>(out), static_cast<size_t>(n));
 }
 
 std::string AmzDate(std::chrono::system_clock::time_point t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
+  using namespace std::chrono;
+  const auto day = floor<days>(t);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{floor<seconds>(t - day)};
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  std::snprintf(buf, sizeof buf, "%04d%02u%02uT%02d%02d%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
   return buf;
 }
 
@@ -119,20 +196,34 @@ std::string UriEncode(std::string_view s, bool keep_slash) {
   return out;
 }
 
+// Signing runs once per store request, so this builds the block in one pass:
+// names lower-cased and sorted, values trimmed straight into it.
 CanonicalHeaders CanonicalizeHeaders(const Headers& headers) {
-  std::vector<std::pair<std::string, std::string>> canon;
-  for (const auto& [k, v] : headers) canon.emplace_back(Lower(k), TrimValue(v));
-  std::stable_sort(canon.begin(), canon.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  struct Entry {
+    std::string name;  // lower-case
+    std::string_view value;
+  };
+  std::vector<Entry> canon;
+  canon.reserve(headers.size());
+  size_t bytes = 0;
+  for (const auto& [k, v] : headers) {
+    canon.push_back({Lower(k), v});
+    bytes += k.size() + v.size() + 2;
+  }
+  std::stable_sort(canon.begin(), canon.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
   CanonicalHeaders out;
+  out.block.reserve(bytes);
   for (size_t i = 0; i < canon.size(); ++i) {
-    if (i > 0 && canon[i].first == canon[i - 1].first) {
-      out.block.pop_back();  // the '\n'
-      out.block += ',' + canon[i].second + '\n';
-      continue;
+    if (i > 0 && canon[i].name == canon[i - 1].name) {
+      out.block.back() = ',';  // a repeated name: its values joined on one line
+    } else {
+      out.block += canon[i].name;
+      out.block += ':';
+      if (!out.signed_names.empty()) out.signed_names += ';';
+      out.signed_names += canon[i].name;
     }
-    out.block += canon[i].first + ':' + canon[i].second + '\n';
-    if (!out.signed_names.empty()) out.signed_names += ';';
-    out.signed_names += canon[i].first;
+    AppendTrimmed(out.block, canon[i].value);
+    out.block += '\n';
   }
   return out;
 }
@@ -183,7 +274,8 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> quer
 
 void SignV4(const SigningInput& in, const Credentials& creds, std::chrono::system_clock::time_point now,
             Headers& headers) {
-  bool has_host = std::any_of(headers.begin(), headers.end(), [](const auto& h) { return Lower(h.first) == "host"; });
+  bool has_host =
+      std::any_of(headers.begin(), headers.end(), [](const auto& h) { return EqualsIgnoringCase(h.first, "host"); });
   if (!has_host) headers.emplace_back("Host", in.host);
   std::string amz_date = AmzDate(now);
   std::string date = amz_date.substr(0, 8);

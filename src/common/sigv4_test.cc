@@ -102,6 +102,29 @@ TEST(S3Sigv4, GcsInitiateMultipart) {
 TEST(S3Sigv4, HashHelpers) {
   EXPECT_EQ(Sha256Hex(std::string_view("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(Md5Base64(std::string_view("")), "1B2M2Y8AsgTpgAmY7PhCfg==");
+  EXPECT_EQ(Md5Hex(std::string_view("abc")), "900150983cd24fb0d6963f7d28e17f72");
+  // RFC 4231 test case 2 (HMAC-SHA256), twice: the per-thread context is reused.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(HmacHex("Jefe", "what do ya want for nothing?"),
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  }
+}
+
+TEST(S3Sigv4, CanonicalHeadersLowerSortTrimAndJoinRepeatedNames) {
+  auto c = CanonicalizeHeaders({{"X-Amz-Meta-B", "  two   words  "},
+                                {"Host", "h"},
+                                {"x-amz-meta-a", "1"},
+                                {"X-AMZ-META-A", "\t2"},
+                                {"Empty", ""}});
+  EXPECT_EQ(c.block, "empty:\nhost:h\nx-amz-meta-a:1,2\nx-amz-meta-b:two words\n");
+  EXPECT_EQ(c.signed_names, "empty;host;x-amz-meta-a;x-amz-meta-b");
+}
+
+TEST(S3Sigv4, AmzDateIsUtc) {
+  using namespace std::chrono;
+  EXPECT_EQ(AmzDate(sys_days{2024y / May / 17} + 12h + 34min + 56s + 789ms), "20240517T123456Z");
+  EXPECT_EQ(AmzDate(sys_days{2000y / February / 29}), "20000229T000000Z");
+  EXPECT_EQ(AmzDate(sys_days{1999y / December / 31} + 23h + 59min + 59s), "19991231T235959Z");
 }
 
 }  // namespace

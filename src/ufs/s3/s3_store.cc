@@ -150,12 +150,12 @@ class S3Store final : public UnderStore {
     r.accept_partial = true;  // judged by `validate` below
     r.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1));
     if (!options.if_version.empty()) r.headers.emplace_back("If-Match", "\"" + options.if_version + "\"");
-    const std::string uri = client_->UriOf(r.key);
+    auto uri = [&] { return client_->UriOf(r.key); };  // for messages only
     // A body shorter than asked is only valid at the end of the object; anything
     // else is a truncated response and must never be returned as data.
     auto validate = [&](const HttpResponse& h) -> Status {
       if (h.body_out_overflow) {
-        return Status(Code::kIo, "GET " + uri + " returned more bytes than the range asked for (Range ignored?)");
+        return Status(Code::kIo, "GET " + uri() + " returned more bytes than the range asked for (Range ignored?)");
       }
       uint64_t first = 0, last = 0, total = 0;
       if (h.status == 206) {
@@ -163,15 +163,16 @@ class S3Store final : public UnderStore {
         // and a body they never send: the object is empty, whatever the length says.
         if (ParseContentRange(h.Header("content-range"), first, last, total) && total == 0) return {};
         if (h.truncated) {
-          return Status(Code::kIo, "truncated response for " + uri + ": the connection ended after " +
+          return Status(Code::kIo, "truncated response for " + uri() + ": the connection ended after " +
                                        std::to_string(h.body_out_size) + " bytes");
         }
         if (!ParseContentRange(h.Header("content-range"), first, last, total) || first != offset) {
-          return Status(Code::kIo, "GET " + uri + " returned a bad Content-Range '" + h.Header("content-range") + "'");
+          return Status(Code::kIo,
+                        "GET " + uri() + " returned a bad Content-Range '" + h.Header("content-range") + "'");
         }
         uint64_t want = std::min<uint64_t>(out.size(), total - offset);
         if (h.body_out_size != want || last - first + 1 != want) {
-          return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
+          return Status(Code::kIo, "truncated response for " + uri() + ": got " + std::to_string(h.body_out_size) +
                                        " of " + std::to_string(want) + " bytes at offset " + std::to_string(offset));
         }
         return {};
@@ -179,12 +180,12 @@ class S3Store final : public UnderStore {
       // 200: the whole object, which is only right when reading from 0.
       uint64_t len = ParseU64(h.Header("content-length"));
       if (h.truncated) {
-        return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
+        return Status(Code::kIo, "truncated response for " + uri() + ": got " + std::to_string(h.body_out_size) +
                                      " of " + std::to_string(len) + " bytes");
       }
-      if (offset != 0) return Status(Code::kIo, "GET " + uri + " ignored the Range header");
+      if (offset != 0) return Status(Code::kIo, "GET " + uri() + " ignored the Range header");
       if (h.body_out_size != len) {
-        return Status(Code::kIo, "truncated response for " + uri + ": got " + std::to_string(h.body_out_size) +
+        return Status(Code::kIo, "truncated response for " + uri() + ": got " + std::to_string(h.body_out_size) +
                                      " of " + std::to_string(len) + " bytes");
       }
       return {};
@@ -206,8 +207,8 @@ class S3Store final : public UnderStore {
     if (!options.if_version.empty()) {
       auto etag = UnquoteEtag(resp->Header("etag"));
       if (!etag.empty() && etag != options.if_version) {
-        return Err(Code::kVersionMismatch, uri + " changed since it was opened (ETag " + etag + ", expected " +
-                                               options.if_version + ")");
+        return Err(Code::kVersionMismatch,
+                   uri() + " changed since it was opened (ETag " + etag + ", expected " + options.if_version + ")");
       }
     }
     return resp->body_out_size;
