@@ -1,6 +1,12 @@
 #include "tests/harness/harness_util.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -84,6 +90,40 @@ Result<std::shared_ptr<ScratchDir>> MakeScratchDir(std::string_view name, std::s
   auto dir = std::make_shared<ScratchDir>();
   dir->path = std::move(*path);
   return dir;
+}
+
+LoopbackListener::LoopbackListener(std::function<void(int fd)> serve) : serve_(std::move(serve)) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0 || ::pipe2(stop_, O_CLOEXEC) != 0) {
+    return;  // port() stays 0
+  }
+  port_ = ntohs(a.sin_port);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+LoopbackListener::~LoopbackListener() {
+  if (stop_[1] >= 0) (void)!::write(stop_[1], "x", 1);
+  if (thread_.joinable()) thread_.join();
+  for (int fd : {fd_, stop_[0], stop_[1]}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void LoopbackListener::Loop() {
+  for (;;) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0) continue;
+    if (p[1].revents) return;
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    serve_(c);
+    ::close(c);
+  }
 }
 
 }  // namespace shoal::testing

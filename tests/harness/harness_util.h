@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,6 +46,30 @@ bool WaitFor(F done, std::chrono::milliseconds timeout) {
 bool FreezeProcess(pid_t pid);
 // SIGCONTs the group again.
 void ThawProcess(pid_t pid);
+
+// A TCP listener on an ephemeral 127.0.0.1 port for a server a test runs in
+// its own process (a fake store, a paced one). One thread accepts and hands
+// each connection to `serve`, one at a time, then closes it. The destructor
+// stops: it wakes the accept loop and anything polling stop_fd(), and joins.
+// A test that cannot listen fails (ADD_FAILURE is the caller's: port() is 0).
+class LoopbackListener {
+ public:
+  explicit LoopbackListener(std::function<void(int fd)> serve);
+  ~LoopbackListener();
+  LoopbackListener(const LoopbackListener&) = delete;
+  LoopbackListener& operator=(const LoopbackListener&) = delete;
+
+  int port() const { return port_; }
+  // Readable once the listener is stopping: poll it beside a connection.
+  int stop_fd() const { return stop_[0]; }
+
+ private:
+  void Loop();
+
+  std::function<void(int)> serve_;
+  int fd_ = -1, port_ = 0, stop_[2] = {-1, -1};
+  std::thread thread_;
+};
 
 // A directory removed, with everything in it, when its last owner lets go.
 struct ScratchDir {

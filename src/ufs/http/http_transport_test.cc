@@ -5,10 +5,7 @@
 // bytes that will not come.
 #include "ufs/http/http_transport.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +14,8 @@
 #include <chrono>
 #include <string>
 #include <thread>
+
+#include "tests/harness/harness_util.h"
 
 namespace shoal {
 namespace {
@@ -34,6 +33,8 @@ std::string Pattern(size_t n) {
   return s;
 }
 
+using shoal::testing::LoopbackListener;
+
 // Serves GET /big (kBig bytes: 16 KiB with the head, then 64 KiB pieces
 // written 5 ms apart, like a store across a network), /small ("hello"), and
 // /short (declares kBig, sends kCut, closes), several requests per
@@ -41,47 +42,17 @@ std::string Pattern(size_t n) {
 class PacedServer {
  public:
   PacedServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0 || ::pipe2(stop_, O_CLOEXEC) != 0) {
-      ADD_FAILURE() << "cannot listen on 127.0.0.1";
-    }
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~PacedServer() {
-    (void)!::write(stop_[1], "x", 1);
-    thread_.join();
-    ::close(fd_);
-    ::close(stop_[0]);
-    ::close(stop_[1]);
+    if (listener_.port() == 0) ADD_FAILURE() << "cannot listen on 127.0.0.1";
   }
 
-  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(listener_.port()) + path; }
   int connections() const { return connections_.load(); }
 
  private:
   // Waits up to `ms` for the stop pipe: a pause between pieces; true when stopping.
   bool Stopping(int ms) {
-    pollfd p{stop_[0], POLLIN, 0};
+    pollfd p{listener_.stop_fd(), POLLIN, 0};
     return ::poll(&p, 1, ms) > 0;
-  }
-
-  void Loop() {
-    for (;;) {
-      pollfd p[2] = {{fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
-      if (::poll(p, 2, -1) < 0) continue;
-      if (p[1].revents) return;
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      ++connections_;
-      Serve(c);
-      ::close(c);
-    }
   }
 
   bool SendAll(int c, std::string_view s) {
@@ -100,7 +71,7 @@ class PacedServer {
     for (;;) {
       size_t end;
       while ((end = in.find("\r\n\r\n")) == std::string::npos) {
-        pollfd p[2] = {{c, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+        pollfd p[2] = {{c, POLLIN, 0}, {listener_.stop_fd(), POLLIN, 0}};
         if (::poll(p, 2, -1) < 0 || p[1].revents) return;
         ssize_t n = ::read(c, buf, sizeof buf);
         if (n <= 0) return;
@@ -129,11 +100,11 @@ class PacedServer {
     }
   }
 
-  int fd_ = -1;
-  int stop_[2] = {-1, -1};
-  int port_ = 0;
   std::atomic<int> connections_{0};
-  std::thread thread_;
+  LoopbackListener listener_{[this](int c) {  // last: stops first
+    ++connections_;
+    Serve(c);
+  }};
 };
 
 HttpRequest Get(const std::string& url) {

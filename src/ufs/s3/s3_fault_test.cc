@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/config.h"
+#include "tests/harness/harness_util.h"
 #include "ufs/s3/s3_store.h"
 #include "ufs/under_store.h"
 
@@ -41,34 +42,18 @@ std::string ErrorXml(const std::string& code) {
   return "<?xml version=\"1.0\"?><Error><Code>" + code + "</Code><Message>test says " + code + "</Message></Error>";
 }
 
+using shoal::testing::LoopbackListener;
+
 // One connection at a time, one request per connection: enough for these tests.
 class FakeS3 {
  public:
   using Handler = std::function<std::string(const Request&)>;
 
   explicit FakeS3(Handler h) : handler_(std::move(h)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      ADD_FAILURE() << "cannot listen on 127.0.0.1";
-    }
-    port_ = ntohs(a.sin_port);
-    if (::pipe(stop_) != 0) ADD_FAILURE() << "pipe";
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~FakeS3() {
-    (void)!::write(stop_[1], "x", 1);
-    thread_.join();
-    ::close(fd_);
-    ::close(stop_[0]);
-    ::close(stop_[1]);
+    if (listener_.port() == 0) ADD_FAILURE() << "cannot listen on 127.0.0.1";
   }
 
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(listener_.port()); }
   int count() const { return count_.load(); }
   std::vector<Request> requests() {
     std::lock_guard lock(mu_);
@@ -76,18 +61,6 @@ class FakeS3 {
   }
 
  private:
-  void Loop() {
-    for (;;) {
-      pollfd p[2] = {{fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
-      if (::poll(p, 2, -1) < 0) continue;
-      if (p[1].revents) return;
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      Serve(c);
-      ::close(c);
-    }
-  }
-
   void Serve(int c) {
     std::string in;
     char buf[65536];
@@ -136,11 +109,10 @@ class FakeS3 {
   }
 
   Handler handler_;
-  int fd_ = -1, port_ = 0, stop_[2] = {-1, -1};
   std::atomic<int> count_{0};
   std::mutex mu_;
   std::vector<Request> seen_;
-  std::thread thread_;
+  LoopbackListener listener_{[this](int c) { Serve(c); }};  // last: stops first
 };
 
 // The object every GET handler serves: 1000 bytes of a known pattern.
