@@ -63,26 +63,13 @@ class CachedOpenTest : public ::testing::Test {
   }
 
   // The whole file through a usual open (which asks the store when it must).
-  std::string Read(const std::string& path) {
-    auto f = client_->OpenFile(path);
-    if (!f) return "<error: " + f.error().ToString() + ">";
-    std::string out((*f)->status().size, '\0');
-    auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-    if (!n) return "<error: " + n.error().ToString() + ">";
-    return out;
-  }
+  std::string Read(const std::string& path) { return ReadWhole(*client_, path); }
 
   // The whole file through a cached-only open, or "<error: ...>".
   std::string ReadCached(const std::string& path, Code* code = nullptr) {
     OpenOptions o;
     o.cached_only = true;
-    auto f = client_->OpenFile(path, o);
-    if (code) *code = f ? Code::kOk : f.error().code();
-    if (!f) return "<error: " + f.error().ToString() + ">";
-    std::string out((*f)->status().size, '\0');
-    auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-    if (!n) return "<error: " + n.error().ToString() + ">";
-    return out;
+    return ReadWhole(*client_, path, o, code);
   }
 
   std::unique_ptr<S3rverProcess> s3_;

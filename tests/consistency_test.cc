@@ -69,14 +69,7 @@ class ConsistencyTest : public ::testing::TestWithParam<std::string> {
   void Put(const std::string& key, const std::string& data) { ASSERT_TRUE(ufs_->Write(key, data).ok()); }
 
   // The whole file as read through Shoal, or "<error: ...>".
-  std::string Read(const std::string& path) {
-    auto f = client_->OpenFile(path);
-    if (!f) return "<error: " + f.error().ToString() + ">";
-    std::string out((*f)->status().size, '\0');
-    auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
-    if (!n) return "<error: " + n.error().ToString() + ">";
-    return out;
-  }
+  std::string Read(const std::string& path) { return ReadWhole(*client_, path); }
 
   std::vector<std::string> Names(const std::string& dir) {
     std::vector<std::string> out;

@@ -328,31 +328,22 @@ std::vector<LocalPage> LocalReader::Pages(const std::string& worker, const std::
 
 std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, const std::string& ns_path,
                                                      uint64_t length) {
-  local_wire::Request req;
-  req.kind = local_wire::Kind::kOpen;
-  req.path = ns_path;
-  req.length = length;
-  std::vector<int> fds;
-  auto out = OpenedFrom(Exchange(worker, req, &fds), fds, ns_path, length);
-  CloseAll(fds);
-  return out;
+  return OpenAs(local_wire::Kind::kOpen, worker, ns_path, length);
 }
 
 std::optional<LocalReader::Opened> LocalReader::OpenCached(const std::string& worker, const std::string& ns_path,
                                                            uint64_t length) {
+  return OpenAs(local_wire::Kind::kOpenCached, worker, ns_path, length);
+}
+
+std::optional<LocalReader::Opened> LocalReader::OpenAs(local_wire::Kind kind, const std::string& worker,
+                                                       const std::string& ns_path, uint64_t length) {
   local_wire::Request req;
-  req.kind = local_wire::Kind::kOpenCached;
+  req.kind = kind;
   req.path = ns_path;
   req.length = length;
   std::vector<int> fds;
-  auto out = OpenedFrom(Exchange(worker, req, &fds, /*quick=*/true), fds, ns_path, length);
-  CloseAll(fds);
-  return out;
-}
-
-std::optional<LocalReader::Opened> LocalReader::OpenedFrom(std::optional<local_wire::Reply> reply,
-                                                           const std::vector<int>& fds, const std::string& ns_path,
-                                                           uint64_t length) {
+  auto reply = Exchange(worker, req, &fds, /*quick=*/kind == local_wire::Kind::kOpenCached);
   std::optional<Opened> out;
   if (reply && reply->code == 0) {
     uint64_t total = 0;
@@ -365,6 +356,7 @@ std::optional<LocalReader::Opened> LocalReader::OpenedFrom(std::optional<local_w
       return static_cast<size_t>(ReadSegments(*reply, fds, ns_path, "", 0, std::span<char>(p, n)));
     });
   }
+  CloseAll(fds);
   return out;
 }
 

@@ -113,9 +113,10 @@ class LocalReader {
   // on the cached-only connections, whose failure only pauses them.
   std::optional<local_wire::Reply> Exchange(const std::string& worker, const local_wire::Request& req,
                                             std::vector<int>* fds, bool quick = false);
-  // The stat and prefix of an open's reply.
-  std::optional<Opened> OpenedFrom(std::optional<local_wire::Reply> reply, const std::vector<int>& fds,
-                                   const std::string& ns_path, uint64_t length);
+  // An open of `kind` (kOpen, or kOpenCached on the quick connections): its
+  // reply's stat and prefix.
+  std::optional<Opened> OpenAs(local_wire::Kind kind, const std::string& worker, const std::string& ns_path,
+                               uint64_t length);
   // Preads the reply's segments into `out`, in order, checking them; returns
   // the bytes read and checked (a prefix of `out`). `offset` is the file
   // offset of out[0].

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <span>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -203,6 +204,16 @@ Status StartWithTwoClients(const ShoalCluster::Options& options, std::unique_ptr
   *writer = std::move(*w);
   *reader = std::move(*r);
   return {};
+}
+
+std::string ReadWhole(Client& client, const std::string& path, const OpenOptions& options, Code* code) {
+  auto f = client.OpenFile(path, options);
+  if (code) *code = f ? Code::kOk : f.error().code();
+  if (!f) return "<error: " + f.error().ToString() + ">";
+  std::string out((*f)->status().size, '\0');
+  auto n = (*f)->Pread(0, std::span<char>(out.data(), out.size()));
+  if (!n) return "<error: " + n.error().ToString() + ">";
+  return out;
 }
 
 }  // namespace shoal::testing

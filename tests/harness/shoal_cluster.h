@@ -116,6 +116,10 @@ std::string MakeTempDir(const std::string& tag);
 // The mount /data -> file://DIR/.
 MountConfig FileMount(const std::string& dir);
 Status WriteFile(const std::string& path, const std::string& data);
+// The whole file as `client` reads it (one open with `options`, one pread),
+// or "<error: ...>" naming what failed; `code` (when given) is the open's.
+std::string ReadWhole(Client& client, const std::string& path, const OpenOptions& options = {},
+                      Code* code = nullptr);
 
 // Starts a cluster with `options` and two clients of it, one to write and one
 // to read (as two processes of a job would). The caller resets the clients
