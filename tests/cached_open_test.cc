@@ -5,9 +5,18 @@
 // still seen once the mount's ttl has passed (/ttl; /data is immutable).
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "client/local_reader.h"
+#include "common/local_wire.h"
 #include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
 #include "ufs/under_store.h"
@@ -165,6 +174,69 @@ TEST_F(CachedOpenTest, AHungWorkerDoesNotHoldACachedOnlyOpen) {
   }
   // Usual reads were never switched off by the timeout.
   EXPECT_TRUE(Read("/data/h.bin") == data);
+}
+
+// The length of a cached-only open is the client's word: nothing, one byte
+// short of the file, the file, one past it, the most a uint64 holds; and a
+// file whose pages are one more than a reply carries (local_wire::kMaxSegments
+// pages of the harness's 256 KiB) is "not cached", one exactly that big is
+// served whole. A client that leaves before its answer changes nothing.
+TEST_F(CachedOpenTest, EveryLengthIsAnsweredWithinTheReplysBounds) {
+  const uint64_t page = 256 * 1024, most = local_wire::kMaxSegments * page;
+  const std::string small = RandomBytes(100 * 1024 + 7, 6), full = RandomBytes(most, 7), over = RandomBytes(most + 1, 8);
+  Put("small.bin", small);
+  Put("full.bin", full);
+  Put("over.bin", over);
+  ASSERT_TRUE(Read("/data/small.bin") == small);
+  ASSERT_TRUE(Read("/data/full.bin") == full);
+  ASSERT_TRUE(Read("/data/over.bin") == over);
+
+  auto status = cluster_->Get(0, "/v1/status");
+  ASSERT_TRUE(status) << status.error().ToString();
+  auto j = nlohmann::json::parse(*status);
+  const std::string socket = j.value("local_socket", ""), token = j.value("local_token", "");
+  ASSERT_FALSE(socket.empty()) << *status;
+  LocalReader reader(30s, 1s);
+  const std::string worker = cluster_->addresses()[0];
+  ASSERT_TRUE(reader.ClaimDiscovery(worker));
+  reader.Discovered(worker, socket, token);
+
+  const double ufs0 = Metric("shoal_ufs_requests_total");
+  const uint64_t n = small.size();
+  for (uint64_t length : {uint64_t{0}, n - 1, n, n + 1, std::numeric_limits<uint64_t>::max()}) {
+    auto o = reader.OpenCached(worker, "/data/small.bin", length);
+    ASSERT_TRUE(o) << "length " << length;
+    EXPECT_EQ(o->prefix.size(), std::min(length, n)) << "length " << length;
+    EXPECT_TRUE(small.starts_with(o->prefix)) << "length " << length;
+  }
+  auto whole = reader.OpenCached(worker, "/data/full.bin", std::numeric_limits<uint64_t>::max());
+  ASSERT_TRUE(whole);
+  EXPECT_TRUE(whole->prefix == full);
+  EXPECT_FALSE(reader.OpenCached(worker, "/data/over.bin", std::numeric_limits<uint64_t>::max()))
+      << "a reply of more pages than it may carry";
+  EXPECT_EQ(Metric("shoal_ufs_requests_total"), ufs0) << "a cached-only open asked the store";
+
+  // A client that asks and leaves before the answer: the worker goes on serving.
+  for (int i = 0; i < 3; ++i) {
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, socket.data(), std::min(socket.size(), sizeof a.sun_path - 1));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+    local_wire::Request hello;
+    hello.kind = local_wire::Kind::kHello;
+    hello.path = token;
+    local_wire::Request ask;
+    ask.kind = local_wire::Kind::kOpenCached;
+    ask.path = "/data/full.bin";
+    ask.length = most;
+    ASSERT_TRUE(local_wire::SendRecord(fd, local_wire::EncodeRequest(hello), {}).ok());
+    ASSERT_TRUE(local_wire::SendRecord(fd, local_wire::EncodeRequest(ask), {}).ok());
+    ::close(fd);
+  }
+  EXPECT_TRUE(cluster_->running(0));
+  EXPECT_TRUE(ReadCached("/data/small.bin") == small);
 }
 
 }  // namespace
