@@ -1,5 +1,6 @@
 #include "ufs/accounting_store.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -33,7 +34,8 @@ class Limiter {
 
 class AccountingStore;
 
-// Counts one request and holds a concurrency slot for its duration.
+// Counts one request and holds a concurrency slot for its duration; times the
+// wait for the slot and the request itself.
 class Request {
  public:
   Request(AccountingStore& s, int op);
@@ -52,6 +54,7 @@ class Request {
   AccountingStore& s_;
   int op_;
   bool ok_ = true;
+  std::chrono::steady_clock::time_point start_;
 };
 
 enum Op { kStat, kList, kRead, kWrite, kDelete, kRename, kMkdir, kRmdir, kOpCount };
@@ -81,10 +84,16 @@ class AccountingStore final : public UnderStore {
       l.emplace_back("op", kOpNames[op]);
       requests_[op] = &m.GetCounter("shoal_ufs_requests_total", "Requests sent to an under-store", l);
       errors_[op] = &m.GetCounter("shoal_ufs_errors_total", "Under-store requests that failed", l);
+      seconds_[op] = &m.GetHistogram("shoal_ufs_request_seconds",
+                                     "Time an under-store request took, from send to its last byte", l);
     }
     read_bytes_ = &m.GetCounter("shoal_ufs_read_bytes_total", "Bytes read from an under-store", base);
     written_bytes_ = &m.GetCounter("shoal_ufs_written_bytes_total", "Bytes written to an under-store", base);
     inflight_ = &m.GetGauge("shoal_ufs_inflight", "Under-store requests in flight", base);
+    queued_ = &m.GetHistogram("shoal_ufs_queue_seconds",
+                              "Time a request waited for one of the under-store's concurrency slots "
+                              "(worker.ufs_max_concurrency)",
+                              base);
   }
 
   const std::string& uri() const override { return inner_->uri(); }
@@ -138,18 +147,24 @@ class AccountingStore final : public UnderStore {
   Limiter limiter_;
   Counter* requests_[kOpCount];
   Counter* errors_[kOpCount];
+  Histogram* seconds_[kOpCount];
+  Histogram* queued_;
   Counter* read_bytes_;
   Counter* written_bytes_;
   Gauge* inflight_;
 };
 
 Request::Request(AccountingStore& s, int op) : s_(s), op_(op) {
+  const auto asked = std::chrono::steady_clock::now();
   s_.limiter_.Acquire();
+  start_ = std::chrono::steady_clock::now();
+  s_.queued_->Observe(std::chrono::duration<double>(start_ - asked).count());
   s_.inflight_->Add(1);
   s_.requests_[op_]->Add(1);
 }
 
 Request::~Request() {
+  s_.seconds_[op_]->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   if (!ok_) s_.errors_[op_]->Add(1);
   s_.inflight_->Add(-1);
   s_.limiter_.Release();

@@ -49,6 +49,12 @@ TEST(AccountingStore, CountsRequestsAndBytes) {
   EXPECT_EQ(m.GetCounter("shoal_ufs_requests_total", "", op("stat")).value(), 2u);
   EXPECT_EQ(m.GetCounter("shoal_ufs_errors_total", "", op("stat")).value(), 1u);
   EXPECT_EQ(m.GetCounter("shoal_ufs_requests_total", "", op("write")).value(), 1u);
+  // Each request is timed under its op, and its wait for a slot under the store.
+  EXPECT_EQ(m.GetHistogram("shoal_ufs_request_seconds", "", op("read")).count(), 1u);
+  EXPECT_EQ(m.GetHistogram("shoal_ufs_request_seconds", "", op("stat")).count(), 2u);
+  EXPECT_EQ(m.GetHistogram("shoal_ufs_request_seconds", "", op("write")).count(), 1u);
+  EXPECT_EQ(m.GetHistogram("shoal_ufs_request_seconds", "", op("list")).count(), 0u);
+  EXPECT_EQ(m.GetHistogram("shoal_ufs_queue_seconds", "", base).count(), 4u);
 }
 
 // A store whose reads block until released, to watch the concurrency cap.
@@ -113,6 +119,10 @@ TEST(AccountingStore, CapsConcurrentRequests) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(gate->max_inside(), 3);
   EXPECT_EQ(m.GetCounter("shoal_ufs_requests_total", "", {{"ufs", "gate://"}, {"op", "read"}}).value(), 8u);
+  // Every request's wait for a slot is timed, also of those that did not wait.
+  const auto& queued = m.GetHistogram("shoal_ufs_queue_seconds", "", {{"ufs", "gate://"}});
+  EXPECT_EQ(queued.count(), 8u);
+  EXPECT_EQ(m.GetHistogram("shoal_ufs_request_seconds", "", {{"ufs", "gate://"}, {"op", "read"}}).count(), 8u);
 }
 
 }  // namespace
