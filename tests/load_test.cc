@@ -228,6 +228,21 @@ TEST_F(LoadTest, EachDirectoryIsListedAtTheStoreOnce) {
   ReadAll();
 }
 
+// A load is done when its pages are cached: the first page its stat read is
+// written before the job counts the file, not left to the idle writer (which
+// runs at SCHED_IDLE and may be seconds behind on a busy node). A guard: here
+// the idle writer usually keeps up, so this does not catch every regression.
+TEST_F(LoadTest, EveryPageIsCachedWhenTheLoadSaysDone) {
+  uint64_t pages = 0;
+  for (const auto& [path, data] : files_) pages += (data.size() + kPage - 1) / kPage;
+  auto r = Cli({"load", "/data/ds", "-r", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Final(r)["state"], "done");
+  auto cached = cluster_->MetricSum("shoal_cache_pages");
+  ASSERT_TRUE(cached) << cached.error().ToString();
+  EXPECT_EQ(static_cast<uint64_t>(*cached), pages) << "pages in the workers' page stores right after the load";
+}
+
 TEST_F(LoadTest, NonRecursiveLoadsTheDirectoryOnlyAndSaysSo) {
   auto r = Cli({"load", "/data/ds"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -404,12 +404,17 @@ class Loader {
     if (job_->p.verify) DropOlderVersions(path, version);
     // The owner of shard 0 holds the path's metadata too: its stat warms it,
     // and for a file with nothing cached reads the first page with it (one
-    // request), which the loop below then finds cached or in flight.
+    // request), which the loop below then finds cached. The stat writes that
+    // page before it returns (not at idle priority later): a load is done only
+    // when its pages are cached, and an idle-priority write on a busy node may
+    // come seconds after the job said so.
     bool stat_fetched = false;
     if (first) {
-      stat_fetched = !had_path && size > 0;
-      if (!Pace(stat_fetched ? std::min(page_, size) : 0)) return;
-      auto st = svc_->Stat(rp);
+      if (!Pace(!had_path && size > 0 ? std::min(page_, size) : 0)) return;
+      WorkerService::StatOptions so;
+      so.write_first_page = true;
+      so.fetched_first_page = &stat_fetched;
+      auto st = svc_->Stat(rp, so);
       if (!st) return fail(st.error().message());
       if (st->is_dir || st->Version() != version || st->size != size) {
         return fail("changed in the under-store while being loaded; run the load again");
