@@ -267,7 +267,11 @@ int Load(Client& c, const LoadArgs& a) {
   std::vector<std::string> members;
   std::string weights;  // only when some member has a weight (etcd: its cache bytes)
   bool weighted = false;
+  std::string addresses;  // so that each directory is listed at the store once (load_job.h)
+  bool addressed = true;
   for (const auto& m : ring_info.members) {
+    addresses += (addresses.empty() ? "" : ",") + m.address;
+    addressed = addressed && !m.address.empty();
     members.push_back(m.id);
     weights += (weights.empty() ? "" : ",") + std::to_string(m.weight);
     weighted = weighted || m.weight != 0;
@@ -285,6 +289,7 @@ int Load(Client& c, const LoadArgs& a) {
   uint64_t per_worker = bandwidth ? (bandwidth + members.size() - 1) / members.size() : 0;
   std::string base = "/v1/load?id=" + Enc(id) + "&path=" + Enc(st->path) + "&members=" + Enc(ring);
   if (weighted) base += "&weights=" + Enc(weights);
+  if (addressed) base += "&addresses=" + Enc(addresses);
   if (a.recursive) base += "&recursive=1";
   if (a.verify) base += "&verify=1";
   if (a.skip_if_exists) base += "&skip_if_exists=1";

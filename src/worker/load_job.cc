@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "cache/page_format.h"
+#include "client/worker_caller.h"
 #include "cluster/hash_ring.h"
+#include "ufs/uri.h"
 #include "worker/worker_service.h"
 
 namespace shoal {
@@ -26,6 +28,9 @@ using Clock = std::chrono::steady_clock;
 // Entries kept per job of failed files and of verify mismatches (the counts are exact).
 constexpr size_t kMaxListed = 100;
 constexpr size_t kMaxPathLen = 4096;
+// A directory's listing from its owner: the owner may be listing it at the
+// under-store (a request per thousand entries) meanwhile.
+constexpr std::chrono::seconds kOwnerListTimeout{120};
 
 Status Bad(const std::string& what) { return Status(Code::kInvalidArgument, what); }
 
@@ -148,8 +153,9 @@ namespace {
 // for them.
 class Loader {
  public:
-  Loader(WorkerService* svc, std::shared_ptr<LoadJobs::Job> job)
+  Loader(WorkerService* svc, WorkerCaller* caller, std::shared_ptr<LoadJobs::Job> job)
       : svc_(svc),
+        caller_(caller),
         job_(std::move(job)),
         ring_(job_->p.members, job_->p.weights),
         page_(svc->config().worker.page_size),
@@ -238,7 +244,12 @@ class Loader {
     while (!dirs.empty() && !job_->stop) {
       auto [dir, depth] = std::move(dirs.back());
       dirs.pop_back();
-      auto listed = svc_->List(dir);
+      // The directory's owner lists it (once for the whole cluster: every
+      // worker of the load walks the same tree at the same time); a verify
+      // takes the under-store's word, not another worker's cached listing.
+      std::optional<std::vector<FileInfo>> from_owner;
+      if (!job_->p.verify) from_owner = ListFromOwner(dir);
+      auto listed = from_owner ? Result<std::vector<FileInfo>>(std::move(*from_owner)) : svc_->List(dir);
       if (!listed) {
         if (depth == 0) return listed.error().message();
         std::lock_guard lock(job_->mu);
@@ -272,6 +283,59 @@ class Loader {
       }
     }
     return "";
+  }
+
+  // The listing of `dir` from the member that owns its metadata on the job's
+  // ring (GET /v1/list there: the owner shares one store listing among
+  // concurrent askers and keeps it under the mount's rule). nullopt when this
+  // worker is the owner, the client gave no addresses, or the owner could not
+  // answer or answered something malformed: the caller lists the store itself.
+  // The answer is another worker's word: every entry is checked (a name
+  // directly under `dir`, bounded fields), one bad entry discards it all.
+  // Pending writes are left out: they are not in the under-store yet.
+  std::optional<std::vector<FileInfo>> ListFromOwner(const ResolvedPath& dir) {
+    const auto& p = job_->p;
+    if (p.addresses.empty() || !caller_) return std::nullopt;
+    const size_t owner = ring_.Owner(HashRing::MetaKey(dir.ns_path));
+    if (p.members[owner] == p.self) return std::nullopt;
+    const WorkerEntry w{p.members[owner], p.addresses[owner]};
+    auto r = caller_->Call(w, "GET", "/v1/list?path=" + PercentEncode(dir.ns_path, true),
+                           Clock::now() + kOwnerListTimeout, dir.ns_path);
+    auto fallback = [&](const std::string& why) -> std::optional<std::vector<FileInfo>> {
+      spdlog::warn("load job {}: listing {} from its owner {} failed ({}); listing it at the under-store", p.id,
+                   dir.ns_path, w.id, why);
+      return std::nullopt;
+    };
+    if (!r.status.ok()) return fallback(r.status.message());
+    const std::string prefix = dir.ns_path == "/" ? "/" : dir.ns_path + "/";
+    const std::string key_prefix = dir.key.empty() ? "" : dir.key + "/";
+    std::vector<FileInfo> out;
+    try {
+      auto j = Json::parse(r.body);
+      if (j.at("path").get<std::string>() != dir.ns_path) return fallback("the answer names another path");
+      for (const auto& e : j.at("entries")) {
+        if (e.value("pending", false)) continue;
+        auto path = e.at("path").get<std::string>();
+        if (!path.starts_with(prefix) || path.size() == prefix.size() || path.size() > kMaxPathLen ||
+            path.find('/', prefix.size()) != std::string::npos) {
+          return fallback("entry '" + path.substr(0, 200) + "' is not directly under the directory");
+        }
+        FileInfo f;
+        f.key = key_prefix + path.substr(prefix.size());
+        f.is_dir = e.at("is_dir").get<bool>();
+        f.size = e.at("size").get<uint64_t>();
+        f.mtime_ns = e.at("mtime_ns").get<int64_t>();
+        f.etag = e.at("version").get<std::string>();  // Version() is then the owner's version
+        if (f.size > WorkerService::kMaxFileSize || f.etag.size() > LoadJobs::kMaxVersionLen ||
+            (!f.is_dir && f.etag.empty())) {
+          return fallback("entry '" + path + "' has a size or version out of bounds");
+        }
+        out.push_back(std::move(f));
+      }
+    } catch (const std::exception& e) {
+      return fallback(std::string("malformed answer: ") + e.what());
+    }
+    return out;
   }
 
   bool Owns(const std::string& path, const std::string& version, uint64_t shard) const {
@@ -340,12 +404,17 @@ class Loader {
     if (job_->p.verify) DropOlderVersions(path, version);
     // The owner of shard 0 holds the path's metadata too: its stat warms it,
     // and for a file with nothing cached reads the first page with it (one
-    // request), which the loop below then finds cached or in flight.
+    // request), which the loop below then finds cached. The stat writes that
+    // page before it returns (not at idle priority later): a load is done only
+    // when its pages are cached, and an idle-priority write on a busy node may
+    // come seconds after the job said so.
     bool stat_fetched = false;
     if (first) {
-      stat_fetched = !had_path && size > 0;
-      if (!Pace(stat_fetched ? std::min(page_, size) : 0)) return;
-      auto st = svc_->Stat(rp);
+      if (!Pace(!had_path && size > 0 ? std::min(page_, size) : 0)) return;
+      WorkerService::StatOptions so;
+      so.write_first_page = true;
+      so.fetched_first_page = &stat_fetched;
+      auto st = svc_->Stat(rp, so);
       if (!st) return fail(st.error().message());
       if (st->is_dir || st->Version() != version || st->size != size) {
         return fail("changed in the under-store while being loaded; run the load again");
@@ -499,6 +568,7 @@ class Loader {
   }
 
   WorkerService* svc_;
+  WorkerCaller* caller_;
   std::shared_ptr<LoadJobs::Job> job_;
   HashRing ring_;
   uint64_t page_, shard_, chunk_, threads_;
@@ -511,7 +581,11 @@ class Loader {
 }  // namespace
 
 LoadJobs::LoadJobs(WorkerService* svc, std::vector<std::string> self_names)
-    : svc_(svc), self_names_(std::move(self_names)) {}
+    : svc_(svc),
+      self_names_(std::move(self_names)),
+      caller_(std::make_unique<WorkerCaller>(WorkerCaller::Options{svc->config().client.connect_timeout,
+                                                                   svc->config().client.response_timeout,
+                                                                   svc->config().cluster.secret})) {}
 
 LoadJobs::~LoadJobs() {
   std::map<std::string, std::shared_ptr<Job>> jobs;
@@ -538,7 +612,7 @@ Status LoadJobs::CheckId(const std::string& id) {
 
 Result<LoadJobs::Params> LoadJobs::ParseParams(const std::map<std::string, std::string>& q) const {
   static const char* known[] = {"id",      "path", "recursive", "verify", "skip_if_exists", "bandwidth", "concurrency",
-                                "members", "self", "version",   "size",           "weights"};
+                                "members", "self", "version",   "size",           "weights", "addresses"};
   for (const auto& [k, v] : q) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char* n) { return k == n; }) == std::end(known)) {
       return Err(Bad("unknown query parameter '" + k.substr(0, 64) + "' for /v1/load; see docs/protocol.md"));
@@ -614,6 +688,23 @@ Result<LoadJobs::Params> LoadJobs::ParseParams(const std::map<std::string, std::
                      std::to_string(p.members.size()) + " members (one per member, in the same order)"));
     }
   }
+  if (auto a = get("addresses"); a && !a->empty()) {
+    for (size_t at = 0; at <= a->size();) {
+      size_t comma = std::min(a->find(',', at), a->size());
+      std::string addr = a->substr(at, comma - at);
+      size_t colon = addr.rfind(':');
+      if (!MemberName(addr) || colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
+        return Err(Bad("addresses: '" + addr.substr(0, 130) + "' is not host:port"));
+      }
+      p.addresses.push_back(std::move(addr));
+      if (p.addresses.size() > p.members.size()) break;
+      at = comma + 1;
+    }
+    if (p.addresses.size() != p.members.size()) {
+      return Err(Bad("addresses: " + std::to_string(p.addresses.size()) + " given for " +
+                     std::to_string(p.members.size()) + " members (one per member, in the same order)"));
+    }
+  }
   auto self = get("self");
   if (!self) return Err(Bad("missing query parameter 'self' (this worker's id among the members)"));
   if (std::find(p.members.begin(), p.members.end(), *self) == p.members.end()) {
@@ -672,7 +763,7 @@ Result<std::string> LoadJobs::Start(Params params) {
 
 void LoadJobs::Run(std::shared_ptr<Job> job) {
   try {
-    Loader(svc_, job).Run();
+    Loader(svc_, caller_.get(), job).Run();
   } catch (const std::exception& e) {
     std::lock_guard lock(job->mu);
     job->state = "failed";

@@ -6,7 +6,9 @@
 // this worker's name on it. The worker lists the path itself and, for every
 // file, fetches only the shards it owns on that ring (HashRing::DataKey, the
 // routing every client uses), so the workers of a cluster load a dataset in
-// parallel and no byte is fetched twice. Pages already cached are skipped, so
+// parallel and no byte is fetched twice. A directory is listed at the
+// under-store once for the whole load: the other workers take its listing from
+// the worker that owns its metadata (Params::addresses). Pages already cached are skipped, so
 // running a load again resumes one that was stopped or lost. Fetches go
 // through WorkerService::PlanRead: they share the read path's single-flight
 // and page writes. At most `concurrency` fetches of a job are in flight, and
@@ -43,6 +45,7 @@
 namespace shoal {
 
 class WorkerService;
+class WorkerCaller;
 
 class LoadJobs {
  public:
@@ -57,6 +60,11 @@ class LoadJobs {
     std::vector<std::string> members;  // the ring: member names (worker ids) in order
     std::vector<uint64_t> weights;     // parallel to members (etcd: cache bytes); empty = equal
     std::string self;                  // this worker's name among them
+    // Parallel to members when given: each member's address (host:port). The
+    // walk then takes a directory's listing from the member that owns its
+    // metadata (GET /v1/list there), so the workers of a load list each
+    // directory at the under-store once between them, not once each.
+    std::vector<std::string> addresses;
     // For a file: its version and size as the client's stat gave them (the
     // worker then needs no stat of a file whose first shard it may not own).
     std::string file_version;
@@ -107,6 +115,7 @@ class LoadJobs {
 
   WorkerService* svc_;
   std::vector<std::string> self_names_;
+  std::unique_ptr<WorkerCaller> caller_;  // to the owners of directories' listings
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   uint64_t started_ = 0;  // jobs started, for ordering

@@ -304,6 +304,42 @@ void WorkerService::NoteStaleServed(const ResolvedPath& p, const char* what, con
 
 Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
   if (auto cached = meta_.LookupList(p.ns_path, *p.mount)) return *cached;
+  // Concurrent misses on one directory share one listing: the workers of a
+  // load ask the directory's owner for it at the same time as the owner's own
+  // walk does (LoadJobs), and each listing is a store request per
+  // thousand entries.
+  std::shared_ptr<PendingList> pending;
+  bool leader = false;
+  {
+    std::lock_guard lock(stat_mu_);
+    auto& slot = pending_lists_[p.ns_path];
+    if (!slot) {
+      slot = std::make_shared<PendingList>();
+      leader = true;
+    }
+    pending = slot;
+  }
+  if (!leader) {
+    std::unique_lock lock(pending->mu);
+    pending->cv.wait(lock, [&] { return pending->done; });
+    return pending->result;
+  }
+  auto r = ListMiss(p);
+  {
+    std::lock_guard lock(stat_mu_);
+    auto it = pending_lists_.find(p.ns_path);
+    if (it != pending_lists_.end() && it->second == pending) pending_lists_.erase(it);  // a Refresh may have detached it
+  }
+  {
+    std::lock_guard lock(pending->mu);
+    pending->result = r;
+    pending->done = true;
+  }
+  pending->cv.notify_all();
+  return r;
+}
+
+Result<std::vector<FileInfo>> WorkerService::ListMiss(const ResolvedPath& p) {
   Status outage(Code::kUnavailable, "the under-store of mount " + p.mount->path + " cannot be reached");
   if (InOutage(p)) {
     if (auto stale = meta_.LookupStaleList(p.ns_path, *p.mount)) {
@@ -340,8 +376,9 @@ size_t WorkerService::Refresh(const std::string& ns_path, bool recursive, bool d
     // caused this refresh: later callers start a new one instead of joining it.
     std::lock_guard lock(stat_mu_);
     std::string prefix = ns_path == "/" ? "/" : ns_path + "/";
-    std::erase_if(pending_stats_,
-                  [&](const auto& e) { return e.first == ns_path || (recursive && e.first.starts_with(prefix)); });
+    auto under = [&](const auto& e) { return e.first == ns_path || (recursive && e.first.starts_with(prefix)); };
+    std::erase_if(pending_stats_, under);
+    std::erase_if(pending_lists_, under);
   }
   size_t n = meta_.Invalidate(ns_path, recursive);
   if (data) n += pages_->DropPath(ns_path, recursive);

@@ -126,6 +126,7 @@ class WorkerService {
   // Blocking (call from the UFS executor).
   Result<FileInfo> Stat(const ResolvedPath& p, const StatOptions& o);
   Result<FileInfo> Stat(const ResolvedPath& p) { return Stat(p, StatOptions{}); }
+  // Concurrent misses on one directory share one listing (single-flight).
   Result<std::vector<FileInfo>> List(const ResolvedPath& p);
   // Drops metadata (and with `data`, pages) under the path; returns entries dropped.
   size_t Refresh(const std::string& ns_path, bool recursive, bool data);
@@ -253,6 +254,14 @@ class WorkerService {
   };
   std::mutex stat_mu_;
   std::unordered_map<std::string, std::shared_ptr<PendingStat>> pending_stats_;  // path -> stat in flight
+  struct PendingList {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Result<std::vector<FileInfo>> result = Err(Code::kInternal, "listing not finished");
+  };
+  std::unordered_map<std::string, std::shared_ptr<PendingList>> pending_lists_;  // path -> listing in flight (stat_mu_)
+  Result<std::vector<FileInfo>> ListMiss(const ResolvedPath& p);
 
   std::mutex inflight_mu_;
   std::unordered_map<std::string, std::shared_ptr<Fetch>> inflight_;  // page key -> its fetch
