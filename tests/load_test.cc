@@ -49,6 +49,7 @@ class LoadTest : public ::testing::Test {
     o.shard_size = kShard;
     // No read-ahead: what each worker fetches is exactly what it was asked for.
     o.worker = [](WorkerConfig& w) { w.readahead = 0; };
+    o.secret = ClusterSecret();
     auto c = ShoalCluster::Start(o);
     ASSERT_TRUE(c) << c.error().ToString();
     cluster_ = std::move(*c);
@@ -62,6 +63,9 @@ class LoadTest : public ::testing::Test {
     Put("ds/big", RandomBytes(2 * kShard + kPage + 7, 102));
     Put("ds/empty", "");
   }
+
+  // cluster.secret of the workers and the CLI: none here.
+  virtual std::string ClusterSecret() const { return ""; }
 
   void TearDown() override {
     cluster_.reset();
@@ -212,20 +216,44 @@ TEST_F(LoadTest, EveryWorkerFetchesWhatItOwnsAndReadsThenHit) {
 // Every worker walks the whole tree, but each directory is listed at the
 // store once for the cluster: the others take the listing from the worker that
 // owns the directory's metadata (before: once per worker, 3 x the requests).
-TEST_F(LoadTest, EachDirectoryIsListedAtTheStoreOnce) {
-  const std::string lists = "shoal_ufs_requests_total{ufs=\"" + std::string("s3://load/data/") + "\",op=\"list\"}";
-  auto before = cluster_->MetricSum(lists);
+// The workers here were started without a list of each other (as `shoal up`
+// starts them), so they call the addresses the load request names only
+// because the request carried the cluster secret.
+class LoadWithSecretTest : public LoadTest {
+ protected:
+  std::string ClusterSecret() const override { return "load-test-secret"; }
+};
+
+// The store's list requests, summed over the workers.
+const std::string kStoreLists = R"(shoal_ufs_requests_total{ufs="s3://load/data/",op="list"})";
+
+TEST_F(LoadWithSecretTest, EachDirectoryIsListedAtTheStoreOnce) {
+  auto before = cluster_->MetricSum(kStoreLists);
   ASSERT_TRUE(before) << before.error().ToString();
   auto r = Cli({"load", "/data/ds", "-r", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   Json fin = Final(r);
   EXPECT_EQ(fin["files_done"].get<uint64_t>(), files_.size());
   EXPECT_EQ(fin["bytes_fetched"].get<uint64_t>(), DatasetBytes());
-  auto after = cluster_->MetricSum(lists);
+  auto after = cluster_->MetricSum(kStoreLists);
   ASSERT_TRUE(after) << after.error().ToString();
   // /data/ds, /data/ds/sub and /data/ds/sub/deeper: one page each.
   EXPECT_EQ(*after - *before, 3) << "list requests to the store for a load of 3 directories by 3 workers";
   ReadAll();
+}
+
+// Without a cluster secret anyone may post a load, so its addresses are
+// nobody's word: a worker that knows no members lists the store itself
+// rather than call them.
+TEST_F(LoadTest, WithoutASecretOrAMemberListEachWorkerListsTheStoreItself) {
+  auto before = cluster_->MetricSum(kStoreLists);
+  ASSERT_TRUE(before) << before.error().ToString();
+  auto r = Cli({"load", "/data/ds", "-r", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Final(r)["files_done"].get<uint64_t>(), files_.size());
+  auto after = cluster_->MetricSum(kStoreLists);
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_EQ(*after - *before, 9) << "3 directories, each listed by each of the 3 workers";
 }
 
 // A load is done when its pages are cached: the first page its stat read is

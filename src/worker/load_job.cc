@@ -15,6 +15,7 @@
 #include "cache/page_format.h"
 #include "client/worker_caller.h"
 #include "cluster/hash_ring.h"
+#include "cluster/membership.h"
 #include "ufs/uri.h"
 #include "worker/worker_service.h"
 
@@ -153,9 +154,11 @@ namespace {
 // for them.
 class Loader {
  public:
-  Loader(WorkerService* svc, WorkerCaller* caller, std::shared_ptr<LoadJobs::Job> job)
+  Loader(WorkerService* svc, WorkerCaller* caller, std::shared_ptr<const Membership> membership,
+         std::shared_ptr<LoadJobs::Job> job)
       : svc_(svc),
         caller_(caller),
+        membership_(std::move(membership)),
         job_(std::move(job)),
         ring_(job_->p.members, job_->p.weights),
         page_(svc->config().worker.page_size),
@@ -288,7 +291,8 @@ class Loader {
   // The listing of `dir` from the member that owns its metadata on the job's
   // ring (GET /v1/list there: the owner shares one store listing among
   // concurrent askers and keeps it under the mount's rule). nullopt when this
-  // worker is the owner, the client gave no addresses, or the owner could not
+  // worker is the owner, the client gave no addresses or one it may not call
+  // (below), or the owner could not
   // answer or answered something malformed: the caller lists the store itself.
   // The answer is another worker's word: every entry is checked (a name
   // directly under `dir`, bounded fields), one bad entry discards it all.
@@ -299,6 +303,23 @@ class Loader {
     const size_t owner = ring_.Owner(HashRing::MetaKey(dir.ns_path));
     if (p.members[owner] == p.self) return std::nullopt;
     const WorkerEntry w{p.members[owner], p.addresses[owner]};
+    // The address is the request's word, and the call carries the cluster
+    // secret. A worker that knows the members (etcd, or a cluster.workers
+    // list) calls only an address it has for that member. One that knows none
+    // (`shoal up` starts workers on free ports) relies on the request: with a
+    // cluster secret only its holders can post a load; without one, anybody
+    // could, so it calls nobody.
+    const auto snapshot = membership_ ? membership_->Current() : nullptr;
+    if (snapshot && !snapshot->workers.empty()) {
+      if (std::none_of(snapshot->workers.begin(), snapshot->workers.end(),
+                       [&](const WorkerEntry& m) { return m.id == w.id && m.address == w.address; })) {
+        spdlog::warn("load job {}: {} is not at {} in this worker's membership; listing {} at the under-store", p.id,
+                     w.id, w.address, dir.ns_path);
+        return std::nullopt;
+      }
+    } else if (svc_->config().cluster.secret.empty()) {
+      return std::nullopt;
+    }
     auto r = caller_->Call(w, "GET", "/v1/list?path=" + PercentEncode(dir.ns_path, true),
                            Clock::now() + kOwnerListTimeout, dir.ns_path);
     auto fallback = [&](const std::string& why) -> std::optional<std::vector<FileInfo>> {
@@ -569,6 +590,7 @@ class Loader {
 
   WorkerService* svc_;
   WorkerCaller* caller_;
+  std::shared_ptr<const Membership> membership_;  // this worker's view of the members; may be null
   std::shared_ptr<LoadJobs::Job> job_;
   HashRing ring_;
   uint64_t page_, shard_, chunk_, threads_;
@@ -583,9 +605,14 @@ class Loader {
 LoadJobs::LoadJobs(WorkerService* svc, std::vector<std::string> self_names)
     : svc_(svc),
       self_names_(std::move(self_names)),
-      caller_(std::make_unique<WorkerCaller>(WorkerCaller::Options{svc->config().client.connect_timeout,
-                                                                   svc->config().client.response_timeout,
-                                                                   svc->config().cluster.secret})) {}
+      caller_(std::make_unique<WorkerCaller>(WorkerCaller::Options{
+          svc->config().client.connect_timeout, svc->config().client.response_timeout, svc->config().cluster.secret})) {
+}
+
+void LoadJobs::SetMembership(std::shared_ptr<const Membership> membership) {
+  std::lock_guard lock(mu_);
+  membership_ = std::move(membership);
+}
 
 LoadJobs::~LoadJobs() {
   std::map<std::string, std::shared_ptr<Job>> jobs;
@@ -612,7 +639,7 @@ Status LoadJobs::CheckId(const std::string& id) {
 
 Result<LoadJobs::Params> LoadJobs::ParseParams(const std::map<std::string, std::string>& q) const {
   static const char* known[] = {"id",      "path", "recursive", "verify", "skip_if_exists", "bandwidth", "concurrency",
-                                "members", "self", "version",   "size",           "weights", "addresses"};
+                                "members", "self", "version",   "size",   "weights",        "addresses"};
   for (const auto& [k, v] : q) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char* n) { return k == n; }) == std::end(known)) {
       return Err(Bad("unknown query parameter '" + k.substr(0, 64) + "' for /v1/load; see docs/protocol.md"));
@@ -684,8 +711,8 @@ Result<LoadJobs::Params> LoadJobs::ParseParams(const std::map<std::string, std::
       at = comma + 1;
     }
     if (p.weights.size() != p.members.size()) {
-      return Err(Bad("weights: " + std::to_string(p.weights.size()) + " given for " +
-                     std::to_string(p.members.size()) + " members (one per member, in the same order)"));
+      return Err(Bad("weights: " + std::to_string(p.weights.size()) + " given for " + std::to_string(p.members.size()) +
+                     " members (one per member, in the same order)"));
     }
   }
   if (auto a = get("addresses"); a && !a->empty()) {
@@ -763,7 +790,12 @@ Result<std::string> LoadJobs::Start(Params params) {
 
 void LoadJobs::Run(std::shared_ptr<Job> job) {
   try {
-    Loader(svc_, caller_.get(), job).Run();
+    std::shared_ptr<const Membership> membership;
+    {
+      std::lock_guard lock(mu_);
+      membership = membership_;
+    }
+    Loader(svc_, caller_.get(), std::move(membership), job).Run();
   } catch (const std::exception& e) {
     std::lock_guard lock(job->mu);
     job->state = "failed";

@@ -8,7 +8,9 @@
 // routing every client uses), so the workers of a cluster load a dataset in
 // parallel and no byte is fetched twice. A directory is listed at the
 // under-store once for the whole load: the other workers take its listing from
-// the worker that owns its metadata (Params::addresses). Pages already cached are skipped, so
+// the worker that owns its metadata (Params::addresses, called only when this
+// worker's membership has that member there, or it knows no members and a
+// cluster secret guards the routes). Pages already cached are skipped, so
 // running a load again resumes one that was stopped or lost. Fetches go
 // through WorkerService::PlanRead: they share the read path's single-flight
 // and page writes. At most `concurrency` fetches of a job are in flight, and
@@ -45,6 +47,7 @@
 namespace shoal {
 
 class WorkerService;
+class Membership;
 class WorkerCaller;
 
 class LoadJobs {
@@ -107,6 +110,13 @@ class LoadJobs {
   // A job id as the routes accept it.
   static Status CheckId(const std::string& id);
 
+  // The cluster as this worker sees it. A load's listing is taken from
+  // another worker only at an address this membership gives for it, or, when
+  // the membership lists nobody, only for a request that carried the cluster
+  // secret: the addresses in a request are the client's word, and the call
+  // carries the secret.
+  void SetMembership(std::shared_ptr<const Membership> membership);
+
   struct Job;
 
  private:
@@ -117,6 +127,7 @@ class LoadJobs {
   std::vector<std::string> self_names_;
   std::unique_ptr<WorkerCaller> caller_;  // to the owners of directories' listings
   mutable std::mutex mu_;
+  std::shared_ptr<const Membership> membership_;  // GUARDED_BY(mu_)
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   uint64_t started_ = 0;  // jobs started, for ordering
 };

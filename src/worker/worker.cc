@@ -359,6 +359,7 @@ class Worker::Impl {
         return membership.error().WithContext("peer fetch (worker.peer_fetch: false turns it off)");
       }
       hot_->SetMembership(*membership);
+      loads_->SetMembership(*membership);
       auto peer_fetch = std::make_unique<PeerFetch>(config_, std::move(*membership), id_);
       peer_fetch_ = peer_fetch.get();
       svc_->SetPeerFetch(std::move(peer_fetch));
