@@ -288,7 +288,7 @@ Status PageFileReader::Read(uint64_t begin, std::span<char> out) {
   if ((ab < begin || ae > end) && scratch_size_ < 2 * c) {
     scratch_ = std::make_unique_for_overwrite<char[]>(2 * c);
     scratch_size_ = 2 * c;
-    have = ab;  // the head padding read ahead was in the old scratch
+    if (ab < begin || have > end) have = ab;  // padding read ahead was in the old scratch
   }
   char* head = scratch_.get();                        // holds [ab, begin)
   char* tail = scratch_ ? scratch_.get() + c : nullptr;  // holds [end, ae)

@@ -318,6 +318,15 @@ TEST_F(PageFormatTest, HeaderAndASmallPageComeInOneRead) {
   EXPECT_TRUE(out == big);
   EXPECT_EQ(r.read_calls(), 4u);
   EXPECT_EQ(r.bytes_read(), header.size() + big.size()) << "a byte was read twice";
+  // Past the first batch and ending inside a chunk: the rest and the tail padding in two more reads.
+  PageFileReader part;
+  const size_t len = 600 * 1024 + 100;
+  ASSERT_TRUE(part.Begin(fd, static_cast<uint32_t>(header.size()), 0, 0, 0, std::span<char>(out.data(), len)).ok());
+  ASSERT_TRUE(part.Read(0, std::span<char>(out.data(), len)).ok());
+  EXPECT_TRUE(out.compare(0, len, big, 0, len) == 0);
+  EXPECT_EQ(part.read_calls(), 3u);
+  EXPECT_EQ(part.bytes_read(), header.size() + (len + kChunkSize - 1) / kChunkSize * kChunkSize)
+      << "a byte was read twice";
 }
 
 TEST_F(PageFormatTest, BytesReadWithTheHeaderAreCheckedWhereTheyLie) {
