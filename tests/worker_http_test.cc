@@ -178,6 +178,15 @@ TEST_F(WorkerHttpTest, ClientsLeavingMidReadDoNotKillTheWorker) {
 TEST_F(WorkerHttpTest, ClientThatStopsReadingIsCutOffAndPageFilesAreReleased) {
   Start([](WorkerConfig& w) { w.write_timeout = 500ms; });
   std::string req = CachedRange("big", 48ull << 20);
+  // Read warm once more: the page store now holds the page files open
+  // between reads (PageStore::Options::open_page_files, far more than these
+  // pages), and they count in `before`; the connection's own must all go.
+  {
+    auto warm = RawConnection::Connect(addr_);
+    ASSERT_TRUE(warm && warm->Send(req));
+    auto r = warm->ReadResponse(120s);
+    ASSERT_TRUE(r && r->body.size() == 48ull << 20);
+  }
   ExpectHealthy();
   size_t before = FdCount();
   auto c = RawConnection::Connect(addr_);

@@ -47,10 +47,11 @@ uint64_t HeaderChecksum(const char* h, size_t header_len) {
 }
 
 // Reads exactly the iovecs' bytes at `offset`, unless the file ends first;
-// returns the bytes read, or -errno.
-int64_t PreadvFull(int fd, iovec* iov, int n, uint64_t offset) {
+// returns the bytes read, or -errno. Counts its preadv calls in *calls.
+int64_t PreadvFull(int fd, iovec* iov, int n, uint64_t offset, uint64_t* calls) {
   int64_t total = 0;
   while (n > 0) {
+    ++*calls;
     ssize_t r = ::preadv(fd, iov, n, static_cast<off_t>(offset));
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -157,11 +158,12 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
   header_ = HeaderView();
   header_len_ = header_len;
   at_ = at;
+  ahead_out_ = nullptr;
   if (!verify_ && header_len != 0) return {};
   // One pread for the header in the usual case: its length is known, or fits the probe.
   header_bytes_.resize(header_len ? header_len : kHeaderProbe);
   iovec iov{header_bytes_.data(), header_bytes_.size()};
-  int64_t n = PreadvFull(fd, &iov, 1, at);
+  int64_t n = PreadvFull(fd, &iov, 1, at, &read_calls_);
   if (n < 0) return ReadError("a page file header", n);
   bytes_read_ += static_cast<uint64_t>(n);
   header_bytes_.resize(static_cast<size_t>(n));
@@ -170,7 +172,7 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
   if (header_len == 0 && claimed > header_bytes_.size() && n == static_cast<int64_t>(kHeaderProbe)) {
     header_bytes_.resize(claimed);
     iovec more{header_bytes_.data() + kHeaderProbe, claimed - kHeaderProbe};
-    int64_t m = PreadvFull(fd, &more, 1, at + kHeaderProbe);
+    int64_t m = PreadvFull(fd, &more, 1, at + kHeaderProbe, &read_calls_);
     if (m < 0) return ReadError("a page file header", m);
     bytes_read_ += static_cast<uint64_t>(m);
     header_bytes_.resize(kHeaderProbe + static_cast<size_t>(m));
@@ -179,6 +181,58 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
     header_len_ = claimed;
     return claimed ? Status() : Corrupt("shorter than a page header");
   }
+  return CheckHeader(header_len, generation);
+}
+
+Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t generation, uint64_t begin,
+                             std::span<char> out) {
+  // The data bytes read ahead must follow the header in the file: only a
+  // range in the page's first chunk (for the page store's chunk size; the
+  // header that tells the real one is not read yet) starts close enough.
+  if (!verify_ || header_len == 0 || header_len > kMaxHeaderLen || out.empty() || begin >= kChunkSize) {
+    return Begin(fd, header_len, at, generation);
+  }
+  fd_ = fd;
+  header_ = HeaderView();
+  header_len_ = header_len;
+  at_ = at;
+  ahead_out_ = nullptr;
+  // Header, head padding [0, begin), the range's first batch and, when the
+  // range ends in it, the tail padding to the end of its chunk (a page that
+  // ends sooner makes the read short): in one preadv, where Read wants them
+  // (padding in scratch), none of it trusted before the checks.
+  const uint64_t c = kChunkSize, end = begin + out.size(), to = std::min<uint64_t>(end, kBatch);
+  const uint64_t tail = end <= kBatch ? (end + c - 1) / c * c - end : 0;
+  if ((begin > 0 || tail > 0) && scratch_size_ < 2 * c) {
+    scratch_ = std::make_unique_for_overwrite<char[]>(2 * c);
+    scratch_size_ = 2 * c;
+  }
+  header_bytes_.resize(header_len);
+  iovec iov[4];
+  int n = 0;
+  iov[n++] = {header_bytes_.data(), header_len};
+  if (begin > 0) iov[n++] = {scratch_.get(), begin};
+  iov[n++] = {out.data(), to - begin};
+  if (tail > 0) iov[n++] = {scratch_.get() + c, tail};
+  // One call: a read cut short by the end of the file is not retried (Read
+  // reads what is missing, and finds a page file shorter than its header).
+  ssize_t got;
+  do {
+    ++read_calls_;
+    got = ::preadv(fd, iov, n, static_cast<off_t>(at));
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) return ReadError("a page file", -errno);
+  bytes_read_ += static_cast<uint64_t>(got);
+  header_bytes_.resize(std::min<size_t>(static_cast<size_t>(got), header_len));
+  SHOAL_RETURN_IF_ERROR(CheckHeader(header_len, generation));
+  ahead_begin_ = begin;
+  ahead_len_ = out.size();
+  ahead_out_ = out.data();
+  ahead_to_ = static_cast<uint64_t>(got) - header_len;
+  return {};
+}
+
+Status PageFileReader::CheckHeader(uint32_t header_len, uint64_t generation) {
   auto h = ParseHeader(header_bytes_);
   if (!h) return h.error().code() == Code::kCorruption ? Corrupt(h.error().message()) : h.error();
   if (header_len != 0 && h->header_len() != header_len) {
@@ -207,7 +261,7 @@ Status PageFileReader::Read(uint64_t begin, std::span<char> out) {
   if (out.empty()) return {};
   if (!verify_) {
     iovec iov{out.data(), out.size()};
-    int64_t n = PreadvFull(fd_, &iov, 1, at_ + header_len_ + begin);
+    int64_t n = PreadvFull(fd_, &iov, 1, at_ + header_len_ + begin, &read_calls_);
     if (n < 0) return ReadError("a page file", n);
     bytes_read_ += static_cast<uint64_t>(n);
     if (static_cast<uint64_t>(n) < out.size()) return Corrupt("shorter than its header says");
@@ -223,9 +277,18 @@ Status PageFileReader::Read(uint64_t begin, std::span<char> out) {
   // head) and after `end` (the tail) go to scratch, the rest straight into `out`.
   const uint64_t ab = begin / c * c;
   const uint64_t ae = std::min((end + c - 1) / c * c, data_len);
+  // Data bytes [ab, have) are in place already: what the two-range Begin read
+  // ahead for this very call (unchecked, like every byte read below).
+  uint64_t have = ab;
+  if (ahead_out_ != nullptr && ahead_out_ == out.data() && ahead_len_ == out.size() && ahead_begin_ == begin &&
+      c == kChunkSize) {
+    have = std::min(ahead_to_, ae);  // ab is 0: the range starts in the first chunk
+  }
+  ahead_out_ = nullptr;
   if ((ab < begin || ae > end) && scratch_size_ < 2 * c) {
     scratch_ = std::make_unique_for_overwrite<char[]>(2 * c);
     scratch_size_ = 2 * c;
+    if (ab < begin || have > end) have = ab;  // padding read ahead was in the old scratch
   }
   char* head = scratch_.get();                        // holds [ab, begin)
   char* tail = scratch_ ? scratch_.get() + c : nullptr;  // holds [end, ae)
@@ -238,18 +301,21 @@ Status PageFileReader::Read(uint64_t begin, std::span<char> out) {
   const uint64_t batch = std::max(c, kBatch / c * c);
   for (uint64_t pos = ab; pos < ae;) {
     const uint64_t stop = std::min(ae, pos + batch);
-    // One preadv per batch: up to three pieces (head, out, tail).
-    iovec iov[3];
-    int n = 0;
-    for (uint64_t lo = pos; lo < stop;) {
-      uint64_t hi = std::min(stop, lo < begin ? begin : lo < end ? end : ae);
-      iov[n++] = {at(lo), hi - lo};
-      lo = hi;
+    // One preadv per batch, of the part not read ahead: up to three pieces (head, out, tail).
+    const uint64_t from = std::clamp(have, pos, stop);
+    if (from < stop) {
+      iovec iov[3];
+      int n = 0;
+      for (uint64_t lo = from; lo < stop;) {
+        uint64_t hi = std::min(stop, lo < begin ? begin : lo < end ? end : ae);
+        iov[n++] = {at(lo), hi - lo};
+        lo = hi;
+      }
+      int64_t got = PreadvFull(fd_, iov, n, at_ + header_len_ + from, &read_calls_);
+      if (got < 0) return ReadError("a page file", got);
+      bytes_read_ += static_cast<uint64_t>(got);
+      if (static_cast<uint64_t>(got) < stop - from) return Corrupt("page file shorter than its header says");
     }
-    int64_t got = PreadvFull(fd_, iov, n, at_ + header_len_ + pos);
-    if (got < 0) return ReadError("a page file", got);
-    bytes_read_ += static_cast<uint64_t>(got);
-    if (static_cast<uint64_t>(got) < stop - pos) return Corrupt("page file shorter than its header says");
     for (uint64_t cs = pos; cs < stop; cs += c) {
       const uint64_t ce = std::min(cs + c, stop);
       uint64_t sum;

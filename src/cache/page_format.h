@@ -103,6 +103,15 @@ class PageFileReader {
   // slot reused since the store handed it out: a miss, not a bad disk).
   // Without verification nothing is read; header() is then unset.
   Status Begin(int fd, uint32_t header_len, uint64_t at = 0, uint64_t generation = 0);
+  // Begin for a Read(begin, out) that follows at once: when `header_len` is
+  // known and the range starts in the page's first chunk, the header and the
+  // range's first batch of data (256 KiB) come in one preadv, so a small page
+  // costs one system call instead of two. The header is checked here exactly
+  // as Begin checks it, and nothing in `out` may be used until the Read has
+  // checked it: the Read of this same (begin, out) checks the bytes already
+  // in place and reads the rest (any other Read reads all of its bytes). On
+  // failure `out` holds bytes that must not be used.
+  Status Begin(int fd, uint32_t header_len, uint64_t at, uint64_t generation, uint64_t begin, std::span<char> out);
   // REQUIRES: a successful Begin with verification.
   const HeaderView& header() const { return header_; }
 
@@ -121,9 +130,13 @@ class PageFileReader {
 
   // Bytes read from the file since construction (header and chunk padding included).
   uint64_t bytes_read() const { return bytes_read_; }
+  // The preadv calls made since construction.
+  uint64_t read_calls() const { return read_calls_; }
 
  private:
   Status Corrupt(std::string_view what) const;
+  // Checks the header in header_bytes_ as Begin does.
+  Status CheckHeader(uint32_t header_len, uint64_t generation);
 
   bool verify_;
   int fd_ = -1;
@@ -134,6 +147,12 @@ class PageFileReader {
   std::unique_ptr<char[]> scratch_;  // 2 chunks: the head and tail padding of a read
   size_t scratch_size_ = 0;
   uint64_t bytes_read_ = 0;
+  uint64_t read_calls_ = 0;
+  // What the two-range Begin read ahead for the Read of (ahead_begin_,
+  // ahead_out_, ahead_len_): data bytes [0, ahead_to_) of the page, in place
+  // for kChunkSize chunks (padding in scratch_, the rest in out), not yet checked.
+  uint64_t ahead_begin_ = 0, ahead_len_ = 0, ahead_to_ = 0;
+  const char* ahead_out_ = nullptr;
 };
 
 }  // namespace page_format

@@ -54,11 +54,18 @@ class PageFormatTest : public ::testing::Test {
     ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(at)), 1);
   }
 
-  // The page's data bytes [begin, begin + n) through a fresh reader.
-  static Result<std::string> ReadRange(int fd, uint32_t header_len, uint64_t begin, size_t n, bool verify = true) {
+  // The page's data bytes [begin, begin + n) through a fresh reader: Begin
+  // then Read, or with `together` the Begin that reads the header and the
+  // range's first bytes in one preadv.
+  static Result<std::string> ReadRange(int fd, uint32_t header_len, uint64_t begin, size_t n, bool verify = true,
+                                       bool together = false) {
     PageFileReader r(verify);
-    SHOAL_RETURN_IF_ERROR(r.Begin(fd, header_len));
     std::string out(n, '\0');
+    if (together) {
+      SHOAL_RETURN_IF_ERROR(r.Begin(fd, header_len, 0, 0, begin, std::span<char>(out.data(), out.size())));
+    } else {
+      SHOAL_RETURN_IF_ERROR(r.Begin(fd, header_len));
+    }
     SHOAL_RETURN_IF_ERROR(r.Read(begin, std::span<char>(out.data(), out.size())));
     return out;
   }
@@ -92,18 +99,22 @@ TEST_F(PageFormatTest, ChunkTableRoundTrips) {
       }
       // Whole, with the header length known and unknown.
       for (uint32_t hl : {static_cast<uint32_t>(header.size()), 0u}) {
-        auto all = ReadRange(fd, hl, 0, n);
-        ASSERT_TRUE(all) << all.error().ToString();
-        EXPECT_TRUE(*all == data);
+        for (bool together : {false, true}) {
+          auto all = ReadRange(fd, hl, 0, n, true, together);
+          ASSERT_TRUE(all) << all.error().ToString();
+          EXPECT_TRUE(*all == data);
+        }
       }
       // Ranges at every alignment: inside a chunk, across chunks, at the ends.
       std::mt19937_64 rng(n);
       for (int i = 0; i < 50 && n > 0; ++i) {
         uint64_t b = rng() % n;
         size_t len = 1 + rng() % (n - b);
-        auto got = ReadRange(fd, static_cast<uint32_t>(header.size()), b, len);
-        ASSERT_TRUE(got) << got.error().ToString();
-        ASSERT_TRUE(*got == data.substr(b, len)) << "range " << b << " +" << len;
+        for (bool together : {false, true}) {
+          auto got = ReadRange(fd, static_cast<uint32_t>(header.size()), b, len, true, together);
+          ASSERT_TRUE(got) << got.error().ToString();
+          ASSERT_TRUE(*got == data.substr(b, len)) << "range " << b << " +" << len << (together ? " together" : "");
+        }
       }
     }
   }
@@ -122,15 +133,18 @@ TEST_F(PageFormatTest, FlipInAnyChunkIsDetected) {
     const uint64_t at = chunk_begin + rng() % chunk_len;
     Flip(fd, header.size() + at);
     const auto hl = static_cast<uint32_t>(header.size());
-    auto whole = ReadRange(fd, hl, 0, data.size());
-    ASSERT_FALSE(whole);
-    EXPECT_EQ(whole.error().code(), Code::kCorruption);
-    EXPECT_NE(whole.error().message().find("chunk " + std::to_string(bad) + " "), std::string::npos)
-        << whole.error().message();
-    EXPECT_NE(whole.error().message().find("/f"), std::string::npos) << "the error names the page";
+    for (bool together : {false, true}) {
+      auto whole = ReadRange(fd, hl, 0, data.size(), true, together);
+      ASSERT_FALSE(whole);
+      EXPECT_EQ(whole.error().code(), Code::kCorruption);
+      EXPECT_NE(whole.error().message().find("chunk " + std::to_string(bad) + " "), std::string::npos)
+          << whole.error().message();
+      EXPECT_NE(whole.error().message().find("/f"), std::string::npos) << "the error names the page";
+    }
     // Even a one-byte read of another byte of that chunk.
     uint64_t other = at == chunk_begin ? chunk_begin + 1 : chunk_begin;
     EXPECT_FALSE(ReadRange(fd, hl, other, 1));
+    EXPECT_FALSE(ReadRange(fd, hl, other, 1, true, /*together=*/true));
     // Ranges that avoid the chunk still read correctly.
     if (chunk_begin > 0) {
       auto before = ReadRange(fd, hl, 0, chunk_begin);
@@ -153,9 +167,11 @@ TEST_F(PageFormatTest, FlipInTheHeaderIsDetected) {
     SCOPED_TRACE("header byte " + std::to_string(i));
     Flip(fd, i);
     for (uint32_t hl : {static_cast<uint32_t>(header.size()), 0u}) {
-      auto got = ReadRange(fd, hl, 0, data.size());
-      ASSERT_FALSE(got);
-      EXPECT_EQ(got.error().code(), Code::kCorruption) << got.error().ToString();
+      for (bool together : {false, true}) {
+        auto got = ReadRange(fd, hl, 0, data.size(), true, together);
+        ASSERT_FALSE(got);
+        EXPECT_EQ(got.error().code(), Code::kCorruption) << got.error().ToString();
+      }
     }
     std::string copy = header;
     copy[i] = static_cast<char>(copy[i] ^ 0x5a);
@@ -222,12 +238,18 @@ TEST_F(PageFormatTest, TruncatedFileIsCorruption) {
   std::string header;
   int fd = Write(PageKey{"/t", "v", 0}, data, 4096, &header);
   ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(header.size() + 9000)), 0);
-  auto got = ReadRange(fd, static_cast<uint32_t>(header.size()), 0, data.size());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code(), Code::kCorruption);
-  EXPECT_NE(got.error().message().find("shorter"), std::string::npos) << got.error().message();
+  for (bool together : {false, true}) {
+    auto got = ReadRange(fd, static_cast<uint32_t>(header.size()), 0, data.size(), true, together);
+    ASSERT_FALSE(got);
+    EXPECT_EQ(got.error().code(), Code::kCorruption);
+    EXPECT_NE(got.error().message().find("shorter"), std::string::npos) << got.error().message();
+  }
+  // Cut inside the header: refused as a header cut short, whatever was read after it.
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(header.size() - 1)), 0);
+  EXPECT_EQ(ReadRange(fd, static_cast<uint32_t>(header.size()), 0, 100, true, true).error().code(), Code::kCorruption);
   ASSERT_EQ(::ftruncate(fd, 20), 0);
   EXPECT_EQ(ReadRange(fd, 0, 0, 1).error().code(), Code::kCorruption);
+  EXPECT_EQ(ReadRange(fd, static_cast<uint32_t>(header.size()), 0, 1, true, true).error().code(), Code::kCorruption);
 }
 
 TEST_F(PageFormatTest, OlderFormatAndForeignFilesAreRecognised) {
@@ -261,6 +283,113 @@ TEST_F(PageFormatTest, WithoutVerificationBytesArePassedThrough) {
   EXPECT_NE(*got, data);
   EXPECT_EQ(got->substr(6), data.substr(6));
   EXPECT_FALSE(ReadRange(fd, static_cast<uint32_t>(header.size()), 0, data.size(), /*verify=*/true));
+}
+
+TEST_F(PageFormatTest, HeaderAndASmallPageComeInOneRead) {
+  const std::string data = Bytes(130 * 1024, 9);  // a small object's one page
+  std::string header;
+  int fd = Write(PageKey{"/s", "v", 0}, data, kChunkSize, &header);
+  const auto hl = static_cast<uint32_t>(header.size());
+  struct Case {
+    uint64_t begin, len, calls;
+  } cases[] = {
+      {0, data.size(), 1},                  // the whole page
+      {100, 5000, 1},                       // inside the first chunk (head padding in the same read)
+      {kChunkSize - 1, 2 * kChunkSize, 1},  // from the first chunk on
+      {kChunkSize, 1000, 2},                // past the first chunk: header, then the data
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("range " + std::to_string(c.begin) + " +" + std::to_string(c.len));
+    PageFileReader r;
+    std::string out(c.len, '\0');
+    const std::span<char> dest(out.data(), out.size());
+    ASSERT_TRUE(r.Begin(fd, hl, 0, 0, c.begin, dest).ok());
+    ASSERT_TRUE(r.Read(c.begin, dest).ok());
+    EXPECT_TRUE(out == data.substr(c.begin, c.len));
+    EXPECT_EQ(r.read_calls(), c.calls);
+  }
+  // A page larger than a batch: its first 256 KiB come with the header, the rest batch by batch.
+  const std::string big = Bytes(1 << 20, 10);
+  fd = Write(PageKey{"/b", "v", 0}, big, kChunkSize, &header);
+  PageFileReader r;
+  std::string out(big.size(), '\0');
+  ASSERT_TRUE(r.Begin(fd, static_cast<uint32_t>(header.size()), 0, 0, 0, std::span<char>(out)).ok());
+  ASSERT_TRUE(r.Read(0, std::span<char>(out)).ok());
+  EXPECT_TRUE(out == big);
+  EXPECT_EQ(r.read_calls(), 4u);
+  EXPECT_EQ(r.bytes_read(), header.size() + big.size()) << "a byte was read twice";
+  // Past the first batch and ending inside a chunk: the rest and the tail padding in two more reads.
+  PageFileReader part;
+  const size_t len = 600 * 1024 + 100;
+  ASSERT_TRUE(part.Begin(fd, static_cast<uint32_t>(header.size()), 0, 0, 0, std::span<char>(out.data(), len)).ok());
+  ASSERT_TRUE(part.Read(0, std::span<char>(out.data(), len)).ok());
+  EXPECT_TRUE(out.compare(0, len, big, 0, len) == 0);
+  EXPECT_EQ(part.read_calls(), 3u);
+  EXPECT_EQ(part.bytes_read(), header.size() + (len + kChunkSize - 1) / kChunkSize * kChunkSize)
+      << "a byte was read twice";
+}
+
+TEST_F(PageFormatTest, BytesReadWithTheHeaderAreCheckedWhereTheyLie) {
+  // What the two-range Begin read ahead is checked by the Read in place: a
+  // byte changed there after the Begin is refused like one changed on disk,
+  // and a Read into other memory reads its bytes itself.
+  const std::string data = Bytes(40000, 12);
+  std::string header;
+  int fd = Write(PageKey{"/c", "v", 0}, data, kChunkSize, &header);
+  const auto hl = static_cast<uint32_t>(header.size());
+  PageFileReader r;
+  std::string out(data.size(), '\0');
+  ASSERT_TRUE(r.Begin(fd, hl, 0, 0, 0, std::span<char>(out)).ok());
+  out[kChunkSize + 3] ^= 1;
+  Status st = r.Read(0, std::span<char>(out));
+  EXPECT_EQ(st.code(), Code::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find("chunk 1 "), std::string::npos) << st.message();
+
+  std::string other(data.size(), '\0');
+  ASSERT_TRUE(r.Begin(fd, hl, 0, 0, 0, std::span<char>(out)).ok());
+  ASSERT_TRUE(r.Read(0, std::span<char>(other)).ok());
+  EXPECT_TRUE(other == data);
+  EXPECT_EQ(r.read_calls(), 3u);  // two Begins, and the Read of `other` on its own
+}
+
+TEST_F(PageFormatTest, ForeignOrReusedPagesAreRefusedWhenReadWithTheHeader) {
+  const std::string data = Bytes(20000, 13);
+  std::string header;
+  const uint64_t gen = 7;
+  // A block file: a slot at 64 KiB holding a page of generation 7.
+  header = EncodeHeader(PageKey{"/g", "v", 0}, data, kChunkSize, gen);
+  const auto hl = static_cast<uint32_t>(header.size());
+  std::string path = dir_ + "/blocks";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  fds_.push_back(fd);
+  const uint64_t slot = 64 * 1024;
+  std::string all = Bytes(slot, 14) + header + data;
+  ASSERT_EQ(::pwrite(fd, all.data(), all.size(), 0), static_cast<ssize_t>(all.size()));
+  auto read = [&](uint32_t header_len, uint64_t at, uint64_t generation) {
+    PageFileReader r;
+    std::string out(data.size(), '\0');
+    Status st = r.Begin(fd, header_len, at, generation, 0, std::span<char>(out));
+    if (st.ok()) st = r.Read(0, std::span<char>(out));
+    if (st.ok() && out != data) st = Status(Code::kInternal, "wrong bytes");
+    return st;
+  };
+  EXPECT_TRUE(read(hl, slot, gen).ok());
+  // The slot reused since (another generation): a miss, as with Begin.
+  EXPECT_EQ(read(hl, slot, gen + 1).code(), Code::kNotFound);
+  // Not a page at all (the bytes before the slot), and a header length other than the one recorded.
+  EXPECT_EQ(read(hl, 0, gen).code(), Code::kCorruption);
+  EXPECT_EQ(read(hl - 1, slot, gen).code(), Code::kCorruption);
+  EXPECT_EQ(read(hl + 8, slot, gen).code(), Code::kCorruption);
+  // A page of another chunk size than the page store's: read again after the header, still right.
+  const std::string small = Bytes(10000, 15);
+  std::string h4;
+  int fd4 = Write(PageKey{"/k", "v", 0}, small, 4096, &h4);
+  for (uint64_t b : {uint64_t{0}, uint64_t{100}, uint64_t{5000}}) {
+    auto got = ReadRange(fd4, static_cast<uint32_t>(h4.size()), b, small.size() - b, true, true);
+    ASSERT_TRUE(got) << got.error().ToString();
+    EXPECT_TRUE(*got == small.substr(b));
+  }
 }
 
 }  // namespace

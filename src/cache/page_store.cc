@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -87,6 +88,12 @@ struct PageStore::Slot {
   BlockFiles::Slot block;   // the layout kBlocks: where it is
   uint64_t generation = 0;  // the layout kBlocks: its header's
   uint32_t slot_bytes = 0;  // the layout kBlocks: the slot's size, which it holds on disk
+  uint64_t incarnation = 0;  // new each time a page is indexed in a slot
+  // The layout kFiles: its page file held open (Options::open_page_files),
+  // and the token of its entry in open_files_.
+  std::shared_ptr<void> file;
+  int file_fd = -1;
+  uint64_t file_token = 0;
   uint64_t bytes() const { return slot_bytes ? slot_bytes : header_len + data_len; }
 };
 
@@ -186,6 +193,10 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   }
   std::unique_ptr<PageStore> s(new PageStore());
   s->page_size_ = options.page_size;
+  s->open_files_cap_ = options.open_page_files;
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    s->open_files_cap_ = std::min<size_t>(s->open_files_cap_, nofile.rlim_cur / 16);
+  }
   s->layout_ = options.layout;
   s->writer_ = options.writer ? options.writer : std::make_shared<PageFileWriter>();
   auto& m = options.metrics ? *options.metrics : MetricsRegistry::Global();
@@ -567,6 +578,11 @@ void PageStore::RemoveOtherLayout(const std::string& dir, Layout layout) {
 }
 
 uint32_t PageStore::AddSlotLocked(Slot s) {
+  static std::atomic<uint64_t> incarnations{0};
+  s.incarnation = incarnations.fetch_add(1) + 1;
+  s.file.reset();
+  s.file_fd = -1;
+  s.file_token = 0;
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -621,11 +637,15 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
   uint32_t len;
   std::optional<BlockFiles::Handle> held;
   uint64_t page_offset = 0, generation = 0;
+  uint32_t slot = 0;
+  uint64_t incarnation = 0;
+  std::shared_ptr<void> file;
+  int file_fd = -1;
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(id);
     if (it == index_.end()) return std::nullopt;
-    uint32_t slot = it->second;
+    slot = it->second;
     auto& s = slots_[slot];
     const auto now = clock_();
     if (retention_->Expired(s.cls, s.cached_at, now)) {  // a read of an expired page is a miss
@@ -646,14 +666,45 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
       held = std::move(*h);
       page_offset = files->offset(s.block);
       generation = s.generation;
+    } else if (s.file) {
+      file = s.file;
+      file_fd = s.file_fd;
     } else {
       path = PathOf(*dirs_[s.dir], s.id);
+      incarnation = s.incarnation;
     }
   }
   if (held) return PageRef(held->fd, page_offset, static_cast<uint32_t>(data_off), len, generation, held->lease);
+  const auto header_len = static_cast<uint32_t>(data_off);
+  if (file) return PageRef(file_fd, 0, header_len, len, 0, std::move(file));
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // evicted between the lookup and the open
-  return PageRef(fd, data_off, len);
+  if (open_files_cap_ == 0) return PageRef(fd, data_off, len);
+  struct OpenPageFile {
+    int fd;
+    ~OpenPageFile() { ::close(fd); }
+  };
+  file = std::make_shared<OpenPageFile>(fd);
+  std::lock_guard lock(mu_);
+  // Kept for the next reads only if the slot held this page all along (the
+  // same incarnation): then the file opened is the one the slot names, as a
+  // page file is never written once named and only unlinked with its slot.
+  if (auto& s = slots_[slot]; s.live && s.incarnation == incarnation && !s.file) {
+    s.file = file;
+    s.file_fd = fd;
+    s.file_token = ++open_file_tokens_;
+    open_files_.emplace_back(slot, s.file_token);
+    while (open_files_.size() > open_files_cap_) {
+      auto [old, token] = open_files_.front();
+      open_files_.pop_front();
+      if (auto& o = slots_[old]; o.file_token == token) {
+        o.file.reset();  // closed once the last reference to it goes
+        o.file_fd = -1;
+        o.file_token = 0;
+      }
+    }
+  }
+  return PageRef(fd, 0, header_len, len, 0, std::move(file));
 }
 
 bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
@@ -670,7 +721,16 @@ bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
       RemoveSlotLocked(it->second, true);
       return true;
     }
-    path = PathOf(*dirs_[slots_[it->second].dir], id);
+    auto& s = slots_[it->second];
+    if (s.file && s.file_fd == ref.fd()) {
+      // The reader's file is the one held open (the same descriptor): it is
+      // never handed out again, even when the path names another file now
+      // (two Puts of the page raced, and the later rename replaced it).
+      s.file.reset();
+      s.file_fd = -1;
+      s.file_token = 0;
+    }
+    path = PathOf(*dirs_[s.dir], id);
   }
   const int fd = ref.fd();
   // The reader's file must be the one indexed: a page dropped and fetched

@@ -48,6 +48,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -79,7 +80,8 @@ class Retention;
 // An open page: a descriptor of its page file (or block file), where its
 // header starts (page_offset: 0 in a page file, the slot's offset in a block
 // file), the data's offset and length, and the generation its header must
-// carry. Move-only; closes a page file's fd on destruction. While it lives, a block-file
+// carry. Move-only; closes an fd it owns on destruction (a shared one stays open while its
+// lease lives). While it lives, a block-file
 // slot is not reused (its lease), so the bytes a reader checked are the bytes
 // it sends.
 class PageRef {
@@ -166,6 +168,12 @@ class PageStore {
     // page of a one-pass scan or a shuffled epoch looks read twice, and the
     // scan-resistant policies let it displace pages that are re-used.
     std::chrono::milliseconds reuse_window{1'000};
+    // Page files (the layout kFiles) held open between reads, so that a read
+    // of a warm page opens and closes nothing: at most this many (and at
+    // most a sixteenth of RLIMIT_NOFILE), the least recently opened let go
+    // first; a page's is let go when the page leaves the cache. 0: every Get
+    // opens its page file.
+    size_t open_page_files = 1024;
   };
 
   struct Stats {
@@ -193,7 +201,10 @@ class PageStore {
   uint64_t page_size() const { return page_size_; }
 
   // A ref to the page, or nullopt on a miss (absent or evicted). Its bytes
-  // are unchecked: read them with a page_format::PageFileReader.
+  // are unchecked: read them with a page_format::PageFileReader. Refs to a
+  // page file share one descriptor while the store holds it open
+  // (Options::open_page_files): read it with pread/sendfile at offsets, never
+  // through its file position.
   std::optional<PageRef> Get(const PageKey& key);
   // A reader found the page `ref` (from Get) failing its checksum: deletes
   // it, so that the next read fetches the page again, and counts it. A page
@@ -287,6 +298,11 @@ class PageStore {
   // path -> version -> slots, for DropPath / DropOtherVersions.
   std::map<std::string, std::map<std::string, std::set<uint32_t>>> by_path_;
   std::atomic<uint64_t> tmp_counter_{0};
+  // The page files held open (Options::open_page_files), oldest first, as
+  // (slot, token): an entry whose slot has another token is stale.
+  std::deque<std::pair<uint32_t, uint64_t>> open_files_;
+  uint64_t open_file_tokens_ = 0;
+  size_t open_files_cap_ = 0;
 
   Counter* evicted_bytes_ = nullptr;
   Gauge* used_gauge_ = nullptr;

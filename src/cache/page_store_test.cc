@@ -134,6 +134,83 @@ TEST_F(PageStoreTest, EvictedPageStaysReadableThroughRef) {
   EXPECT_EQ(ReadRef(*ref), a);
 }
 
+// The descriptors of this process open on a file under `dir`.
+size_t OpenFilesUnder(const std::string& dir) {
+  size_t n = 0;
+  for (auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = fs::read_symlink(e.path(), ec);
+    if (!ec && target.string().starts_with(dir)) ++n;
+  }
+  return n;
+}
+
+ino_t InodeOf(const PageRef& r) {
+  struct stat st {};
+  EXPECT_EQ(::fstat(r.fd(), &st), 0);
+  return st.st_ino;
+}
+
+TEST_F(PageStoreTest, WarmReadsShareTheOpenPageFileUntilThePageLeaves) {
+  auto s = Open(kPage + 200);  // room for one page
+  const PageKey k{"/f", "v", 0};
+  const auto a = Bytes(kPage, 21);
+  ASSERT_TRUE(s->Put(k, a).ok());
+  auto r1 = s->Get(k);
+  auto r2 = s->Get(k);
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_EQ(r1->fd(), r2->fd()) << "the second read opened the page file again";
+  EXPECT_EQ(ReadRef(*r2), a);
+  r1.reset();
+  r2.reset();
+  EXPECT_EQ(OpenFilesUnder(root_), 1u) << "the page file is held open between reads";
+  auto held = s->Get(k);  // keeps the old file (and its inode number) alive
+  ASSERT_TRUE(held);
+  const ino_t old_inode = InodeOf(*held);
+  // Evicted (another page takes the room), then cached again with other
+  // bytes: a read gets the new file, never the descriptor held before.
+  ASSERT_TRUE(s->Put(PageKey{"/f", "v", kPage}, Bytes(kPage, 22)).ok());
+  EXPECT_FALSE(s->Contains(k));
+  const auto b = Bytes(kPage, 23);
+  ASSERT_TRUE(s->Put(k, b).ok());
+  auto r3 = s->Get(k);
+  ASSERT_TRUE(r3);
+  EXPECT_NE(InodeOf(*r3), old_inode);
+  EXPECT_EQ(ReadRef(*r3), b);
+  EXPECT_EQ(ReadRef(*held), a);
+  held.reset();
+  // Dropped: the next read misses, and the file is let go with the last reference.
+  auto r4 = s->Get(k);
+  EXPECT_TRUE(s->Drop(k));
+  EXPECT_FALSE(s->Get(k));
+  EXPECT_EQ(ReadRef(*r4), b);
+  r3.reset();
+  r4.reset();
+  EXPECT_EQ(OpenFilesUnder(root_), 0u) << "a dropped page's file is still open";
+}
+
+TEST_F(PageStoreTest, AtMostOpenPageFilesStayOpen) {
+  for (size_t cap : {size_t{0}, size_t{2}}) {
+    SCOPED_TRACE("open_page_files " + std::to_string(cap));
+    PageStore::Options o = Options(10 * kPage);
+    o.dirs = {{root_ + "/cap" + std::to_string(cap), 10 * kPage}};
+    o.open_page_files = cap;
+    auto s = PageStore::Open(o);
+    ASSERT_TRUE(s) << s.error().ToString();
+    for (uint64_t i = 0; i < 5; ++i) {
+      const PageKey k{"/f", "v", i * kPage};
+      const auto data = Bytes(kPage, 30 + i);
+      ASSERT_TRUE((*s)->Put(k, data).ok());
+      for (int read = 0; read < 2; ++read) {
+        auto r = (*s)->Get(k);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(ReadRef(*r), data);
+      }
+    }
+    EXPECT_EQ(OpenFilesUnder(o.dirs[0].path), cap);
+  }
+}
+
 TEST_F(PageStoreTest, WarmRestartRebuildsIndex) {
   std::vector<std::string> pages;
   {
@@ -339,6 +416,32 @@ TEST_F(PageStoreTest, PageCorruptedWhileOpenIsCaughtByItsReaderAndDropped) {
   ASSERT_TRUE(ReadChecked(*again, &got).ok());
   EXPECT_TRUE(got == data);
   EXPECT_EQ(s->stats().dropped_corrupt, 1u);
+}
+
+TEST_F(PageStoreTest, AHeldFileFoundCorruptIsNotHandedOutAgain) {
+  // The file held open goes bad, and the path names a good copy by then (two
+  // Puts of the page raced and the later rename replaced the file): the good
+  // copy stays, and the next read gets it, not the held descriptor.
+  auto s = Open(10 * kPage);
+  const PageKey k{"/h", "v", 0};
+  const auto data = Bytes(kPage, 41);
+  ASSERT_TRUE(s->Put(k, data).ok());
+  auto files = PageFiles();
+  ASSERT_EQ(files.size(), 1u);
+  auto bad = s->Get(k);
+  ASSERT_TRUE(bad);
+  const std::string good_copy = root_ + "/good.pg";
+  fs::copy_file(files[0], good_copy);
+  FlipByte(files[0], 100);
+  ASSERT_EQ(::rename(good_copy.c_str(), files[0].c_str()), 0);
+  std::string got;
+  EXPECT_EQ(ReadChecked(*bad, &got).code(), Code::kCorruption);
+  EXPECT_FALSE(s->DropCorrupt(k, *bad)) << "the good copy was dropped";
+  auto next = s->Get(k);
+  ASSERT_TRUE(next);
+  EXPECT_NE(next->fd(), bad->fd());
+  ASSERT_TRUE(ReadChecked(*next, &got).ok());
+  EXPECT_TRUE(got == data);
 }
 
 TEST_F(PageStoreTest, PageCorruptedWhileStoppedIsCaughtByItsFirstReader) {

@@ -246,7 +246,9 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
       continue;
     }
     const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // into the page's data
-    Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation);
+    // The header and the first bytes in one read; none of them used before the checks below.
+    const std::span<char> dest = out.subspan(done, seg.length);
+    Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation, skip, dest);
     if (st.ok() && verify_) {
       // The page must be the one asked for: a worker handing out the wrong
       // page shows here, not as wrong bytes.
@@ -258,7 +260,7 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
                                          " (a bug)");
       }
     }
-    if (st.ok()) st = reader.Read(skip, out.subspan(done, seg.length));
+    if (st.ok()) st = reader.Read(skip, dest);
     if (!st.ok()) {
       if (st.code() == Code::kCorruption) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("short-circuit read of {} at offset {} failed ({}); reading it over TCP, where the worker checks "
