@@ -14,13 +14,7 @@
 namespace shoal {
 namespace {
 
-std::shared_ptr<UnderStore> FreshDir() {
-  char tmpl[] = "/tmp/shoal-acct-XXXXXX";
-  MountConfig m;
-  m.path = "/t";
-  m.ufs = std::string("file://") + ::mkdtemp(tmpl);
-  return *OpenUnderStore(m);
-}
+std::shared_ptr<UnderStore> FreshDir() { return FreshLocalStore("acct"); }
 
 // The wrapper must not change behaviour: it passes the same conformance suite.
 INSTANTIATE_TEST_SUITE_P(Accounting, UnderStoreConformance,

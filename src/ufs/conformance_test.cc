@@ -1,10 +1,43 @@
 #include "ufs/conformance_test.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <mutex>
 #include <set>
 
+#include "common/config.h"
 #include "tests/harness/harness_util.h"
 
 namespace shoal {
+
+std::string FreshTempDir(const std::string& name) {
+  // Removed at exit: a conformance factory has no teardown of its own.
+  static struct Dirs {
+    std::mutex mu;
+    std::vector<std::string> made;
+    ~Dirs() {
+      std::error_code ec;
+      for (const auto& d : made) std::filesystem::remove_all(d, ec);
+    }
+  } dirs;
+  std::string tmpl = "/tmp/shoal-" + name + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) return "";
+  std::lock_guard lock(dirs.mu);
+  dirs.made.push_back(tmpl);
+  return tmpl;
+}
+
+std::shared_ptr<UnderStore> FreshLocalStore(const std::string& name) {
+  const std::string dir = FreshTempDir(name);
+  if (dir.empty()) return nullptr;
+  MountConfig m;
+  m.path = "/t";
+  m.ufs = "file://" + dir;
+  auto s = OpenUnderStore(m);
+  return s ? *s : nullptr;
+}
+
 namespace {
 
 using shoal::testing::RandomBytes;

@@ -25,6 +25,13 @@ struct StoreFactory {
 
 inline std::string PrintToString(const StoreFactory& f) { return f.name; }
 
+// A new empty directory /tmp/shoal-NAME-XXXXXX, removed with everything in it
+// when the test binary exits ("" if it could not be made).
+std::string FreshTempDir(const std::string& name);
+
+// A file:// store rooted at a FreshTempDir (nullptr if it could not be made).
+std::shared_ptr<UnderStore> FreshLocalStore(const std::string& name);
+
 class UnderStoreConformance : public ::testing::TestWithParam<StoreFactory> {
  protected:
   void SetUp() override {

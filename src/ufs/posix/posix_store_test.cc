@@ -15,16 +15,7 @@
 namespace shoal {
 namespace {
 
-std::shared_ptr<UnderStore> MakeFreshPosix() {
-  char tmpl[] = "/tmp/shoal-posix-XXXXXX";
-  const char* dir = ::mkdtemp(tmpl);
-  if (!dir) return nullptr;
-  MountConfig m;
-  m.path = "/t";
-  m.ufs = std::string("file://") + dir;
-  auto s = OpenUnderStore(m);
-  return s ? *s : nullptr;
-}
+std::shared_ptr<UnderStore> MakeFreshPosix() { return FreshLocalStore("posix"); }
 
 INSTANTIATE_TEST_SUITE_P(Posix, UnderStoreConformance,
                          ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true,
@@ -38,9 +29,8 @@ INSTANTIATE_TEST_SUITE_P(Posix, UnderStoreConformance,
 // coarse clock's current tick, which is what the kernel would give the new
 // file too, and replaces it at once.
 TEST(PosixStore, EveryWriteOfTheSameSizeGetsANewVersion) {
-  char tmpl[] = "/tmp/shoal-posix-XXXXXX";
-  const char* dir = ::mkdtemp(tmpl);
-  ASSERT_NE(dir, nullptr);
+  const std::string dir = FreshTempDir("posix");
+  ASSERT_FALSE(dir.empty());
   MountConfig m;
   m.path = "/t";
   m.ufs = std::string("file://") + dir;
@@ -73,9 +63,8 @@ TEST(PosixStore, MissingRootIsClearError) {
 }
 
 TEST(ReadOnlyMount, EveryWritePathIsRefusedAndReadsWork) {
-  char tmpl[] = "/tmp/shoal-ro-XXXXXX";
-  const char* dir = ::mkdtemp(tmpl);
-  ASSERT_NE(dir, nullptr);
+  const std::string dir = FreshTempDir("ro");
+  ASSERT_FALSE(dir.empty());
   MountConfig m;
   m.path = "/data";
   m.ufs = std::string("file://") + dir;
