@@ -76,7 +76,8 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
   hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
   miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
   read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
-  const char* stale_help = "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
+  const char* stale_help =
+      "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
   stale_stats_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "stat"}});
   stale_lists_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "list"}});
   idle_writer_ = std::make_unique<IdleWriter>(kIdleWriteBytes);
@@ -125,22 +126,10 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p, const StatOptions& o
   }
   // Concurrent misses on one path share one under-store request (single-flight):
   // two readers opening the same cold file must not fetch it twice.
-  std::shared_ptr<PendingStat> pending;
-  bool leader = false;
-  {
-    std::lock_guard lock(stat_mu_);
-    auto& slot = pending_stats_[p.ns_path];
-    if (!slot) {
-      slot = std::make_shared<PendingStat>();
-      leader = true;
-    }
-    pending = slot;
-  }
-  if (!leader) {
-    std::unique_lock lock(pending->mu);
-    pending->cv.wait(lock, [&] { return pending->done; });
-    return pending->result;
-  }
+  return stats_in_flight_.Do(p.ns_path, [&] { return StatMiss(p, o); });
+}
+
+Result<FileInfo> WorkerService::StatMiss(const ResolvedPath& p, const StatOptions& o) {
   // Another worker's cached entry first, when the ring changed or the path
   // is replicated (no store request). During a recent outage of the store,
   // stale metadata is served without asking it again; otherwise the store is
@@ -163,18 +152,6 @@ Result<FileInfo> WorkerService::Stat(const ResolvedPath& p, const StatOptions& o
     NoteStaleServed(p, "stat", r.error());
     r = *stale;
   }
-  {
-    std::lock_guard lock(stat_mu_);
-    auto it = pending_stats_.find(p.ns_path);
-    if (it != pending_stats_.end() && it->second == pending)
-      pending_stats_.erase(it);  // a Refresh may have detached it
-  }
-  {
-    std::lock_guard lock(pending->mu);
-    pending->result = r;
-    pending->done = true;
-  }
-  pending->cv.notify_all();
   return r;
 }
 
@@ -216,7 +193,8 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p, const StatO
       // before the stat returns (it is in flight meanwhile all the same).
       if (o.fetched_first_page) *o.fetched_first_page = true;
       first.resize(rw->bytes);
-      if (!o.write_first_page) first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
+      if (!o.write_first_page)
+        first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
       FileRef file{p, rw->info.Version(), rw->info.size};
       auto fetch = std::make_shared<Fetch>(0, rw->bytes);
       fetch->Finish(std::move(first));
@@ -286,9 +264,7 @@ void WorkerService::NoteOutage(const ResolvedPath& p) {
                                      std::memory_order_relaxed);
 }
 
-bool WorkerService::IsOutage(const Status& s) {
-  return s.code() == Code::kUnavailable || s.code() == Code::kTimeout;
-}
+bool WorkerService::IsOutage(const Status& s) { return s.code() == Code::kUnavailable || s.code() == Code::kTimeout; }
 
 void WorkerService::NoteStaleServed(const ResolvedPath& p, const char* what, const Status& why) {
   (std::string_view(what) == "list" ? stale_lists_ : stale_stats_)->Add(1);
@@ -297,9 +273,10 @@ void WorkerService::NoteStaleServed(const ResolvedPath& p, const char* what, con
     if (stale_logged_.size() >= 10'000) stale_logged_.clear();  // a bound, not a policy
     if (!stale_logged_.emplace(std::string(what) + p.ns_path, true).second) return;
   }
-  spdlog::warn("serving cached {} of {} past its revalidation time: the under-store of mount {} cannot be reached "
-               "({}); stale_if_error allows up to {} ms",
-               what, p.ns_path, p.mount->path, why.message(), p.mount->stale_if_error.count());
+  spdlog::warn(
+      "serving cached {} of {} past its revalidation time: the under-store of mount {} cannot be reached "
+      "({}); stale_if_error allows up to {} ms",
+      what, p.ns_path, p.mount->path, why.message(), p.mount->stale_if_error.count());
 }
 
 Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
@@ -308,35 +285,7 @@ Result<std::vector<FileInfo>> WorkerService::List(const ResolvedPath& p) {
   // load ask the directory's owner for it at the same time as the owner's own
   // walk does (LoadJobs), and each listing is a store request per
   // thousand entries.
-  std::shared_ptr<PendingList> pending;
-  bool leader = false;
-  {
-    std::lock_guard lock(stat_mu_);
-    auto& slot = pending_lists_[p.ns_path];
-    if (!slot) {
-      slot = std::make_shared<PendingList>();
-      leader = true;
-    }
-    pending = slot;
-  }
-  if (!leader) {
-    std::unique_lock lock(pending->mu);
-    pending->cv.wait(lock, [&] { return pending->done; });
-    return pending->result;
-  }
-  auto r = ListMiss(p);
-  {
-    std::lock_guard lock(stat_mu_);
-    auto it = pending_lists_.find(p.ns_path);
-    if (it != pending_lists_.end() && it->second == pending) pending_lists_.erase(it);  // a Refresh may have detached it
-  }
-  {
-    std::lock_guard lock(pending->mu);
-    pending->result = r;
-    pending->done = true;
-  }
-  pending->cv.notify_all();
-  return r;
+  return lists_in_flight_.Do(p.ns_path, [&] { return ListMiss(p); });
 }
 
 Result<std::vector<FileInfo>> WorkerService::ListMiss(const ResolvedPath& p) {
@@ -372,13 +321,12 @@ Result<std::vector<FileInfo>> WorkerService::ListMiss(const ResolvedPath& p) {
 
 size_t WorkerService::Refresh(const std::string& ns_path, bool recursive, bool data) {
   {
-    // A stat in flight may carry the answer from before the change that
-    // caused this refresh: later callers start a new one instead of joining it.
-    std::lock_guard lock(stat_mu_);
-    std::string prefix = ns_path == "/" ? "/" : ns_path + "/";
-    auto under = [&](const auto& e) { return e.first == ns_path || (recursive && e.first.starts_with(prefix)); };
-    std::erase_if(pending_stats_, under);
-    std::erase_if(pending_lists_, under);
+    // A stat or listing in flight may carry the answer from before the change
+    // that caused this refresh: later callers start a new one instead of joining it.
+    const std::string prefix = ns_path == "/" ? "/" : ns_path + "/";
+    auto under = [&](const std::string& path) { return path == ns_path || (recursive && path.starts_with(prefix)); };
+    stats_in_flight_.Detach(under);
+    lists_in_flight_.Detach(under);
   }
   size_t n = meta_.Invalidate(ns_path, recursive);
   if (data) n += pages_->DropPath(ns_path, recursive);
@@ -449,9 +397,9 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
       result = Err(Code::kVersionMismatch,
                    file.resolved.ns_path + " changed in the under-store while being read; open it again");
     } else if (*n > want) {
-      result = Err(Code::kInvalidArgument, "size=" + std::to_string(file.size) + " is wrong for " +
-                                               file.resolved.ns_path + " version " + file.version +
-                                               ": the under-store holds more bytes; stat the file again and use its size");
+      result = Err(Code::kInvalidArgument,
+                   "size=" + std::to_string(file.size) + " is wrong for " + file.resolved.ns_path + " version " +
+                       file.version + ": the under-store holds more bytes; stat the file again and use its size");
     } else {
       buf.resize(want);
       bool superseded = false;
@@ -535,8 +483,8 @@ std::optional<PageRef> WorkerService::WriteFetchedPage(const FileRef& file, uint
     // The idle writer may be writing it now: wait for it rather than write it twice.
     std::lock_guard written(fetch->write_mu());
     if (!pages_->Contains(key)) {
-      auto st =
-          pages_->Put(key, std::span<const char>(bytes.data() + from, std::min<uint64_t>(page_size_, bytes.size() - from)));
+      auto st = pages_->Put(
+          key, std::span<const char>(bytes.data() + from, std::min<uint64_t>(page_size_, bytes.size() - from)));
       if (!st.ok()) {
         if (st.code() != Code::kNoSpace) spdlog::warn("caching a page failed: {}", st.ToString());
         return std::nullopt;
@@ -550,8 +498,7 @@ std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t o
                                                  size_t max_segments, bool write_fetched) {
   std::vector<Segment> segs;
   bool sequential = NoteRead(file, offset, end);
-  for (uint64_t page = offset / page_size_ * page_size_; page < end && segs.size() < max_segments;
-       page += page_size_) {
+  for (uint64_t page = offset / page_size_ * page_size_; page < end && segs.size() < max_segments; page += page_size_) {
     Segment seg;
     seg.offset = std::max(offset, page);
     seg.length = std::min(end, page + page_size_) - seg.offset;
@@ -592,16 +539,17 @@ std::optional<std::vector<Segment>> WorkerService::CachedRange(const FileRef& fi
 Status WorkerService::CheckClaims(const FileRef& file) {
   const std::string& path = file.resolved.ns_path;
   if (file.size > kMaxFileSize) {
-    return Status(Code::kInvalidArgument, "size=" + std::to_string(file.size) + " is larger than any file can be (at most " +
-                                              std::to_string(kMaxFileSize) + " bytes); stat " + path +
-                                              " and use its size");
+    return Status(Code::kInvalidArgument,
+                  "size=" + std::to_string(file.size) + " is larger than any file can be (at most " +
+                      std::to_string(kMaxFileSize) + " bytes); stat " + path + " and use its size");
   }
   if (auto cached = meta_.LookupStat(path, *file.resolved.mount); cached && *cached) {
     const FileInfo& st = **cached;
     if (!st.is_dir && st.size != file.size && st.Version() == file.version) {
-      return Status(Code::kInvalidArgument, "size=" + std::to_string(file.size) + " contradicts what this worker knows of " +
-                                                path + " version " + file.version + ": its stat says " +
-                                                std::to_string(st.size) + " bytes; stat the file again and use its size");
+      return Status(Code::kInvalidArgument, "size=" + std::to_string(file.size) +
+                                                " contradicts what this worker knows of " + path + " version " +
+                                                file.version + ": its stat says " + std::to_string(st.size) +
+                                                " bytes; stat the file again and use its size");
     }
   }
   return {};
@@ -625,11 +573,12 @@ Result<std::vector<Segment>> WorkerService::PlanRead(const FileRef& file, uint64
         if (ref->length() < seg.skip + seg.length) {
           // A cached page is a fact about the version: a page shorter than the
           // range needs is its last, and the claimed size is wrong.
-          return Err(Code::kInvalidArgument,
-                     "size=" + std::to_string(file.size) + " contradicts what this worker knows of " +
-                         file.resolved.ns_path + " version " + file.version + ": its cached page at offset " +
-                         std::to_string(page) + " holds " + std::to_string(ref->length()) + " bytes, so the version is " +
-                         std::to_string(page + ref->length()) + " bytes long; stat the file again and use its size");
+          return Err(Code::kInvalidArgument, "size=" + std::to_string(file.size) +
+                                                 " contradicts what this worker knows of " + file.resolved.ns_path +
+                                                 " version " + file.version + ": its cached page at offset " +
+                                                 std::to_string(page) + " holds " + std::to_string(ref->length()) +
+                                                 " bytes, so the version is " + std::to_string(page + ref->length()) +
+                                                 " bytes long; stat the file again and use its size");
         }
         seg.page = std::move(*ref);
         break;
@@ -651,7 +600,7 @@ Result<std::vector<Segment>> WorkerService::PlanRead(const FileRef& file, uint64
 }
 
 std::shared_ptr<Fetch> WorkerService::RefetchCorruptPage(const FileRef& file, uint64_t page, const PageRef& ref,
-                                                        const Status& why) {
+                                                         const Status& why) {
   bool dropped = pages_->DropCorrupt(PageKey{file.resolved.ns_path, file.version, page}, ref);
   spdlog::warn("{}; {}, reading it again from the under-store", why.message(),
                dropped ? "dropped the page" : "the page was already dropped");

@@ -32,8 +32,9 @@
 
 #include "cache/page_store.h"
 #include "common/config.h"
-#include "meta/metadata_cache.h"
+#include "common/single_flight.h"
 #include "meta/live_mount_table.h"
+#include "meta/metadata_cache.h"
 #include "ufs/under_store.h"
 #include "worker/rules_route.h"
 
@@ -202,6 +203,11 @@ class WorkerService {
  private:
   WorkerService(const Config& config, Executor ufs_executor);
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
+  // A stat or a listing that missed the metadata cache, run once for all
+  // who ask at the same time (stats_in_flight_, lists_in_flight_): from a
+  // peer or the store, or stale metadata during an outage.
+  Result<FileInfo> StatMiss(const ResolvedPath& p, const StatOptions& o);
+  Result<std::vector<FileInfo>> ListMiss(const ResolvedPath& p);
   // A stat that missed the metadata cache: one under-store request, cached.
   Result<FileInfo> StatFromStore(const ResolvedPath& p, const StatOptions& o);
   // A stat that missed the metadata cache, from another worker's cache when
@@ -246,22 +252,8 @@ class WorkerService {
   std::mutex stores_mu_;
   std::vector<std::shared_ptr<UnderStore>> stores_;  // per mount, opened on first use
 
-  struct PendingStat {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    Result<FileInfo> result = Err(Code::kInternal, "stat not finished");
-  };
-  std::mutex stat_mu_;
-  std::unordered_map<std::string, std::shared_ptr<PendingStat>> pending_stats_;  // path -> stat in flight
-  struct PendingList {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    Result<std::vector<FileInfo>> result = Err(Code::kInternal, "listing not finished");
-  };
-  std::unordered_map<std::string, std::shared_ptr<PendingList>> pending_lists_;  // path -> listing in flight (stat_mu_)
-  Result<std::vector<FileInfo>> ListMiss(const ResolvedPath& p);
+  SingleFlight<Result<FileInfo>> stats_in_flight_;               // by namespace path
+  SingleFlight<Result<std::vector<FileInfo>>> lists_in_flight_;  // by namespace path
 
   std::mutex inflight_mu_;
   std::unordered_map<std::string, std::shared_ptr<Fetch>> inflight_;  // page key -> its fetch
@@ -270,7 +262,8 @@ class WorkerService {
   std::unordered_map<std::string, uint32_t> inflight_paths_;
   void AddInflightPathLocked(const std::string& path) { ++inflight_paths_[path]; }
   void DropInflightPathLocked(const std::string& path) {
-    if (auto it = inflight_paths_.find(path); it != inflight_paths_.end() && --it->second == 0) inflight_paths_.erase(it);
+    if (auto it = inflight_paths_.find(path); it != inflight_paths_.end() && --it->second == 0)
+      inflight_paths_.erase(it);
   }
   // Sequential-reader detection: file key -> end of the last read.
   std::unordered_map<std::string, uint64_t> stream_end_;
