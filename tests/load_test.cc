@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "cluster/hash_ring.h"
 #include "tests/cli_helpers.h"
+#include "tests/harness/harness_util.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
@@ -240,6 +242,60 @@ TEST_F(LoadWithSecretTest, EachDirectoryIsListedAtTheStoreOnce) {
   // /data/ds, /data/ds/sub and /data/ds/sub/deeper: one page each.
   EXPECT_EQ(*after - *before, 3) << "list requests to the store for a load of 3 directories by 3 workers";
   ReadAll();
+}
+
+// The member named as the owner of a directory's listing garbles its answer,
+// or hangs up before any: the worker lists the store itself and the load
+// completes with every file.
+TEST_F(LoadWithSecretTest, AnOwnerThatGarblesOrHangsUpIsListedAroundAtTheStore) {
+  const std::string w0 = cluster_->addresses()[0], self = cluster_->workers()[0].id;
+  // A member id that a ring of it and worker 0 makes the owner of /data/ds's listing.
+  std::string fake;
+  for (int i = 0; fake.empty() && i < 1000; ++i) {
+    const std::string id = "w-fake" + std::to_string(i);
+    HashRing ring({self, id});
+    if (ring.members()[ring.Owner(HashRing::MetaKey("/data/ds"))] == id) fake = id;
+  }
+  ASSERT_FALSE(fake.empty());
+  const std::vector<std::string> answers = {"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{garbage!", ""};
+  for (size_t n = 0; n < answers.size(); ++n) {
+    SCOPED_TRACE(answers[n].empty() ? "hangs up" : "garbles");
+    std::atomic<int> asked{0};
+    LoopbackListener peer([&](int fd) {
+      char buf[4096];
+      if (::read(fd, buf, sizeof buf) > 0) ++asked;
+      if (!answers[n].empty()) (void)!::write(fd, answers[n].data(), answers[n].size());
+    });  // then closed
+    const std::string id = "peer" + std::to_string(n);
+    auto call = [&](const std::string& method, const std::string& target) {
+      auto conn = RawConnection::Connect(w0);
+      EXPECT_TRUE(conn);
+      if (!conn) return Json();
+      conn->Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ClusterSecret() +
+                 "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      auto resp = conn->ReadResponse(30s);
+      EXPECT_TRUE(resp && resp->status == 200) << (resp ? resp->body : "no response");
+      return resp && resp->status == 200 ? Json::parse(resp->body) : Json();
+    };
+    call("POST", "/v1/refresh?path=/data/ds&recursive=1");  // the first round's listing is cached
+    auto before = cluster_->MetricSum(kStoreLists);
+    ASSERT_TRUE(before) << before.error().ToString();
+    call("POST", "/v1/load?id=" + id + "&path=/data/ds&recursive=1&members=" + self + "," + fake + "&self=" + self +
+                     "&addresses=" + w0 + ",127.0.0.1:" + std::to_string(peer.port()));
+    Json job;
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    do {
+      Json all = call("GET", "/v1/load?id=" + id);
+      if (all.contains("jobs") && !all["jobs"].empty()) job = all["jobs"][0];
+      if (job.value("state", "running") == "running") std::this_thread::sleep_for(20ms);  // a poll's pace, not a wait
+    } while (job.value("state", "running") == "running" && std::chrono::steady_clock::now() < deadline);
+    ASSERT_EQ(job.value("state", ""), "done") << job.dump();
+    EXPECT_EQ(job["files_failed"].get<uint64_t>(), 0u) << job.dump();
+    EXPECT_GE(asked.load(), 1) << "the owner named in the request was never asked";
+    auto after = cluster_->MetricSum(kStoreLists);
+    ASSERT_TRUE(after) << after.error().ToString();
+    EXPECT_GE(*after - *before, 1) << "the listing was taken from nobody";
+  }
 }
 
 // Without a cluster secret anyone may post a load, so its addresses are
