@@ -23,6 +23,14 @@ struct ReplyHead {
   int32_t code;
   uint32_t segments;
   uint32_t message_len;
+  uint64_t epoch;
+  uint64_t lease_ns;
+};
+
+struct TouchHead {
+  uint32_t path_len;
+  uint32_t count;
+  uint64_t length;
 };
 
 template <typename T>
@@ -58,7 +66,7 @@ std::string EncodeRequest(const Request& r) {
 Result<Request> DecodeRequest(std::string_view in) {
   RequestHead h;
   if (!Take(&in, &h) || h.magic != kMagic) return Err(Malformed("request"));
-  if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kOpenCached)) {
+  if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kTouch)) {
     return Err(Malformed("request kind"));
   }
   if (static_cast<uint64_t>(h.path_len) + h.version_len != in.size()) return Err(Malformed("request length"));
@@ -74,7 +82,8 @@ Result<Request> DecodeRequest(std::string_view in) {
 
 std::string EncodeReply(const Reply& r) {
   std::string out;
-  ReplyHead h{kMagic, r.code, static_cast<uint32_t>(r.segments.size()), static_cast<uint32_t>(r.message.size())};
+  ReplyHead h{kMagic, r.code, static_cast<uint32_t>(r.segments.size()), static_cast<uint32_t>(r.message.size()),
+              r.epoch, r.lease_ns};
   Append(&out, h);
   for (const auto& s : r.segments) Append(&out, s);
   out += r.message;
@@ -86,6 +95,8 @@ Result<Reply> DecodeReply(std::string_view in) {
   if (!Take(&in, &h) || h.magic != kMagic || h.segments > kMaxSegments) return Err(Malformed("reply"));
   Reply r;
   r.code = h.code;
+  r.epoch = h.epoch;
+  r.lease_ns = h.lease_ns;
   r.segments.resize(h.segments);
   for (auto& s : r.segments) {
     if (!Take(&in, &s)) return Err(Malformed("reply segments"));
@@ -93,6 +104,31 @@ Result<Reply> DecodeReply(std::string_view in) {
   if (in.size() != h.message_len) return Err(Malformed("reply length"));
   r.message.assign(in);
   return r;
+}
+
+size_t EncodedTouchBytes(const Touch& t) { return sizeof(TouchHead) + t.path.size(); }
+
+std::string EncodeTouches(const std::vector<Touch>& touches) {
+  std::string out;
+  for (const auto& t : touches) {
+    Append(&out, TouchHead{static_cast<uint32_t>(t.path.size()), t.count, t.length});
+    out += t.path;
+  }
+  return out;
+}
+
+Result<std::vector<Touch>> DecodeTouches(std::string_view in) {
+  std::vector<Touch> out;
+  while (!in.empty()) {
+    if (out.size() == kMaxTouches) return Err(Malformed("touch batch (too many entries)"));
+    TouchHead h;
+    if (!Take(&in, &h) || h.path_len == 0 || h.path_len > in.size() || h.count == 0) {
+      return Err(Malformed("touch entry"));
+    }
+    out.push_back(Touch{std::string(in.substr(0, h.path_len)), h.length, h.count});
+    in.remove_prefix(h.path_len);
+  }
+  return out;
 }
 
 Status SendRecord(int sock, std::string_view bytes, std::span<const int> fds) {

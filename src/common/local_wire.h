@@ -21,7 +21,17 @@
 //   reply:   LocalReplyHead, then segments x LocalSegment, then message_len bytes of message;
 //            one fd per segment rides along as SCM_RIGHTS.
 // A hello request (kind kHello, the token in `path`) must come first on every
-// connection; the worker answers code 0 only to its own token.
+// connection; the worker answers code 0 only to its own token, with its epoch
+// (common/shared_epoch.h) as the fd of one segment of length 8 when it has one.
+//
+// Leases. A kOpenCached answer carries the worker's epoch, read before the
+// lookup, and lease_ns: how long the answer stays true unless the epoch moves
+// (at most kMaxLease, and never past the stat's freshness under the mount's
+// rule; 0: not to be held). A client may serve the same answer again, from
+// the same fds and checking the same headers and checksums, while the epoch
+// still reads `epoch` and the lease lasts, and reports those reads later in
+// a kTouch batch, so that the worker's eviction policy and hit counts see
+// them.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +44,7 @@
 
 namespace shoal::local_wire {
 
-constexpr uint32_t kMagic = 0x5348'4c33;  // "SHL3": segments carry the header's place, length and generation
+constexpr uint32_t kMagic = 0x5348'4c34;  // "SHL4": replies carry an epoch and a lease
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
 
@@ -48,7 +58,12 @@ constexpr uint32_t kMaxSegments = 32;
 // answered at once; anything else (no fresh stat, a page not cached, a
 // pending write-back, a directory) answers code kUnavailable, "not cached",
 // and the client opens the usual way (the S3 endpoint's I/O threads).
-enum class Kind : uint32_t { kHello = 1, kRead = 2, kOpen = 3, kOpenCached = 4 };
+// kTouch: reads a client served from held answers (leases): `path` holds a
+// batch (EncodeTouches); the reply carries nothing but the code.
+enum class Kind : uint32_t { kHello = 1, kRead = 2, kOpen = 3, kOpenCached = 4, kTouch = 5 };
+
+// The longest a kOpenCached answer may be held.
+constexpr uint64_t kMaxLeaseNs = 10'000'000'000;
 
 struct Request {
   Kind kind = Kind::kRead;
@@ -78,6 +93,8 @@ struct Segment {
 
 struct Reply {
   int32_t code = 0;  // a shoal::Code; 0 = OK
+  uint64_t epoch = 0;     // kOpenCached: the worker's epoch before the lookup
+  uint64_t lease_ns = 0;  // kOpenCached: how long the answer may be held (0: not at all)
   std::vector<Segment> segments;
   std::string message;  // why, when code != 0; the stat, for an open
 };
@@ -85,6 +102,22 @@ struct Reply {
 std::string EncodeRequest(const Request& r);
 Result<Request> DecodeRequest(std::string_view bytes);
 std::string EncodeReply(const Reply& r);
+
+// One entry of a kTouch batch: `count` reads of the first `length` bytes of
+// `path` served from a held answer.
+struct Touch {
+  std::string path;
+  uint64_t length = 0;
+  uint32_t count = 0;
+};
+constexpr size_t kMaxTouches = 1024;  // entries per batch
+// The batch, for Request::path; the caller keeps it under kMaxMessage (below
+// EncodedTouchBytes each).
+std::string EncodeTouches(const std::vector<Touch>& touches);
+size_t EncodedTouchBytes(const Touch& t);
+// Refuses a batch longer than kMaxTouches, an entry with an empty path or no
+// count, and bytes left over.
+Result<std::vector<Touch>> DecodeTouches(std::string_view bytes);
 Result<Reply> DecodeReply(std::string_view bytes);
 
 // One record with `fds` attached. Blocking; retries EINTR. The fds stay open.

@@ -61,6 +61,46 @@ TEST(LocalWire, ReplyRoundTrips) {
   EXPECT_EQ(d->message, "why");
 }
 
+TEST(LocalWire, ALeaseRoundTrips) {
+  Reply r;
+  r.epoch = (7ull << 40) + 3;
+  r.lease_ns = kMaxLeaseNs;
+  auto d = DecodeReply(EncodeReply(r));
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->epoch, r.epoch);
+  EXPECT_EQ(d->lease_ns, kMaxLeaseNs);
+}
+
+TEST(LocalWire, TouchBatchesRoundTrip) {
+  std::vector<Touch> in{{"/data/a", 131072, 3}, {"/data/dir with space/é", 0, 1}};
+  std::string bytes = EncodeTouches(in);
+  EXPECT_EQ(bytes.size(), EncodedTouchBytes(in[0]) + EncodedTouchBytes(in[1]));
+  auto d = DecodeTouches(bytes);
+  ASSERT_TRUE(d) << d.error().ToString();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].path, "/data/a");
+  EXPECT_EQ((*d)[0].length, 131072u);
+  EXPECT_EQ((*d)[0].count, 3u);
+  EXPECT_EQ((*d)[1].path, in[1].path);
+  EXPECT_TRUE(DecodeTouches("") && DecodeTouches("")->empty());
+}
+
+TEST(LocalWire, MalformedTouchBatchesAreRejected) {
+  std::string one = EncodeTouches({{"/data/a", 1, 1}});
+  EXPECT_FALSE(DecodeTouches(one.substr(0, one.size() - 1)));  // short of its path
+  EXPECT_FALSE(DecodeTouches(one + "x"));                       // a partial entry after it
+  EXPECT_FALSE(DecodeTouches(EncodeTouches({{"", 1, 1}})));      // no path
+  EXPECT_FALSE(DecodeTouches(EncodeTouches({{"/data/a", 1, 0}})));  // no reads
+  std::string huge = one;
+  huge[0] = '\xff';  // a path length past the record
+  huge[1] = '\xff';
+  EXPECT_FALSE(DecodeTouches(huge));
+  std::vector<Touch> many(kMaxTouches + 1, Touch{"/p", 1, 1});
+  EXPECT_FALSE(DecodeTouches(EncodeTouches(many)));
+  many.pop_back();
+  EXPECT_TRUE(DecodeTouches(EncodeTouches(many)));
+}
+
 TEST(LocalWire, MalformedRecordsAreRejected) {
   EXPECT_FALSE(DecodeRequest(""));
   EXPECT_FALSE(DecodeRequest("garbage that is long enough to be a header, but wrong magic"));
