@@ -211,6 +211,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->enospc_ = &m.GetCounter("shoal_cache_enospc_total", "Page writes that failed because a cache disk was full");
   s->free_bytes_ = options.free_bytes ? options.free_bytes : StatvfsFreeBytes;
   s->clock_ = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
+  s->on_remove_ = std::move(options.on_remove);
   s->reuse_window_ = options.reuse_window;
   s->old_format_ = &m.GetCounter("shoal_cache_old_format_pages_total",
                                  "Pages of an older page file format dropped at start (fetched again when read)");
@@ -628,6 +629,25 @@ void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
   }
   s = Slot{};
   free_slots_.push_back(slot);
+  if (on_remove_) on_remove_();
+}
+
+uint32_t PageStore::Touch(const PageKey& key, uint32_t reads) {
+  Id id = IdOf(key);
+  std::lock_guard lock(mu_);
+  auto it = index_.find(id);
+  if (it == index_.end()) return 0;
+  auto& s = slots_[it->second];
+  const auto now = clock_();
+  if (retention_->Expired(s.cls, s.cached_at, now)) {
+    expired_->Add(1);
+    RemoveSlotLocked(it->second, true);
+    return 0;
+  }
+  if (now - s.cached_at >= reuse_window_) {
+    for (uint32_t i = 0; i < reads; ++i) retention_->Touch(s.dir, s.cls, s.id, now);
+  }
+  return s.data_len;
 }
 
 std::optional<PageRef> PageStore::Get(const PageKey& key) {

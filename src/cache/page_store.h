@@ -174,6 +174,10 @@ class PageStore {
     // first; a page's is let go when the page leaves the cache. 0: every Get
     // opens its page file.
     size_t open_page_files = 1024;
+    // Called, under the store's lock (it must not call back), after a page
+    // leaves the store for any reason: the worker's epoch
+    // (common/shared_epoch.h), which tells holders of its answers.
+    std::function<void()> on_remove;
   };
 
   struct Stats {
@@ -212,6 +216,10 @@ class PageStore {
   // block-file slot), is left alone. Returns whether this call dropped it.
   bool DropCorrupt(const PageKey& key, const PageRef& ref);
   bool Contains(const PageKey& key);
+  // `reads` reads of the page served without a Get (from a ref a client
+  // held, common/local_wire.h leases): the policy sees them as Get would.
+  // The page's data length; 0 when it is not cached (an expired one is dropped).
+  uint32_t Touch(const PageKey& key, uint32_t reads);
   // Deletes one page (an extra copy no longer wanted); whether it was cached.
   bool Drop(const PageKey& key);
   // Caches one page. REQUIRES: data.size() <= page_size(); key.offset a multiple of it.
@@ -315,6 +323,7 @@ class PageStore {
   Counter* old_format_ = nullptr;
   std::function<std::chrono::system_clock::time_point()> clock_;
   std::chrono::milliseconds reuse_window_{0};
+  std::function<void()> on_remove_;
   std::mutex save_mu_;   // one SaveState at a time
   bool opened_ = false;  // Open() finished: only then is there a policy state worth saving
   std::jthread saver_;   // saves the policy state every state_save_interval

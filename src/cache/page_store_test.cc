@@ -123,6 +123,29 @@ TEST_F(PageStoreTest, EvictsLeastRecentlyUsedAtCapacity) {
   EXPECT_EQ(PageFiles().size(), 3u);
 }
 
+// Every way a page leaves the store tells Options::on_remove (the worker's
+// epoch, which ends the answers clients hold); a put, a read or a touch does not.
+TEST_F(PageStoreTest, EveryRemovalIsSignalledAndNothingElse) {
+  int removed = 0;
+  PageStore::Options o = Options(3 * kPage + 3 * 200, "lru");
+  o.on_remove = [&] { ++removed; };
+  auto opened = PageStore::Open(o);
+  ASSERT_TRUE(opened) << opened.error().ToString();
+  auto& s = **opened;
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(s.Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
+  ASSERT_TRUE(s.Get(PageKey{"/f", "v", 0}));
+  EXPECT_EQ(s.Touch(PageKey{"/f", "v", kPage}, 3), kPage);
+  EXPECT_EQ(s.Touch(PageKey{"/f", "w", 0}, 1), 0u) << "not cached";
+  EXPECT_EQ(removed, 0);
+  ASSERT_TRUE(s.Put(PageKey{"/f", "v", 3 * kPage}, Bytes(kPage, 3)).ok());  // evicts page 2, the least recent
+  EXPECT_EQ(removed, 1) << "an eviction";
+  EXPECT_FALSE(s.Contains(PageKey{"/f", "v", 2 * kPage})) << "the touch counted as a read of page 1";
+  EXPECT_TRUE(s.Drop(PageKey{"/f", "v", 3 * kPage}));
+  EXPECT_EQ(removed, 2) << "a drop";
+  EXPECT_EQ(s.DropPath("/f", false), 2u);
+  EXPECT_EQ(removed, 4) << "a path dropped";
+}
+
 TEST_F(PageStoreTest, EvictedPageStaysReadableThroughRef) {
   auto s = Open(kPage + 200);
   auto a = Bytes(kPage, 7);

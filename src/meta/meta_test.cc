@@ -217,6 +217,33 @@ TEST(MetadataCache, AnAgedStatKeepsItsOriginalTimeAndIsRefusedWhenTooOld) {
   EXPECT_FALSE(c.LookupFreshStat("/d/missing", m)) << "only positive stats are handed to peers";
 }
 
+// What same-host clients may hold an answer for (common/local_wire.h leases):
+// how long the stat stays fresh, and a change signalled whenever an entry
+// goes or is replaced, never for a new one.
+TEST(MetadataCache, FreshStatsSayHowLongTheyStayFreshAndChangesAreSignalled) {
+  FakeClock clock;
+  MetadataCache c(100, clock.fn());
+  int changes = 0;
+  c.OnChange([&] { ++changes; });
+  auto ttl = Mount("/d", "file:///x");  // ttl 60 s
+  auto imm = Mount("/d", "file:///x", Consistency::kImmutable);
+  c.InsertStat("/d/a", Info(5));
+  EXPECT_EQ(changes, 0) << "a new entry changes no earlier answer";
+  clock.t += std::chrono::seconds(20);
+  auto f = c.LookupFreshStat("/d/a", ttl);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->fresh_for, std::chrono::seconds(40));
+  EXPECT_EQ(c.LookupFreshStat("/d/a", imm)->fresh_for, MetadataCache::Clock::duration::max());
+  c.InsertStat("/d/a", Info(6));
+  EXPECT_EQ(changes, 1) << "a replaced stat";
+  EXPECT_TRUE(c.InsertAgedStat("/d/a", Info(7), std::chrono::seconds(1), c.generation(), ttl));
+  EXPECT_EQ(changes, 2) << "a stat replaced by a peer's";
+  c.Invalidate("/d/zzz", false);
+  EXPECT_EQ(changes, 3) << "every invalidation";
+  c.InsertList("/d", {Info(1)});
+  EXPECT_EQ(changes, 3) << "a listing is not leased";
+}
+
 // A peer may still hold what this worker was told to drop (a write through
 // Shoal refreshes the path's current owner only): not taken from before it.
 TEST(MetadataCache, AnAgedStatFromBeforeAnInvalidationIsRefused) {

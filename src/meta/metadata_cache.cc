@@ -84,7 +84,9 @@ void MetadataCache::InsertStat(const std::string& path, const Result<FileInfo>& 
   if (!info && info.error().code() != Code::kNotFound) return;  // only real answers are cached
   std::lock_guard lock(mu_);
   if (since && *since != generation_) return;
-  Upsert("s" + path).stat = info;
+  Entry& e = Upsert("s" + path);
+  if (e.stat && on_change_) on_change_();
+  e.stat = info;
 }
 
 void MetadataCache::InsertList(const std::string& path, std::vector<FileInfo> entries, std::optional<uint64_t> since) {
@@ -96,6 +98,9 @@ void MetadataCache::InsertList(const std::string& path, std::vector<FileInfo> en
 size_t MetadataCache::Invalidate(const std::string& path, bool recursive) {
   std::lock_guard lock(mu_);
   ++generation_;
+  // Under the lock, like the drop: a reader reads the epoch before its
+  // lookup, which takes this lock, so it either sees the new epoch or the drop.
+  if (on_change_) on_change_();
   auto& marks = recursive ? invalidated_trees_ : invalidated_;
   if (marks.size() >= kMaxInvalidated) {
     invalidated_.clear();
@@ -137,7 +142,9 @@ std::optional<MetadataCache::AgedStat> MetadataCache::LookupFreshStat(const std:
   auto it = entries_.find("s" + path);
   if (it == entries_.end() || !it->second.stat || !it->second.stat->has_value()) return std::nullopt;
   if (!Fresh(it->second, mount, false)) return std::nullopt;
-  return AgedStat{**it->second.stat, std::max(Clock::duration::zero(), now_() - it->second.fetched)};
+  const auto age = std::max(Clock::duration::zero(), now_() - it->second.fetched);
+  const auto life = Lifetime(mount, false);
+  return AgedStat{**it->second.stat, age, life == Clock::duration::max() ? life : life - age};
 }
 
 bool MetadataCache::InsertAgedStat(const std::string& path, const FileInfo& info, Clock::duration age, uint64_t since,
@@ -151,6 +158,7 @@ bool MetadataCache::InsertAgedStat(const std::string& path, const FileInfo& info
   // Invalidated here after the store gave it: the peer kept what this worker was told to drop.
   if (InvalidatedAtLocked(path) >= fetched) return false;
   Entry& e = Upsert("s" + path);
+  if (e.stat && on_change_) on_change_();
   e.stat = info;
   e.fetched = fetched;
   return true;

@@ -47,6 +47,11 @@ class MetadataCache {
   // outlive the invalidation that should have dropped it.
   uint64_t generation() const;
 
+  // Called (under this cache's lock: it must not call back) after every
+  // change that can make an earlier answer wrong: an Invalidate, and an
+  // insert that replaces a cached stat. Set before use.
+  void OnChange(std::function<void()> f) { on_change_ = std::move(f); }
+
   // A cached stat: the FileInfo, or a cached kNotFound. nullopt: ask the store.
   std::optional<Result<FileInfo>> LookupStat(const std::string& path, const MountConfig& mount);
   // `since`: generation() before the store was asked (nullopt: insert anyway).
@@ -69,6 +74,9 @@ class MetadataCache {
   struct AgedStat {
     FileInfo info;
     Clock::duration age{};
+    // How much longer it stays fresh under the mount's rule (max(): for ever).
+    // Set by LookupFreshStat only.
+    Clock::duration fresh_for{};
   };
   std::optional<AgedStat> LookupFreshStat(const std::string& path, const MountConfig& mount);
   // Caches a stat the store gave `age` ago, as fresh as it is under the
@@ -108,6 +116,7 @@ class MetadataCache {
   std::unordered_map<std::string, Clock::time_point> invalidated_;
   std::unordered_map<std::string, Clock::time_point> invalidated_trees_;
   Clock::time_point invalidated_all_ = Clock::time_point::min();
+  std::function<void()> on_change_;
 };
 
 }  // namespace shoal
