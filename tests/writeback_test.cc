@@ -7,6 +7,7 @@
 // refused. Uploads are held back with the workers' pause knob
 // (POST /v1/wb/pause), the store is taken away by replacing its directory.
 #include <gtest/gtest.h>
+#include <xxhash.h>
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -240,6 +241,38 @@ TEST_F(WritebackTest, ReadYourWritesFromAnotherClientWhileTheUploadIsHeldAndNeve
   EXPECT_BYTES(ReadStore(*store_, "ckpt/model.pt"), v2);
   EXPECT_BYTES(ReadStore(*store_, "ckpt/new.bin"), "fresh");
   EXPECT_BYTES(ReadVia(*reader_, path), v2);
+}
+
+// The S3 endpoint's cached-only opens hold the answers workers lease
+// (local_wire.h): a write-back the worker acknowledges ends them at once,
+// though neither its cached stat nor a page changes until the upload, and
+// even when the writer never tells anyone else (here: a raw put, as from a
+// client that dies right after its commit).
+TEST_F(WritebackTest, AnAcknowledgedWriteEndsEveryHeldCachedOnlyAnswerAtOnce) {
+  Start("file", 1);
+  const std::string path = "/wb/held/x.bin";
+  const std::string v1 = Bytes(120 * 1024, 3), v2 = Bytes(130 * 1024 + 1, 4);
+  ASSERT_TRUE(WriteVia(*writer_, path, v1));
+  ASSERT_TRUE(Drained());
+  ASSERT_TRUE(ReadVia(*reader_, path) == v1);
+  OpenOptions cached;
+  cached.cached_only = true;
+  Code code = Code::kOk;
+  ASSERT_TRUE(ReadWhole(*reader_, path, cached, &code) == v1) << static_cast<int>(code);
+  ASSERT_TRUE(ReadWhole(*reader_, path, cached) == v1);  // held by now
+  PauseAll(true);
+  const std::string me = FormatWorkerEntry(cluster_->workers()[0]);
+  auto [status, body] = Post(cluster_->addresses()[0],
+                             "/v1/wb/put?id=0123456789abcdef0123456789abcdef&path=" + PercentEncode(path, true) +
+                                 "&holders=" + PercentEncode(me, true) + "&size=" + std::to_string(v2.size()) +
+                                 "&xxh3=" + std::to_string(XXH3_64bits(v2.data(), v2.size())),
+                             v2);
+  ASSERT_EQ(status, 200) << body;
+  std::string got = ReadWhole(*reader_, path, cached, &code);
+  EXPECT_TRUE(code != Code::kOk || got == v2) << "a held answer outlived an acknowledged write-back";
+  EXPECT_BYTES(ReadVia(*reader_, path), v2);
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
 }
 
 TEST_F(WritebackTest, APendingWriteIsReadShortCircuitFromAHolderOnThisHost) {

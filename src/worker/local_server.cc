@@ -52,8 +52,8 @@ int ProbeErrno(const sockaddr_un& a) {
 
 class LocalServer::Impl {
  public:
-  Impl(std::string path, std::string token, Handler handler)
-      : path_(std::move(path)), token_(std::move(token)), handler_(std::move(handler)) {}
+  Impl(std::string path, std::string token, Handler handler, int epoch_fd)
+      : path_(std::move(path)), token_(std::move(token)), handler_(std::move(handler)), epoch_fd_(epoch_fd) {}
 
   ~Impl() {
     if (stop_w_ >= 0) {
@@ -186,11 +186,13 @@ class LocalServer::Impl {
       auto req = local_wire::DecodeRequest(bytes);
       local_wire::Reply reply;
       std::vector<PageRef> pages;
+      bool hello = false;  // this request is the accepted greeting
       if (!req) {
         reply.code = static_cast<int32_t>(req.error().code());
         reply.message = req.error().message();
       } else if (!greeted) {
         greeted = req->kind == local_wire::Kind::kHello && req->path == token_;
+        hello = greeted;
         if (!greeted) {
           reply.code = static_cast<int32_t>(Code::kPermissionDenied);
           reply.message = "short-circuit hello with a wrong token: this socket belongs to another worker";
@@ -203,6 +205,10 @@ class LocalServer::Impl {
       }
       std::vector<int> fds;
       for (const auto& p : pages) fds.push_back(p.fd());
+      if (hello && epoch_fd_ >= 0) {
+        reply.segments.push_back({0, sizeof(uint64_t), 0, 0, 0, 0});  // the worker's epoch
+        fds.push_back(epoch_fd_);
+      }
       std::string out = local_wire::EncodeReply(reply);
       if (!local_wire::SendRecord(c, out, fds).ok() || !greeted) return;
     }
@@ -211,6 +217,7 @@ class LocalServer::Impl {
   std::string path_;
   std::string token_;
   Handler handler_;
+  int epoch_fd_;
   int listen_fd_ = -1;
   int stop_r_ = -1, stop_w_ = -1;
   std::thread acceptor_;
@@ -224,8 +231,9 @@ LocalServer::LocalServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LocalServer::~LocalServer() = default;
 const std::string& LocalServer::path() const { return impl_->path(); }
 
-Result<std::unique_ptr<LocalServer>> LocalServer::Start(const std::string& path, std::string token, Handler handler) {
-  auto impl = std::make_unique<Impl>(path, std::move(token), std::move(handler));
+Result<std::unique_ptr<LocalServer>> LocalServer::Start(const std::string& path, std::string token, Handler handler,
+                                                        int epoch_fd) {
+  auto impl = std::make_unique<Impl>(path, std::move(token), std::move(handler), epoch_fd);
   SHOAL_RETURN_IF_ERROR(impl->Listen());
   return std::unique_ptr<LocalServer>(new LocalServer(std::move(impl)));
 }

@@ -25,8 +25,10 @@ class LocalServer {
   using Handler = std::function<local_wire::Reply(const local_wire::Request&, std::vector<PageRef>* pages)>;
 
   // Listens on `path`, replacing a stale socket file left by a dead worker but
-  // never a live one.
-  static Result<std::unique_ptr<LocalServer>> Start(const std::string& path, std::string token, Handler handler);
+  // never a live one. `epoch_fd` (>= 0; not taken, it must outlive the
+  // server) is passed with every accepted hello (local_wire.h).
+  static Result<std::unique_ptr<LocalServer>> Start(const std::string& path, std::string token, Handler handler,
+                                                    int epoch_fd = -1);
   // The path "auto" stands for: $TMPDIR/shoal-sockets-UID/worker-PORT.sock (directory made 0700).
   static Result<std::string> AutoPath(unsigned port);
 

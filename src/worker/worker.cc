@@ -535,9 +535,10 @@ class Worker::Impl {
     }
     std::random_device rd;
     local_token_ = fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
-    auto server = LocalServer::Start(*path, local_token_, [this](const local_wire::Request& r, std::vector<PageRef>* pages) {
-      return ServeLocal(r, pages);
-    });
+    auto server = LocalServer::Start(
+        *path, local_token_,
+        [this](const local_wire::Request& r, std::vector<PageRef>* pages) { return ServeLocal(r, pages); },
+        svc_->epoch().fd());
     if (!server) {
       spdlog::warn("short-circuit reads are off: {}", server.error().message());
       return;
@@ -550,9 +551,10 @@ class Worker::Impl {
   // connection thread, where blocking on a stat is fine.
   local_wire::Reply ServeLocal(const local_wire::Request& r, std::vector<PageRef>* pages) {
     auto started = Clock::now();
-    (r.kind == local_wire::Kind::kRead    ? short_circuit_reads_
-     : r.kind == local_wire::Kind::kOpen ? short_circuit_opens_
-                                          : short_circuit_cached_opens_)
+    (r.kind == local_wire::Kind::kRead         ? short_circuit_reads_
+     : r.kind == local_wire::Kind::kOpen       ? short_circuit_opens_
+     : r.kind == local_wire::Kind::kOpenCached ? short_circuit_cached_opens_
+                                               : short_circuit_touches_)
         ->Add();
     local_wire::Reply out;
     auto fail = [&out](const Status& s) {
@@ -560,6 +562,7 @@ class Worker::Impl {
       out.message = s.message();
       return out;
     };
+    if (r.kind == local_wire::Kind::kTouch) return ServeLocalTouch(r.path);
     auto rp = svc_->mounts().Resolve(r.path);
     if (!rp) return fail(rp.error());
     if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages);
@@ -621,11 +624,20 @@ class Worker::Impl {
       out.code = static_cast<int32_t>(Code::kUnavailable);
       out.message = "not cached: open it the usual way";
       out.segments.clear();
+      out.lease_ns = 0;
       return out;
     };
+    // Read before the lookups: a change after this read moves the epoch
+    // past it, and the client no longer holds the answer (local_wire.h).
+    const uint64_t epoch = svc_->epoch().value();
     if (wb_->Pending(rp.ns_path)) return not_cached();  // its bytes are read over HTTP
     auto cached = svc_->CachedStat(rp);
     if (!cached || cached->info.is_dir) return not_cached();
+    // Held no longer than the stat stays fresh under the mount's rule.
+    out.epoch = epoch;
+    out.lease_ns = static_cast<uint64_t>(
+        std::min<std::chrono::nanoseconds>(cached->fresh_for, std::chrono::nanoseconds(local_wire::kMaxLeaseNs))
+            .count());
     const FileRef file{rp, cached->info.Version(), cached->info.size};
     const uint64_t end = std::min(length, file.size);
     // Bounded before any lookup: the reply carries at most kMaxSegments pages.
@@ -643,6 +655,25 @@ class Worker::Impl {
     }
     out.message = JsonText(InfoJson(cached->info, rp.ns_path));
     out.message.pop_back();  // the newline
+    return out;
+  }
+
+  // A batch of reads that clients on this host served from leased answers
+  // (local_wire.h, kTouch): the pages' policy sees them and they count as
+  // hits. Entries outside the mounts, or no longer cached, are skipped.
+  local_wire::Reply ServeLocalTouch(const std::string& batch) {
+    local_wire::Reply out;
+    auto touches = local_wire::DecodeTouches(batch);
+    if (!touches) {
+      out.code = static_cast<int32_t>(touches.error().code());
+      out.message = touches.error().message();
+      return out;
+    }
+    for (const auto& t : *touches) {
+      auto rp = svc_->mounts().Resolve(t.path);
+      if (!rp) continue;
+      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.length, t.count));
+    }
     return out;
   }
 
@@ -1268,6 +1299,7 @@ class Worker::Impl {
         return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), body = req.body,
                            size = *size, sum = *sum, res] {
           auto c = wb_->Put(id, path, holders, body, size, sum);
+          if (c) svc_->epoch().Bump();  // a new version to read: no answer held from before stands
           res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
         });
       }
@@ -1291,6 +1323,7 @@ class Worker::Impl {
       if (!sum) return res.Respond(ErrorAnswer(sum.error()));
       return pool_.Post([this, id, size = *size, sum = *sum, res] {
         auto c = wb_->Commit(id, size, sum);
+        if (c) svc_->epoch().Bump();  // a new version to read: no answer held from before stands
         res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
       });
     }
@@ -1329,6 +1362,8 @@ class Worker::Impl {
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "read"}});
   Counter* short_circuit_cached_opens_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "open_cached"}});
+  Counter* short_circuit_touches_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "touch"}});
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
       "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");

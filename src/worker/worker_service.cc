@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/local_wire.h"
 #include "common/metrics.h"
 #include "meta/etcd_mounts.h"
 #include "ufs/accounting_store.h"
@@ -81,6 +82,7 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
   stale_stats_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "stat"}});
   stale_lists_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "list"}});
   idle_writer_ = std::make_unique<IdleWriter>(kIdleWriteBytes);
+  meta_.OnChange([this] { epoch_.Bump(); });
 }
 
 WorkerService::~WorkerService() = default;
@@ -99,6 +101,7 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   s->rules_ = std::move(*book);
   o.rules = s->rules_->Effective();
   o.cluster_share = ClusterShare(config);
+  o.on_remove = [epoch = &s->epoch_] { epoch->Bump(); };
   auto store = PageStore::Open(o);
   if (!store) return Err(store.error());
   s->pages_ = std::move(*store);
@@ -628,6 +631,22 @@ void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
     auto f = StartFetchLocked(file, page, std::min(last, page + max_fetch_bytes_ - page_size_));
     page = (f->end() + page_size_ - 1) / page_size_ * page_size_;
   }
+}
+
+uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads) {
+  // Bounded: a policy needs to see re-use, not every read of a hot file.
+  constexpr uint32_t kMaxReadsSeen = 64;
+  auto cached = meta_.LookupFreshStat(p.ns_path, *p.mount);
+  if (!cached || cached->info.is_dir) return 0;
+  const uint64_t end = std::min(length, cached->info.size);
+  if (end > local_wire::kMaxSegments * page_size_) return 0;  // more than any lease covers
+  const std::string version = cached->info.Version();
+  for (uint64_t page = 0; page < end; page += page_size_) {
+    if (pages_->Touch(PageKey{p.ns_path, version, page}, std::min(reads, kMaxReadsSeen)) == 0) return 0;
+  }
+  const uint64_t bytes = end * reads;  // < 2^57
+  hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
+  return bytes;
 }
 
 void WorkerService::CountServed(uint64_t hit, uint64_t miss, double seconds) {

@@ -32,6 +32,7 @@
 
 #include "cache/page_store.h"
 #include "common/config.h"
+#include "common/shared_epoch.h"
 #include "common/single_flight.h"
 #include "meta/live_mount_table.h"
 #include "meta/metadata_cache.h"
@@ -192,6 +193,16 @@ class WorkerService {
   // paths are pushed to their other holders. Call before serving.
   void SetPeerFetch(std::unique_ptr<PeerFetch> peers);
 
+  // Bumped after every change that can make an earlier answer wrong (a stat
+  // dropped or replaced, a page removed; the worker adds pending writes):
+  // what same-host clients check before they use a leased answer
+  // (common/local_wire.h, "Leases").
+  SharedEpoch& epoch() { return epoch_; }
+  // `reads` reads of the first `length` bytes of `p` that a same-host client
+  // served from a leased answer: the pages' policy sees them and they count
+  // as hits. Returns the bytes counted (0 when the stat or a page is gone).
+  uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads);
+
   // Accounting of served bytes (called by the transport once sent).
   void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
 
@@ -243,6 +254,7 @@ class WorkerService {
   Config config_;
   LiveMountTable mounts_;
   Executor ufs_executor_;
+  SharedEpoch epoch_;  // before the caches that bump it
   std::unique_ptr<PageStore> pages_;
   std::unique_ptr<RuleBook> rules_;
   MetadataCache meta_;
