@@ -3,6 +3,9 @@
 // from what it holds at that moment, never from the under-store (s3rver
 // here), and bounded when the worker does not answer; a changed object is
 // still seen once the mount's ttl has passed (/ttl; /data is immutable).
+// Answers the worker leases are held by the client and used again without
+// asking it, until anything changes there (its epoch moves), the worker is
+// gone, or the lease ends; the reads served from them reach the worker as hits.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -64,6 +67,16 @@ class CachedOpenTest : public ::testing::Test {
   }
 
   void Put(const std::string& key, const std::string& data) { ASSERT_TRUE(ufs_->Write(key, data).ok()); }
+
+  // A write through Shoal from another client (another process's, as it were).
+  void WriteThroughShoal(const std::string& path, const std::string& data) {
+    auto writer = cluster_->NewClient();
+    ASSERT_TRUE(writer) << writer.error().ToString();
+    auto w = (*writer)->Create(path);
+    ASSERT_TRUE(w) << w.error().ToString();
+    ASSERT_TRUE((*w)->Write(data).ok());
+    ASSERT_TRUE((*w)->Close());
+  }
 
   double Metric(const std::string& name) {
     auto v = cluster_->MetricSum(name);
@@ -237,6 +250,72 @@ TEST_F(CachedOpenTest, EveryLengthIsAnsweredWithinTheReplysBounds) {
   }
   EXPECT_TRUE(cluster_->running(0));
   EXPECT_TRUE(ReadCached("/data/small.bin") == small);
+}
+
+const std::string kTouches = "shoal_short_circuit_requests_total{kind=\"touch\"}";
+
+TEST_F(CachedOpenTest, AHeldAnswerServesAgainWithoutAskingTheWorkerAndItsReadsCountAsHits) {
+  const std::string data = RandomBytes(130 * 1024 + 3, 11);
+  Put("held.bin", data);
+  ASSERT_TRUE(Read("/data/held.bin") == data);
+  const double asked0 = Metric(kOpensCached), hits0 = Metric("shoal_cache_hit_bytes_total");
+  ASSERT_TRUE(ReadCached("/data/held.bin") == data);
+  EXPECT_EQ(Metric(kOpensCached) - asked0, 1);
+  constexpr int kAgain = 20;
+  for (int i = 0; i < kAgain; ++i) ASSERT_TRUE(ReadCached("/data/held.bin") == data) << i;
+  EXPECT_EQ(Metric(kOpensCached) - asked0, 1) << "a held answer was asked for again";
+  // The reads from the held answer reach the worker (at the latest when the client goes).
+  client_.reset();
+  EXPECT_GE(Metric(kTouches), 1);
+  EXPECT_EQ(Metric("shoal_cache_hit_bytes_total") - hits0, (kAgain + 1) * static_cast<double>(data.size()));
+}
+
+TEST_F(CachedOpenTest, AWriteThroughShoalEndsTheHeldAnswerAtOnce) {
+  const std::string v1 = RandomBytes(120 * 1024, 12), v2 = RandomBytes(125 * 1024, 13);
+  Put("w.bin", v1);
+  ASSERT_TRUE(Read("/data/w.bin") == v1);
+  ASSERT_TRUE(ReadCached("/data/w.bin") == v1);
+  ASSERT_TRUE(ReadCached("/data/w.bin") == v1);  // held by now
+  ASSERT_NO_FATAL_FAILURE(WriteThroughShoal("/data/w.bin", v2));
+  // The write is acknowledged: no open of any kind may give v1 now.
+  Code code = Code::kOk;
+  std::string got = ReadCached("/data/w.bin", &code);
+  EXPECT_TRUE(code != Code::kOk || got == v2) << "a held answer outlived a write through Shoal";
+  EXPECT_TRUE(Read("/data/w.bin") == v2);
+  EXPECT_TRUE(ReadCached("/data/w.bin") == v2);
+}
+
+TEST_F(CachedOpenTest, ARefreshEndsTheHeldAnswer) {
+  const std::string data = RandomBytes(100 * 1024, 14);
+  Put("d.bin", data);
+  ASSERT_TRUE(Read("/data/d.bin") == data);
+  ASSERT_TRUE(ReadCached("/data/d.bin") == data);
+  const double asked0 = Metric(kOpensCached);
+  ASSERT_TRUE(client_->Refresh("/data/d.bin", false, /*data=*/true).ok());
+  Code code = Code::kOk;
+  ReadCached("/data/d.bin", &code);
+  EXPECT_EQ(code, Code::kUnavailable) << "the page file held by the client served a page the worker dropped with its stat";
+  EXPECT_EQ(Metric(kOpensCached) - asked0, 1);
+}
+
+TEST_F(CachedOpenTest, AHeldAnswerDoesNotOutliveItsWorker) {
+  const std::string v1 = RandomBytes(90 * 1024, 15), v2 = RandomBytes(95 * 1024, 16);
+  Put("r.bin", v1);
+  ASSERT_TRUE(Read("/data/r.bin") == v1);
+  ASSERT_TRUE(ReadCached("/data/r.bin") == v1);
+  ASSERT_TRUE(ReadCached("/data/r.bin") == v1);  // held
+  // The worker restarts (same port, same pages on disk, a new epoch) and
+  // takes a write: the held answer, whose epoch nobody moves any more, must
+  // not give v1. (A worker gone within LocalReader::kLeaseContact of its last
+  // answer is the window this bounds: the wait below runs past it.)
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  ASSERT_NO_FATAL_FAILURE(WriteThroughShoal("/data/r.bin", v2));
+  const auto past = std::chrono::steady_clock::now() + LocalReader::kLeaseContact;
+  while (std::chrono::steady_clock::now() < past) std::this_thread::sleep_for(10ms);  // a bound in time, not a sync
+  Code code = Code::kOk;
+  std::string got = ReadCached("/data/r.bin", &code);
+  EXPECT_TRUE(code != Code::kOk || got == v2) << "a held answer outlived its worker";
+  EXPECT_TRUE(Read("/data/r.bin") == v2);
 }
 
 }  // namespace

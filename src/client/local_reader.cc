@@ -1,5 +1,6 @@
 #include "client/local_reader.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -51,12 +52,36 @@ struct ClosedWhenDone {
   int fd;
 };
 
+// The fds of a held answer, closed with its last user.
+struct HeldFds {
+  std::vector<int> fds;
+  ~HeldFds() { CloseAll(fds); }
+};
+
+// Leased fds held at once: an eighth of RLIMIT_NOFILE, at most 4096.
+size_t MaxLeasedFds() {
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur == RLIM_INFINITY) return 4096;
+  return std::min<size_t>(4096, nofile.rlim_cur / 8);
+}
+
 }  // namespace
 
+struct LocalReader::Lease {
+  std::shared_ptr<const SharedEpochView> epoch;  // the worker's, as the answer came
+  uint64_t epoch_value = 0;
+  std::chrono::steady_clock::time_point expires;
+  uint64_t length = 0;  // the open's length
+  std::string stat_json;
+  local_wire::Reply reply;  // its segments
+  HeldFds held;
+};
+
 LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after, bool verify)
-    : timeout_(timeout), retry_after_(retry_after), verify_(verify) {}
+    : timeout_(timeout), retry_after_(retry_after), verify_(verify), max_leased_fds_(MaxLeasedFds()) {}
 
 LocalReader::~LocalReader() {
+  ReportLeasedReads();
   for (auto& [w, ch] : channels_) {
     CloseAll(ch.idle);
     CloseAll(ch.quick_idle);
@@ -78,13 +103,16 @@ bool LocalReader::ClaimDiscovery(const std::string& worker) {
 }
 
 void LocalReader::Discovered(const std::string& worker, const std::string& socket, const std::string& token) {
-  int fd = socket.empty() ? -1 : Connect(socket, token, timeout_);
+  std::shared_ptr<const SharedEpochView> epoch;
+  int fd = socket.empty() ? -1 : Connect(socket, token, timeout_, &epoch);
   std::lock_guard lock(mu_);
   auto& ch = channels_[worker];
   ch.discovering = false;
   ch.available = fd >= 0;
   ch.socket = socket;
   ch.token = token;
+  DropLeasesLocked(ch);  // another worker's, or from before a restart
+  ch.epoch = std::move(epoch);
   if (fd >= 0) {
     ch.idle.push_back(fd);
     spdlog::debug("short-circuit reads from worker {} through {}", worker, socket);
@@ -93,7 +121,8 @@ void LocalReader::Discovered(const std::string& worker, const std::string& socke
   }
 }
 
-int LocalReader::Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout) {
+int LocalReader::Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout,
+                         std::shared_ptr<const SharedEpochView>* epoch) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (socket.size() >= sizeof a.sun_path) return -1;
@@ -114,8 +143,18 @@ int LocalReader::Connect(const std::string& socket, const std::string& token, st
   std::vector<int> fds;
   Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(hello), {});
   if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, &fds);
-  CloseAll(fds);
   auto reply = st.ok() ? local_wire::DecodeReply(bytes) : Result<local_wire::Reply>(Err(st));
+  // The worker's epoch, if it passes one (local_wire.h): without it, or one
+  // that is not sealed, nothing is held.
+  if (epoch && reply && reply->code == 0 && reply->segments.size() == 1 && fds.size() == 1 &&
+      reply->segments[0].length == sizeof(uint64_t)) {
+    if (auto view = SharedEpochView::Map(fds[0])) {
+      *epoch = std::move(*view);
+    } else {
+      spdlog::warn("short-circuit socket {}: {}; cached-only opens are not held", socket, view.error().message());
+    }
+  }
+  CloseAll(fds);
   if (!reply || reply->code != 0) {
     spdlog::debug("short-circuit socket {} refused: {}", socket, reply ? reply->message : reply.error().message());
     ::close(fd);
@@ -152,6 +191,7 @@ int LocalReader::Acquire(const std::string& worker, bool quick) {
 void LocalReader::Release(const std::string& worker, int fd, bool quick) {
   std::lock_guard lock(mu_);
   auto& ch = channels_[worker];
+  ch.contact = std::chrono::steady_clock::now();  // it answered
   auto& idle = quick ? ch.quick_idle : ch.idle;
   if (!ch.available || idle.size() >= kMaxIdlePerWorker) {
     ::close(fd);
@@ -171,6 +211,7 @@ void LocalReader::Disable(const std::string& worker, const std::string& why) {
     idle.swap(ch.idle);
     idle.insert(idle.end(), ch.quick_idle.begin(), ch.quick_idle.end());
     ch.quick_idle.clear();
+    DropLeasesLocked(ch);
   }
   CloseAll(idle);
   spdlog::warn("short-circuit reads from worker {} stopped ({}); reading over TCP, trying again in {} ms", worker, why,
@@ -182,7 +223,9 @@ void LocalReader::PauseCachedOpens(const std::string& worker, const std::string&
   spdlog::debug("cached-only short-circuit opens from worker {} paused for {} ms: {}", worker,
                 kCachedOpenPause.count(), why);
   std::lock_guard lock(mu_);
-  channels_[worker].quick_retry_at = std::chrono::steady_clock::now() + kCachedOpenPause;
+  auto& ch = channels_[worker];
+  ch.quick_retry_at = std::chrono::steady_clock::now() + kCachedOpenPause;
+  DropLeasesLocked(ch);  // the worker may be gone: nothing it leased stands
 }
 
 std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker, const local_wire::Request& req,
@@ -335,7 +378,155 @@ std::optional<LocalReader::Opened> LocalReader::Open(const std::string& worker, 
 
 std::optional<LocalReader::Opened> LocalReader::OpenCached(const std::string& worker, const std::string& ns_path,
                                                            uint64_t length) {
+  std::shared_ptr<const Lease> lease;
+  auto found = FindLease(worker, ns_path, length, &lease);
+  if (found == LeaseLookup::kNeedsContact) {
+    ReportTouches(worker);  // a failure drops the worker's leases
+    found = FindLease(worker, ns_path, length, &lease);
+  }
+  if (found == LeaseLookup::kFound) {
+    uint64_t total = 0;
+    for (const auto& seg : lease->reply.segments) total += seg.length;
+    Opened out;
+    out.stat_json = lease->stat_json;
+    out.prefix.resize_and_overwrite(static_cast<size_t>(total), [&](char* p, size_t n) {
+      return static_cast<size_t>(ReadSegments(lease->reply, lease->held.fds, ns_path, "", 0, std::span<char>(p, n)));
+    });
+    if (out.prefix.size() == total) {
+      leased_opens_.fetch_add(1, std::memory_order_relaxed);
+      NoteLeasedRead(worker, ns_path, length);
+      return out;
+    }
+    DropLease(worker, ns_path, lease.get());  // a slot reused, a page gone bad: ask the worker
+  }
   return OpenAs(local_wire::Kind::kOpenCached, worker, ns_path, length);
+}
+
+LocalReader::LeaseLookup LocalReader::FindLease(const std::string& worker, const std::string& ns_path,
+                                                uint64_t length, std::shared_ptr<const Lease>* out) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end() || !it->second.available) return LeaseLookup::kNone;
+  Channel& ch = it->second;
+  auto l = ch.leases.find(ns_path);
+  if (l == ch.leases.end()) return LeaseLookup::kNone;
+  const Lease& lease = *l->second;
+  if (lease.length != length || lease.epoch != ch.epoch || now >= lease.expires ||
+      lease.epoch->value() != lease.epoch_value) {
+    leased_fds_ -= lease.held.fds.size();
+    ch.leases.erase(l);
+    return LeaseLookup::kNone;
+  }
+  if (now - ch.contact >= kLeaseContact) return LeaseLookup::kNeedsContact;
+  *out = l->second;
+  return LeaseLookup::kFound;
+}
+
+void LocalReader::HoldLease(const std::string& worker, const std::string& ns_path, uint64_t length,
+                            std::chrono::steady_clock::time_point asked, local_wire::Reply reply,
+                            std::vector<int>* fds) {
+  if (reply.lease_ns == 0 || fds->size() > max_leased_fds_) return;
+  for (const auto& seg : reply.segments) {
+    if (seg.header_len == 0) return;  // a pending write's data file is never held
+  }
+  auto lease = std::make_shared<Lease>();
+  lease->epoch_value = reply.epoch;
+  lease->expires = asked + std::chrono::nanoseconds(std::min<uint64_t>(reply.lease_ns, local_wire::kMaxLeaseNs));
+  lease->length = length;
+  lease->stat_json = std::move(reply.message);
+  reply.message.clear();
+  lease->reply = std::move(reply);
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end() || !it->second.available || !it->second.epoch) return;
+  Channel& ch = it->second;
+  if (ch.epoch->value() != lease->epoch_value) return;  // changed already
+  lease->epoch = ch.epoch;
+  if (auto old = ch.leases.find(ns_path); old != ch.leases.end()) {
+    leased_fds_ -= old->second->held.fds.size();
+    ch.leases.erase(old);
+  }
+  // Past the cap, this worker's other leases go (any of them: each is cheap to get again).
+  while (leased_fds_ + fds->size() > max_leased_fds_ && !ch.leases.empty()) {
+    leased_fds_ -= ch.leases.begin()->second->held.fds.size();
+    ch.leases.erase(ch.leases.begin());
+  }
+  if (leased_fds_ + fds->size() > max_leased_fds_) return;
+  leased_fds_ += fds->size();
+  lease->held.fds = std::move(*fds);
+  fds->clear();
+  ch.leases.emplace(ns_path, std::move(lease));
+}
+
+void LocalReader::DropLease(const std::string& worker, const std::string& ns_path, const Lease* lease) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end()) return;
+  auto l = it->second.leases.find(ns_path);
+  if (l == it->second.leases.end() || l->second.get() != lease) return;  // replaced meanwhile
+  leased_fds_ -= lease->held.fds.size();
+  it->second.leases.erase(l);
+}
+
+void LocalReader::DropLeasesLocked(Channel& ch) {
+  for (const auto& [path, lease] : ch.leases) leased_fds_ -= lease->held.fds.size();
+  ch.leases.clear();
+}
+
+void LocalReader::NoteLeasedRead(const std::string& worker, const std::string& ns_path, uint64_t length) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end()) return;
+  auto& touches = it->second.touches;
+  auto t = touches.find(ns_path);
+  if (t != touches.end()) {
+    if (t->second.count < UINT32_MAX) ++t->second.count;
+    return;
+  }
+  // A full batch is sent at the next lease use; a read past it goes unreported.
+  if (touches.size() >= local_wire::kMaxTouches) {
+    it->second.contact = {};
+    return;
+  }
+  touches.emplace(ns_path, local_wire::Touch{ns_path, length, 1});
+}
+
+void LocalReader::ReportTouches(const std::string& worker) {
+  std::vector<local_wire::Touch> batch;
+  {
+    std::lock_guard lock(mu_);
+    auto it = channels_.find(worker);
+    if (it == channels_.end()) return;
+    auto& touches = it->second.touches;
+    size_t bytes = 0;
+    constexpr size_t kBudget = local_wire::kMaxMessage - 256;  // room for the request's head
+    for (auto t = touches.begin(); t != touches.end() && batch.size() < local_wire::kMaxTouches;) {
+      if (bytes + local_wire::EncodedTouchBytes(t->second) > kBudget) break;
+      bytes += local_wire::EncodedTouchBytes(t->second);
+      batch.push_back(std::move(t->second));
+      t = touches.erase(t);
+    }
+  }
+  local_wire::Request req;
+  req.kind = local_wire::Kind::kTouch;
+  req.path = local_wire::EncodeTouches(batch);
+  std::vector<int> fds;
+  // A failed exchange pauses cached-only opens to the worker and drops its
+  // leases; the batch is lost with them (it only counted hits).
+  Exchange(worker, req, &fds, /*quick=*/true);
+  CloseAll(fds);
+}
+
+void LocalReader::ReportLeasedReads() {
+  std::vector<std::string> workers;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [w, ch] : channels_) {
+      if (!ch.touches.empty()) workers.push_back(w);
+    }
+  }
+  for (const auto& w : workers) ReportTouches(w);
 }
 
 std::optional<LocalReader::Opened> LocalReader::OpenAs(local_wire::Kind kind, const std::string& worker,
@@ -345,18 +536,23 @@ std::optional<LocalReader::Opened> LocalReader::OpenAs(local_wire::Kind kind, co
   req.path = ns_path;
   req.length = length;
   std::vector<int> fds;
+  const auto asked = std::chrono::steady_clock::now();  // a lease counts from before the worker's answer
   auto reply = Exchange(worker, req, &fds, /*quick=*/kind == local_wire::Kind::kOpenCached);
   std::optional<Opened> out;
   if (reply && reply->code == 0) {
     uint64_t total = 0;
     for (const auto& seg : reply->segments) total += seg.length;
     out.emplace();
-    out->stat_json = std::move(reply->message);
+    out->stat_json = reply->message;
     // The version is in the stat JSON, which the caller parses: the page's path and offset are checked.
     // (resize_and_overwrite: the bytes are read straight in, not zeroed first.)
     out->prefix.resize_and_overwrite(static_cast<size_t>(std::min(total, length)), [&](char* p, size_t n) {
       return static_cast<size_t>(ReadSegments(*reply, fds, ns_path, "", 0, std::span<char>(p, n)));
     });
+    // Held only when every byte came and checked, as OpenCached's callers need.
+    if (kind == local_wire::Kind::kOpenCached && out->prefix.size() == total) {
+      HoldLease(worker, ns_path, length, asked, std::move(*reply), &fds);
+    }
   }
   CloseAll(fds);
   return out;

@@ -19,14 +19,17 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "client/local_pages.h"
 #include "common/local_wire.h"
+#include "common/shared_epoch.h"
 
 namespace shoal {
 
@@ -84,12 +87,30 @@ class LocalReader {
   // receives time out after kCachedOpenTimeout; a timeout or a broken
   // connection pauses cached-only opens to the worker for kCachedOpenPause,
   // and never switches off its other short-circuit reads.
+  //
+  // An answer the worker leased (local_wire.h, "Leases") is held, with its
+  // fds, and answers the same open again without asking the worker while the
+  // worker's epoch stands, the lease lasts and the worker answered anything
+  // within kLeaseContact (past it, one exchange reports the reads served from
+  // leases and shows the worker is still the one that leased them; a worker
+  // that is gone or restarted takes its leases with it). The bytes are read
+  // from the fds and checked every time, as from a fresh answer. At most
+  // max_leased_fds() fds are held; past it, other leases of the worker go.
   std::optional<Opened> OpenCached(const std::string& worker, const std::string& ns_path, uint64_t length);
+
+  static constexpr std::chrono::milliseconds kLeaseContact{100};
+  size_t max_leased_fds() const { return max_leased_fds_; }
+  // Cached-only opens answered from a held lease.
+  uint64_t leased_opens() const { return leased_opens_.load(std::memory_order_relaxed); }
+  // Sends the reads served from leases to every worker now (they go at least
+  // every kLeaseContact while leases are used, and at destruction).
+  void ReportLeasedReads();
 
   // Page reads that found a chunk failing its checksum (and went over TCP instead).
   uint64_t corrupt_reads() const { return corrupt_reads_.load(std::memory_order_relaxed); }
 
  private:
+  struct Lease;  // an OpenCached answer held (local_reader.cc)
   struct Channel {
     bool available = false;
     bool discovering = false;
@@ -100,8 +121,32 @@ class LocalReader {
     // kCachedOpenTimeout), and when those may be tried again after one failed.
     std::vector<int> quick_idle;
     std::chrono::steady_clock::time_point quick_retry_at{};
+    // Leases (OpenCached): the worker's epoch as its hello passed it (null:
+    // none, so nothing is held), when it last answered, the answers held by
+    // path, and the reads served from them that it has not been told of.
+    std::shared_ptr<const SharedEpochView> epoch;
+    std::chrono::steady_clock::time_point contact{};
+    std::unordered_map<std::string, std::shared_ptr<const Lease>> leases;
+    std::unordered_map<std::string, local_wire::Touch> touches;
   };
-  int Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout);
+  enum class LeaseLookup { kNone, kFound, kNeedsContact };
+  LeaseLookup FindLease(const std::string& worker, const std::string& ns_path, uint64_t length,
+                        std::shared_ptr<const Lease>* out);
+  // Holds a leased answer (takes its fds: *fds is emptied) unless it is not
+  // to be held; any answer held for the path is replaced.
+  // `asked`: when the request went out (the lease counts from then).
+  void HoldLease(const std::string& worker, const std::string& ns_path, uint64_t length,
+                 std::chrono::steady_clock::time_point asked, local_wire::Reply reply, std::vector<int>* fds);
+  void DropLease(const std::string& worker, const std::string& ns_path, const Lease* lease);
+  void NoteLeasedRead(const std::string& worker, const std::string& ns_path, uint64_t length);
+  // Drops every lease of the channel. REQUIRES: mu_ held.
+  void DropLeasesLocked(Channel& ch);
+  // One kTouch exchange with `worker`: the reads not yet reported (as many
+  // as one record holds). Its success is the contact that keeps leases usable.
+  void ReportTouches(const std::string& worker);
+  // `epoch` non-null: maps the epoch the worker's hello passes into it.
+  int Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout,
+              std::shared_ptr<const SharedEpochView>* epoch = nullptr);
   // Takes a pooled connection, or makes one; -1 if the worker has no short
   // circuit (or, `quick`, if cached-only opens to it are paused).
   int Acquire(const std::string& worker, bool quick);
@@ -126,6 +171,9 @@ class LocalReader {
   std::chrono::milliseconds timeout_, retry_after_;
   bool verify_;
   std::atomic<uint64_t> corrupt_reads_{0};
+  std::atomic<uint64_t> leased_opens_{0};
+  size_t max_leased_fds_;
+  size_t leased_fds_ = 0;  // under mu_
   std::mutex mu_;
   std::map<std::string, Channel> channels_;
 };
