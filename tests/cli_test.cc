@@ -269,32 +269,36 @@ TEST_F(CliTest, WorkerRefusesMountOptionsItCannotUseBeforeListening) {
       << w.err;
 }
 
-// The caps on open page files and held leases follow RLIMIT_NOFILE: a worker
-// started with a low soft limit raises it to the hard one (at most 65536).
-TEST_F(CliTest, AWorkerRaisesItsSoftLimitOnOpenFiles) {
+// `shoal s3` holds page files its workers leased, up to an eighth of
+// RLIMIT_NOFILE: started with a low soft limit, it raises it to the hard one
+// (at most 65536).
+TEST_F(CliTest, TheS3EndpointRaisesItsSoftLimitOnOpenFiles) {
   rlimit nofile{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
   if (nofile.rlim_max <= 256) GTEST_SKIP() << "the hard limit on open files is " << nofile.rlim_max;
   const rlim_t want = std::min<rlim_t>(nofile.rlim_max, 65536);
-  std::string config = dir_ + "/worker.yaml";
-  ASSERT_TRUE(WriteFile(config, "mounts:\n  - path: /data\n    ufs: file://" + ufs_ + "/\n").ok());
+  ASSERT_NO_FATAL_FAILURE(StartUp());
+  const std::string keys = dir_ + "/s3.keys";
+  ASSERT_TRUE(WriteFile(keys, "AKLIMITTEST secretlimittest\n").ok());
+  ASSERT_EQ(::chmod(keys.c_str(), 0600), 0);
   Subprocess::Options o;
-  // The shell lowers the soft limit, then becomes the worker (same pid).
-  o.argv = {"/bin/sh", "-c", "ulimit -Sn 256 && exec \"$0\" worker --config \"$1\" --listen 127.0.0.1:0 --cache-dir \"$2\"",
-            ShoalBinary(), config, dir_ + "/nofile-cache"};
-  o.stderr_file = dir_ + "/nofile.err";
-  auto w = Subprocess::Start(o);
-  ASSERT_TRUE(w) << w.error().ToString();
-  auto line = w->WaitForLine("listening:", std::chrono::seconds(60));
-  ASSERT_TRUE(line) << line.error().ToString() << Slurp(dir_ + "/nofile.err");
-  std::string limits = Slurp("/proc/" + std::to_string(w->pid()) + "/limits");
+  // The shell lowers the soft limit, then becomes `shoal s3` (same pid).
+  o.argv = {"/bin/sh", "-c",
+            "ulimit -Sn 256 && exec \"$0\" s3 --config \"$1\" --credentials \"$2\" --listen 127.0.0.1:0",
+            ShoalBinary(), config_, keys};
+  o.stderr_file = dir_ + "/s3.err";
+  auto s3 = Subprocess::Start(o);
+  ASSERT_TRUE(s3) << s3.error().ToString();
+  auto line = s3->WaitForLine("s3: endpoint=", std::chrono::seconds(60));
+  ASSERT_TRUE(line) << line.error().ToString() << Slurp(dir_ + "/s3.err");
+  std::string limits = Slurp("/proc/" + std::to_string(s3->pid()) + "/limits");
   auto at = limits.find("Max open files");
   ASSERT_NE(at, std::string::npos) << limits;
   std::istringstream fields(limits.substr(at + std::strlen("Max open files")));
   uint64_t soft = 0;
   fields >> soft;
   EXPECT_EQ(soft, want) << limits.substr(at, 80);
-  w->Stop();
+  s3->Stop();
 }
 
 // `shoal up --cache-size` and `shoal worker --cache-dir` without a size get the same capacity.

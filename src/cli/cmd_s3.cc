@@ -88,6 +88,7 @@ void AddS3(CLI::App& app, int* exit_code) {
   cmd->add_option("--credentials", a->credentials,
                   "File of 'ACCESS_KEY SECRET_KEY' lines, mode 0600 (replaces s3.credentials_file)");
   cmd->callback([a, exit_code] {
+    RaiseOpenFilesLimit();
     std::string path = a->client.config;
     if (path.empty()) {
       const char* env = std::getenv("SHOAL_CONFIG");

@@ -56,6 +56,11 @@ Status ValidateMounts(const Config& config);
 
 // The path of the running `shoal` binary (to start workers and daemons).
 std::string SelfExe();
+// Raises this process's soft RLIMIT_NOFILE to its hard limit (at most 65536),
+// as any process may: `shoal s3` holds page files a worker leased
+// (client/local_reader.h), an eighth of the limit, and a soft limit of 1024
+// leaves room for 128.
+void RaiseOpenFilesLimit();
 
 // Writes `text` to `path` through a temporary file and a rename, with `mode`
 // (also when the file existed with another mode).

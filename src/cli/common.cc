@@ -1,8 +1,10 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -82,6 +84,15 @@ Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t 
     return Status(Code::kIo, "cannot write '" + path + "': " + std::strerror(err));
   }
   return {};
+}
+
+void RaiseOpenFilesLimit() {
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0) return;
+  const rlim_t want = std::min<rlim_t>(nofile.rlim_max, 65536);
+  if (nofile.rlim_cur >= want) return;
+  nofile.rlim_cur = want;
+  ::setrlimit(RLIMIT_NOFILE, &nofile);
 }
 
 }  // namespace shoal::cli
