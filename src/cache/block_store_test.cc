@@ -55,6 +55,7 @@ class BlockStoreTest : public ::testing::Test {
     o.metrics = &metrics_;
     o.layout = layout;
     o.policy = "lru";
+    o.high_watermark = 0;  // evictions where the tests look for them
     return o;
   }
   std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,

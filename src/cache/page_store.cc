@@ -212,6 +212,17 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->free_bytes_ = options.free_bytes ? options.free_bytes : StatvfsFreeBytes;
   s->clock_ = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
   s->on_remove_ = std::move(options.on_remove);
+  if (options.high_watermark > 100 || (options.high_watermark > 0 && options.low_watermark >= options.high_watermark)) {
+    return Err(Code::kInvalidArgument, "cache eviction watermarks: the high one must be at most 100 and above the low one "
+                                       "(high " + std::to_string(options.high_watermark) + ", low " +
+                                           std::to_string(options.low_watermark) + "); 0 for the high one turns them off");
+  }
+  s->high_watermark_ = options.high_watermark;
+  s->low_watermark_ = options.low_watermark;
+  s->background_evictions_ = &m.GetCounter("shoal_cache_evictions_total", "Pages evicted, by where the eviction ran",
+                                           {{"where", "background"}});
+  s->inline_evictions_ = &m.GetCounter("shoal_cache_evictions_total", "Pages evicted, by where the eviction ran",
+                                       {{"where", "inline"}});
   s->reuse_window_ = options.reuse_window;
   s->old_format_ = &m.GetCounter("shoal_cache_old_format_pages_total",
                                  "Pages of an older page file format dropped at start (fetched again when read)");
@@ -294,6 +305,10 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->capacity_gauge_->Set(static_cast<int64_t>(cap));
   s->effective_gauge_->Set(static_cast<int64_t>(effective));
   s->opened_ = true;
+  if (s->high_watermark_ > 0) {
+    s->evictor_ = std::jthread([store = s.get()](std::stop_token stop) { store->EvictInBackground(stop); });
+    for (auto& d : s->dirs_) s->MaybeWakeEvictorLocked(*d);
+  }
   lock.unlock();
   if (auto every = options.state_save_interval; every.count() > 0) {
     s->saver_ = std::jthread([store = s.get(), every](std::stop_token stop) {
@@ -329,6 +344,10 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
 }
 
 PageStore::~PageStore() {
+  if (evictor_.joinable()) {
+    evictor_.request_stop();  // wakes its wait
+    evictor_.join();
+  }
   if (sweeper_.joinable()) {
     sweeper_.request_stop();
     sweeper_.join();
@@ -373,6 +392,37 @@ void PageStore::RestorePolicyLocked(size_t i, std::vector<std::pair<int64_t, uin
 }
 
 std::string PageStore::StatePath(const Dir& dir) const { return dir.path + "/policy.state"; }
+
+void PageStore::MaybeWakeEvictorLocked(const Dir& dir) {
+  if (high_watermark_ == 0 || dir.used * 100 <= dir.effective_capacity * high_watermark_) return;
+  if (!evict_wanted_) {
+    evict_wanted_ = true;
+    evict_cv_.notify_one();
+  }
+}
+
+void PageStore::EvictInBackground(std::stop_token stop) {
+  // Bounded work per lock hold: readers and writers get the lock in between.
+  constexpr int kBatch = 32;
+  std::unique_lock lock(mu_);
+  while (evict_cv_.wait(lock, stop, [this] { return evict_wanted_; })) {
+    evict_wanted_ = false;
+    for (size_t i = 0; i < dirs_.size() && !stop.stop_requested(); ++i) {
+      auto& dir = *dirs_[i];
+      int batch = 0;
+      while (dir.used * 100 > dir.effective_capacity * low_watermark_ && !stop.stop_requested() &&
+             EvictOneLocked(i)) {
+        background_evictions_->Add(1);
+        if (++batch == kBatch) {
+          batch = 0;
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+        }
+      }
+    }
+  }
+}
 
 bool PageStore::EvictOneLocked(size_t dir_index) {
   // A victim the index does not hold is a policy bug: drop it and ask again
@@ -844,6 +894,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     }
     // Reserve the space now, evicting as needed, so concurrent Puts cannot overshoot.
     while (dir.used + bytes > dir.effective_capacity && EvictOneLocked(dir_index)) {
+      inline_evictions_->Add(1);
     }
     if (dir.used + bytes > dir.effective_capacity && retention_->pinned_bytes() > 0) {
       // Nothing evictable is left: pinned pages fill the dir. New pages are
@@ -861,6 +912,7 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
     logged_pinned_full_ = false;
     dir.used += bytes;
     retention_->Reserve(cls, static_cast<int64_t>(bytes));
+    MaybeWakeEvictorLocked(dir);
     if (!blocks()) {
       tmp = dir.path + "/tmp/" + std::to_string(tmp_counter_.fetch_add(1)) + ".pg";
       final_path = PathOf(dir, id);

@@ -178,6 +178,13 @@ class PageStore {
     // leaves the store for any reason: the worker's epoch
     // (common/shared_epoch.h), which tells holders of its answers.
     std::function<void()> on_remove;
+    // Eviction off the read path: once a cache dir holds more than
+    // high_watermark percent of its capacity, a background thread evicts (in
+    // the policy's order) down to low_watermark percent, so a Put evicts
+    // itself only when its dir is full (the thread fell behind).
+    // high_watermark 0: off (a Put evicts what it needs, as at capacity).
+    unsigned high_watermark = 95;
+    unsigned low_watermark = 90;
   };
 
   struct Stats {
@@ -338,6 +345,16 @@ class PageStore {
   Gauge* pinned_gauge_ = nullptr;
   MetricsRegistry* metrics_ = nullptr;
   std::jthread sweeper_;  // the ttl sweep
+  // Eviction between the watermarks (Options::high_watermark).
+  unsigned high_watermark_ = 0, low_watermark_ = 0;
+  bool evict_wanted_ = false;  // under mu_
+  std::condition_variable_any evict_cv_;
+  Counter* background_evictions_ = nullptr;
+  Counter* inline_evictions_ = nullptr;
+  // Wakes the evictor when `dir` is above the high watermark. REQUIRES: mu_ held.
+  void MaybeWakeEvictorLocked(const Dir& dir);
+  void EvictInBackground(std::stop_token stop);
+  std::jthread evictor_;  // last: stopped first
 };
 
 }  // namespace shoal

@@ -50,6 +50,7 @@ class PageStoreTest : public ::testing::Test {
     o.page_size = kPage;
     o.metrics = &metrics_;
     o.reuse_window = std::chrono::milliseconds(0);  // every read counts, also right after the write
+    o.high_watermark = 0;  // evictions where the tests look for them (the watermark tests turn it on)
     return o;
   }
   std::unique_ptr<PageStore> Open(uint64_t capacity, std::shared_ptr<PageFileWriter> writer = nullptr,
@@ -144,6 +145,46 @@ TEST_F(PageStoreTest, EveryRemovalIsSignalledAndNothingElse) {
   EXPECT_EQ(removed, 2) << "a drop";
   EXPECT_EQ(s.DropPath("/f", false), 2u);
   EXPECT_EQ(removed, 4) << "a path dropped";
+}
+
+// Eviction off the read path: past the high watermark a background thread
+// evicts, in the policy's order, down to the low one; no Put evicted itself.
+TEST_F(PageStoreTest, AboveTheHighWatermarkABackgroundThreadEvictsDownToTheLowOne) {
+  PageStore::Options o = Options(20 * (kPage + 200), "lru");
+  o.high_watermark = 80;
+  o.low_watermark = 50;
+  auto opened = PageStore::Open(o);
+  ASSERT_TRUE(opened) << opened.error().ToString();
+  auto& s = **opened;
+  for (uint64_t i = 0; i < 15; ++i) ASSERT_TRUE(s.Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
+  EXPECT_EQ(s.stats().pages, 15u) << "below the high watermark nothing goes";
+  for (uint64_t i = 15; i < 17; ++i) ASSERT_TRUE(s.Put(PageKey{"/f", "v", i * kPage}, Bytes(kPage, i)).ok());
+  const uint64_t low = s.stats().capacity_bytes / 2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (s.stats().used_bytes > low) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "used " << s.stats().used_bytes << " of " << low;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a condition with a deadline
+  }
+  const auto pages = s.stats().pages;
+  EXPECT_GE(pages, 9u) << "evicted below the low watermark";
+  for (uint64_t i = 0; i < 17; ++i) {
+    EXPECT_EQ(s.Contains(PageKey{"/f", "v", i * kPage}), i >= 17 - pages) << "page " << i << ": not in LRU order";
+  }
+  auto& m = metrics_;
+  EXPECT_EQ(m.GetCounter("shoal_cache_evictions_total", "", {{"where", "inline"}}).value(), 0u);
+  EXPECT_EQ(m.GetCounter("shoal_cache_evictions_total", "", {{"where", "background"}}).value(), 17u - pages);
+}
+
+TEST_F(PageStoreTest, WatermarksOutOfOrderAreAClearError) {
+  PageStore::Options o = Options(10 * kPage);
+  o.high_watermark = 90;
+  o.low_watermark = 90;
+  auto s = PageStore::Open(o);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("watermarks"), std::string::npos) << s.error().message();
+  o.high_watermark = 101;
+  o.low_watermark = 50;
+  EXPECT_FALSE(PageStore::Open(o));
 }
 
 TEST_F(PageStoreTest, EvictedPageStaysReadableThroughRef) {

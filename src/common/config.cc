@@ -438,7 +438,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
        "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
        "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
        "write_back_takeover", "peer_fetch", "advertise", "page_store",
-       "hot_shard_rps", "hot_shard_window"}));
+       "hot_shard_rps", "hot_shard_window", "eviction_high_watermark", "eviction_low_watermark"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -462,6 +462,15 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
       return Err(r.Fail(w["hot_shard_window"], "worker.hot_shard_window", "must be more than 0, e.g. 1s"));
     }
     SHOAL_RETURN_IF_ERROR(r.String(w["eviction"], "worker.eviction", &c.worker.eviction));
+    SHOAL_RETURN_IF_ERROR(r.Integer(w["eviction_high_watermark"], "worker.eviction_high_watermark",
+                                    &c.worker.eviction_high_watermark, 0, 100));
+    SHOAL_RETURN_IF_ERROR(r.Integer(w["eviction_low_watermark"], "worker.eviction_low_watermark",
+                                    &c.worker.eviction_low_watermark, 0, 99));
+    if (c.worker.eviction_high_watermark > 0 && c.worker.eviction_low_watermark >= c.worker.eviction_high_watermark) {
+      return Err(r.Fail(w["eviction_low_watermark"], "worker.eviction_low_watermark",
+                        "must be below worker.eviction_high_watermark (" +
+                            std::to_string(c.worker.eviction_high_watermark) + "), e.g. 90 against 95"));
+    }
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["page_store"], "worker.page_store", &c.worker.page_store));
     if (c.worker.page_store != "files" && c.worker.page_store != "blocks") {
@@ -716,6 +725,10 @@ std::string ToYaml(const Config& c) {
   if (c.worker.hot_shard_window != defaults.hot_shard_window)
     e << YAML::Key << "hot_shard_window" << YAML::Value << FormatDuration(c.worker.hot_shard_window);
   if (!c.worker.eviction.empty()) e << YAML::Key << "eviction" << YAML::Value << c.worker.eviction;
+  if (c.worker.eviction_high_watermark != defaults.eviction_high_watermark)
+    e << YAML::Key << "eviction_high_watermark" << YAML::Value << c.worker.eviction_high_watermark;
+  if (c.worker.eviction_low_watermark != defaults.eviction_low_watermark)
+    e << YAML::Key << "eviction_low_watermark" << YAML::Value << c.worker.eviction_low_watermark;
   if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
   if (c.worker.write_back_max_pending != 0)
     e << YAML::Key << "write_back_max_pending" << YAML::Value << std::to_string(c.worker.write_back_max_pending);

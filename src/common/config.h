@@ -199,6 +199,12 @@ struct WorkerConfig {
   // on the ring; it cools below a quarter of the rate. 0: off.
   int hot_shard_rps = 500;
   std::chrono::milliseconds hot_shard_window{1'000};
+  // Eviction off the read path: above eviction_high_watermark percent of a
+  // cache dir's capacity, a background thread evicts down to
+  // eviction_low_watermark percent. 0 for the high one: a page write evicts
+  // what it needs itself.
+  int eviction_high_watermark = 95;
+  int eviction_low_watermark = 90;
 };
 
 struct ClientConfig {

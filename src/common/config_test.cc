@@ -124,6 +124,24 @@ TEST(Config, ClusterSecretIsCheckedExpandedAndNeverCopiedFromTheEnvironment) {
   }
 }
 
+TEST(Config, EvictionWatermarksDefaultOnAndMustBeInOrder) {
+  auto d = ParseConfig("", "t.yaml");
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->worker.eviction_high_watermark, 95);
+  EXPECT_EQ(d->worker.eviction_low_watermark, 90);
+  auto c = ParseConfig("worker:\n  eviction_high_watermark: 80\n  eviction_low_watermark: 60\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->worker.eviction_high_watermark, 80);
+  EXPECT_EQ(again->worker.eviction_low_watermark, 60);
+  EXPECT_TRUE(ParseConfig("worker:\n  eviction_high_watermark: 0\n", "t.yaml")) << "0: off";
+  auto bad = ParseConfig("worker:\n  eviction_high_watermark: 80\n  eviction_low_watermark: 85\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("worker.eviction_low_watermark"), std::string::npos) << bad.error().message();
+  EXPECT_FALSE(ParseConfig("worker:\n  eviction_high_watermark: 101\n", "t.yaml"));
+}
+
 TEST(Config, ErrorsNameKeyAndLine) {
   auto c = ParseConfig("worker:\n  page_size: 1MiB\n  cache_dirz: []\n", "t.yaml");
   ASSERT_FALSE(c);

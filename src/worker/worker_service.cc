@@ -95,6 +95,8 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   o.dirs = config.worker.cache_dirs;
   o.page_size = config.worker.page_size;
   o.policy = config.worker.eviction;
+  o.high_watermark = static_cast<unsigned>(config.worker.eviction_high_watermark);
+  o.low_watermark = static_cast<unsigned>(config.worker.eviction_low_watermark);
   o.layout = config.worker.page_store == "blocks" ? PageStore::Layout::kBlocks : PageStore::Layout::kFiles;
   auto book = RuleBook::Open(config.worker.cache_dirs.at(0).path, config.rules);
   if (!book) return Err(book.error());

@@ -109,6 +109,7 @@ class RulesStoreTest : public ::testing::Test {
     o.clock = [this] { return now_; };
     o.ttl_sweep_interval = 0ms;  // the tests sweep by hand
     o.reuse_window = 0ms;        // every read counts, also right after the write
+    o.high_watermark = 0;        // evictions where the tests look for them
     auto s = PageStore::Open(o);
     EXPECT_TRUE(s) << s.error().ToString();
     return s ? std::move(*s) : nullptr;
