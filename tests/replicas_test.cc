@@ -179,6 +179,16 @@ class ReplicaFailoverTest : public EtcdWorkersTest {
     return owner(HashRing::MetaKey(path)) == id;
   }
 
+  // Every worker's own ring has all of them, not only the client's: a worker
+  // that has not seen the last one join takes itself for no holder (or pushes
+  // to the wrong worker), and its pages never reach the replica the tests
+  // then read alone.
+  void WaitForEveryWorkerToSeeAll() {
+    const double all = static_cast<double>(addresses_.size() * addresses_.size());
+    ASSERT_TRUE(WaitFor([&] { return Sum("shoal_membership_members", addresses_) == all; }, 60s))
+        << "members seen by the workers: " << Sum("shoal_membership_members", addresses_) << " of " << all;
+  }
+
   std::map<std::string, std::string> files_;  // "rep/f0" -> content
 };
 
@@ -187,6 +197,7 @@ TEST_F(ReplicaFailoverTest, ReplicatedReadsSurviveAKilledHolderWithTheStoreGone)
   for (const char* cache : {"c0", "c1", "c2"}) StartWorker(c, cache);
   auto warm = NewClient(c, 3);
   ASSERT_TRUE(warm);
+  ASSERT_NO_FATAL_FAILURE(WaitForEveryWorkerToSeeAll());
   uint64_t replicated_bytes = 0;
   std::map<std::string, std::string> versions;
   for (const auto& [rel, data] : files_) {
@@ -245,6 +256,7 @@ TEST_F(ReplicaFailoverTest, AHolderThatFetchedForAReadKeepsTheMetadata) {
   for (const char* cache : {"c0", "c1", "c2"}) StartWorker(c, cache);
   auto client = NewClient(c, 3);
   ASSERT_TRUE(client);
+  ASSERT_NO_FATAL_FAILURE(WaitForEveryWorkerToSeeAll());
   const std::string path = "/data/rep/f0";
   const std::string& data = files_.at("rep/f0");
   const RingSnapshot ring = SnapshotOf(client->Ring());
