@@ -682,22 +682,26 @@ void PageStore::RemoveSlotLocked(uint32_t slot, bool unlink_file) {
   if (on_remove_) on_remove_();
 }
 
-uint32_t PageStore::Touch(const PageKey& key, uint32_t reads) {
-  Id id = IdOf(key);
-  std::lock_guard lock(mu_);
+std::optional<uint32_t> PageStore::ReadLocked(const Id& id, uint32_t reads) {
   auto it = index_.find(id);
-  if (it == index_.end()) return 0;
+  if (it == index_.end()) return std::nullopt;
   auto& s = slots_[it->second];
   const auto now = clock_();
-  if (retention_->Expired(s.cls, s.cached_at, now)) {
+  if (retention_->Expired(s.cls, s.cached_at, now)) {  // a read of an expired page is a miss
     expired_->Add(1);
     RemoveSlotLocked(it->second, true);
-    return 0;
+    return std::nullopt;
   }
   if (now - s.cached_at >= reuse_window_) {
     for (uint32_t i = 0; i < reads; ++i) retention_->Touch(s.dir, s.cls, s.id, now);
   }
-  return s.data_len;
+  return it->second;
+}
+
+uint32_t PageStore::Touch(const PageKey& key, uint32_t reads) {
+  std::lock_guard lock(mu_);
+  auto slot = ReadLocked(IdOf(key), reads);
+  return slot ? slots_[*slot].data_len : 0;
 }
 
 std::optional<PageRef> PageStore::Get(const PageKey& key) {
@@ -713,17 +717,10 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
   int file_fd = -1;
   {
     std::lock_guard lock(mu_);
-    auto it = index_.find(id);
-    if (it == index_.end()) return std::nullopt;
-    slot = it->second;
+    auto found = ReadLocked(id, 1);
+    if (!found) return std::nullopt;
+    slot = *found;
     auto& s = slots_[slot];
-    const auto now = clock_();
-    if (retention_->Expired(s.cls, s.cached_at, now)) {  // a read of an expired page is a miss
-      expired_->Add(1);
-      RemoveSlotLocked(slot, true);
-      return std::nullopt;
-    }
-    if (now - s.cached_at >= reuse_window_) retention_->Touch(s.dir, s.cls, s.id, now);
     data_off = s.header_len;
     len = s.data_len;
     if (auto& files = dirs_[s.dir]->blocks) {

@@ -283,6 +283,10 @@ class PageStore {
   bool blocks() const { return layout_ == Layout::kBlocks; }
   uint32_t AddSlotLocked(Slot slot);
   void RemoveSlotLocked(uint32_t slot, bool unlink_file);
+  // `reads` reads of page `id`, as the policy sees them (none within the
+  // reuse window of its write): its slot, or nullopt when it is not cached
+  // (an expired page is dropped). REQUIRES: mu_ held.
+  std::optional<uint32_t> ReadLocked(const Id& id, uint32_t reads);
   size_t ChooseDirLocked(uint64_t bytes) const;
   // Sets a directory's effective capacity to min(capacity, used + free space),
   // logging a change. REQUIRES: mu_ held.
