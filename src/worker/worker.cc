@@ -227,6 +227,8 @@ class Worker::Impl {
       return svc_->Store(*rp);
     };
     h.uploaded = [this](const std::string& path) { svc_->Refresh(path, false, false); };
+    // A new version to read: no answer a same-host client holds from before stands.
+    h.committed = [this](const std::string&) { svc_->epoch().Bump(); };
     h.cache_uploaded = [this](const WritebackCommit& c, const FileInfo& as, int fd) { CacheUploaded(c, as, fd); };
     h.call_peer = [this](const WorkerEntry& peer, const std::string& target) {
       return peers_.Call(peer, "POST", target, Clock::now() + std::chrono::seconds(10), "write-back").status;
@@ -1299,7 +1301,6 @@ class Worker::Impl {
         return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), body = req.body,
                            size = *size, sum = *sum, res] {
           auto c = wb_->Put(id, path, holders, body, size, sum);
-          if (c) svc_->epoch().Bump();  // a new version to read: no answer held from before stands
           res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
         });
       }
@@ -1323,7 +1324,6 @@ class Worker::Impl {
       if (!sum) return res.Respond(ErrorAnswer(sum.error()));
       return pool_.Post([this, id, size = *size, sum = *sum, res] {
         auto c = wb_->Commit(id, size, sum);
-        if (c) svc_->epoch().Bump();  // a new version to read: no answer held from before stands
         res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
       });
     }

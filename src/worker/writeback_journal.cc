@@ -450,6 +450,7 @@ void WritebackJournal::AddCommitted(const WritebackCommit& c) {
   e->committed_at = Clock::now();
   pending_bytes_ += c.size;
   entries_[c.id] = std::move(e);
+  if (hooks_.committed) hooks_.committed(c.path);
 }
 
 Status WritebackJournal::Append(const std::string& id, uint64_t offset, std::string_view data) {

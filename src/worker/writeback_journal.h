@@ -75,6 +75,9 @@ class WritebackJournal {
     std::function<Status(const WorkerEntry& peer, const std::string& target)> call_peer;
     // GET `target` of a peer: the body, or why not.
     std::function<Result<std::string>(const WorkerEntry& peer, const std::string& target)> get_peer;
+    // A write was committed here (Put or Commit): its version is what readers
+    // get from now on. Called under the journal's locks: it must not call back.
+    std::function<void(const std::string& path)> committed;
   };
   struct Options {
     std::string dir;           // <first cache dir>/writeback
