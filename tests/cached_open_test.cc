@@ -254,6 +254,77 @@ TEST_F(CachedOpenTest, EveryLengthIsAnsweredWithinTheReplysBounds) {
 
 const std::string kTouches = "shoal_short_circuit_requests_total{kind=\"touch\"}";
 
+// A batch of reads served from held answers (kTouch) is a client's word:
+// garbage is refused and the connection goes on; paths outside the mounts or
+// not cached count nothing; counts and lengths at their maxima are bounded
+// (the length by the file, the hit bytes saturated, not wrapped); a client
+// that leaves without its answer changes nothing.
+TEST_F(CachedOpenTest, TouchBatchesAreCheckedAndBounded) {
+  const std::string data = RandomBytes(70 * 1024 + 1, 17);
+  Put("t.bin", data);
+  ASSERT_TRUE(Read("/data/t.bin") == data);
+  auto status = cluster_->Get(0, "/v1/status");
+  ASSERT_TRUE(status) << status.error().ToString();
+  auto j = nlohmann::json::parse(*status);
+  const std::string socket = j.value("local_socket", ""), token = j.value("local_token", "");
+  ASSERT_FALSE(socket.empty()) << *status;
+
+  auto connect = [&] {
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, socket.data(), std::min(socket.size(), sizeof a.sun_path - 1));
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+    return fd;
+  };
+  // One request and its reply (the fds that came with it closed).
+  auto ask = [](int fd, const local_wire::Request& r) -> Result<local_wire::Reply> {
+    SHOAL_RETURN_IF_ERROR(local_wire::SendRecord(fd, local_wire::EncodeRequest(r), {}));
+    std::string bytes;
+    std::vector<int> fds;
+    Status st = local_wire::RecvRecord(fd, &bytes, &fds);
+    for (int f : fds) ::close(f);
+    if (!st.ok()) return Err(st);
+    return local_wire::DecodeReply(bytes);
+  };
+  auto touch = [](std::vector<local_wire::Touch> t) {
+    local_wire::Request r;
+    r.kind = local_wire::Kind::kTouch;
+    r.path = local_wire::EncodeTouches(t);
+    return r;
+  };
+  int fd = connect();
+  local_wire::Request hello;
+  hello.kind = local_wire::Kind::kHello;
+  hello.path = token;
+  auto greeted = ask(fd, hello);
+  ASSERT_TRUE(greeted && greeted->code == 0);
+  EXPECT_EQ(greeted->segments.size(), 1u) << "the hello passes the worker's epoch";
+
+  const double hits0 = Metric("shoal_cache_hit_bytes_total");
+  local_wire::Request garbage;
+  garbage.kind = local_wire::Kind::kTouch;
+  garbage.path = "not a batch";
+  auto refused = ask(fd, garbage);
+  ASSERT_TRUE(refused) << refused.error().ToString();
+  EXPECT_NE(refused->code, 0);
+  auto nothing = ask(fd, touch({{"/nomount/x", 1, 1}, {"/data/never-read.bin", 1 << 20, 5}}));
+  ASSERT_TRUE(nothing) << "the connection goes on after a refused batch: " << nothing.error().ToString();
+  EXPECT_EQ(nothing->code, 0);
+  EXPECT_EQ(Metric("shoal_cache_hit_bytes_total"), hits0) << "reads of what is not cached counted";
+  auto most = ask(fd, touch({{"/data/t.bin", UINT64_MAX, UINT32_MAX}}));
+  ASSERT_TRUE(most) << most.error().ToString();
+  EXPECT_EQ(most->code, 0);
+  EXPECT_EQ(Metric("shoal_cache_hit_bytes_total") - hits0, static_cast<double>(data.size()) * UINT32_MAX)
+      << "the length is bounded by the file";
+  // A client that sends a batch and leaves without its answer.
+  ASSERT_TRUE(local_wire::SendRecord(fd, local_wire::EncodeRequest(touch({{"/data/t.bin", 1, 1}})), {}).ok());
+  ::close(fd);
+  EXPECT_TRUE(cluster_->running(0));
+  EXPECT_TRUE(ReadCached("/data/t.bin") == data);
+}
+
 TEST_F(CachedOpenTest, AHeldAnswerServesAgainWithoutAskingTheWorkerAndItsReadsCountAsHits) {
   const std::string data = RandomBytes(130 * 1024 + 3, 11);
   Put("held.bin", data);

@@ -502,8 +502,13 @@ void LocalReader::ReportTouches(const std::string& worker) {
     size_t bytes = 0;
     constexpr size_t kBudget = local_wire::kMaxMessage - 256;  // room for the request's head
     for (auto t = touches.begin(); t != touches.end() && batch.size() < local_wire::kMaxTouches;) {
-      if (bytes + local_wire::EncodedTouchBytes(t->second) > kBudget) break;
-      bytes += local_wire::EncodedTouchBytes(t->second);
+      const size_t entry = local_wire::EncodedTouchBytes(t->second);
+      if (entry > kBudget) {  // no record holds it (a path near the record's size): it only counted hits
+        t = touches.erase(t);
+        continue;
+      }
+      if (bytes + entry > kBudget) break;
+      bytes += entry;
       batch.push_back(std::move(t->second));
       t = touches.erase(t);
     }

@@ -638,6 +638,7 @@ void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
 uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads) {
   // Bounded: a policy needs to see re-use, not every read of a hot file.
   constexpr uint32_t kMaxReadsSeen = 64;
+  if (reads == 0) return 0;
   auto cached = meta_.LookupFreshStat(p.ns_path, *p.mount);
   if (!cached || cached->info.is_dir) return 0;
   const uint64_t end = std::min(length, cached->info.size);
@@ -646,7 +647,7 @@ uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, 
   for (uint64_t page = 0; page < end; page += page_size_) {
     if (pages_->Touch(PageKey{p.ns_path, version, page}, std::min(reads, kMaxReadsSeen)) == 0) return 0;
   }
-  const uint64_t bytes = end * reads;  // < 2^57
+  const uint64_t bytes = end > UINT64_MAX / reads ? UINT64_MAX : end * reads;  // a client's count: saturated
   hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
   return bytes;
 }
