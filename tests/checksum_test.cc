@@ -263,6 +263,28 @@ TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedThroughTheS3Endpoint) {
       << "the pages did not go from the worker's page files";
 }
 
+// A short-circuit read of a page whose last chunk is short reads the page and
+// nothing after it: in a block file the bytes after a page are another slot's
+// (or not written yet), and reading them would pull them, and the kernel's
+// read-ahead after them, into the page cache for nothing.
+TEST_P(ClusterChecksumTest, AShortCircuitReadReadsNothingPastThePage) {
+  const std::string small = RandomBytes(100 * 1024 + 7777, 22);
+  ASSERT_TRUE(WriteFile(ufs_ + "/s.bin", small).ok());
+  Start(/*short_circuit=*/true);
+  auto f = client_->OpenFile("/data/s.bin");
+  ASSERT_TRUE(f) << f.error().ToString();
+  std::string got(small.size(), '\0');
+  auto n = (*f)->Pread(0, std::span<char>(got));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_TRUE(*n == small.size() && got == small);
+  const auto pages = PagesOnDisk(cluster_->cache_dir(0));
+  ASSERT_EQ(pages.size(), 1u);
+  ASSERT_EQ(pages[0].size - pages[0].header_len, small.size());
+  const auto st = client_->stats();
+  EXPECT_EQ(st.local_corrupt_reads, 0u);
+  EXPECT_EQ(st.local_file_bytes, pages[0].size) << "the read did not go short-circuit, or read past the page";
+}
+
 INSTANTIATE_TEST_SUITE_P(PageStore, ClusterChecksumTest, ::testing::Values("files", "blocks"),
                          [](const auto& info) { return info.param; });
 

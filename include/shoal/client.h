@@ -112,6 +112,9 @@ struct ClientStats {
   uint64_t fallback_rate_limited = 0;     // calls failed: the fallback limit would have taken past their deadline
   // reads of hot shards sent to a worker beyond the shard's holders (its next owner on the ring)
   uint64_t hot_spread_reads = 0;
+  // bytes the short circuit read from page and block files: local_read_bytes plus
+  // page headers and the rest of the chunks checked
+  uint64_t local_file_bytes = 0;
 };
 
 // One worker's answer to Client::CallWorkers.

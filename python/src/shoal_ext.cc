@@ -537,7 +537,8 @@ PYBIND11_MODULE(_shoal, m) {
       .def_readonly("fallback_read_bytes", &ClientStats::fallback_read_bytes)
       .def_readonly("worker_failures", &ClientStats::worker_failures)
       .def_readonly("local_read_bytes", &ClientStats::local_read_bytes)
-      .def_readonly("local_corrupt_reads", &ClientStats::local_corrupt_reads);
+      .def_readonly("local_corrupt_reads", &ClientStats::local_corrupt_reads)
+      .def_readonly("local_file_bytes", &ClientStats::local_file_bytes);
 
   py::class_<FileHandle>(m, "File")
       .def_property_readonly("status", &FileHandle::status, py::return_value_policy::copy)

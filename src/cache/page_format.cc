@@ -185,7 +185,7 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
 }
 
 Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t generation, uint64_t begin,
-                             std::span<char> out) {
+                             std::span<char> out, uint64_t data_len) {
   // The data bytes read ahead must follow the header in the file: only a
   // range in the page's first chunk (for the page store's chunk size; the
   // header that tells the real one is not read yet) starts close enough.
@@ -202,7 +202,11 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
   // ends sooner makes the read short): in one preadv, where Read wants them
   // (padding in scratch), none of it trusted before the checks.
   const uint64_t c = kChunkSize, end = begin + out.size(), to = std::min<uint64_t>(end, kBatch);
-  const uint64_t tail = end <= kBatch ? (end + c - 1) / c * c - end : 0;
+  // Not past the page's end when the caller knows it: in a block file the
+  // bytes after a page are another slot's, or not written at all, and reading
+  // them would bring them into the page cache (with read-ahead after them).
+  const uint64_t chunk_end = (end + c - 1) / c * c;
+  const uint64_t tail = end <= kBatch ? (data_len >= end ? std::min(chunk_end, data_len) : chunk_end) - end : 0;
   if ((begin > 0 || tail > 0) && scratch_size_ < 2 * c) {
     scratch_ = std::make_unique_for_overwrite<char[]>(2 * c);
     scratch_size_ = 2 * c;

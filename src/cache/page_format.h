@@ -110,8 +110,11 @@ class PageFileReader {
   // as Begin checks it, and nothing in `out` may be used until the Read has
   // checked it: the Read of this same (begin, out) checks the bytes already
   // in place and reads the rest (any other Read reads all of its bytes). On
-  // failure `out` holds bytes that must not be used.
-  Status Begin(int fd, uint32_t header_len, uint64_t at, uint64_t generation, uint64_t begin, std::span<char> out);
+  // failure `out` holds bytes that must not be used. `data_len`: the page's
+  // data bytes when the caller knows them (0: not known), so that the read
+  // stops at the page's end instead of the end of its last chunk.
+  Status Begin(int fd, uint32_t header_len, uint64_t at, uint64_t generation, uint64_t begin, std::span<char> out,
+               uint64_t data_len = 0);
   // REQUIRES: a successful Begin with verification.
   const HeaderView& header() const { return header_; }
 

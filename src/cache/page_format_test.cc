@@ -352,6 +352,41 @@ TEST_F(PageFormatTest, BytesReadWithTheHeaderAreCheckedWhereTheyLie) {
   EXPECT_EQ(r.read_calls(), 3u);  // two Begins, and the Read of `other` on its own
 }
 
+TEST_F(PageFormatTest, AReadThatKnowsThePagesLengthStopsAtItsEnd) {
+  // A page whose last chunk is short, in a block-file slot with the next
+  // slot's bytes right after it: told the page's length, the read with the
+  // header reads not one byte past the page; not told, it pads the last
+  // chunk (a page file ends there, a slot does not).
+  const std::string data = Bytes(100 * 1024 + 7777, 16);
+  const std::string header = EncodeHeader(PageKey{"/t", "v", 0}, data, kChunkSize, 3);
+  const auto hl = static_cast<uint32_t>(header.size());
+  const std::string path = dir_ + "/slots";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  fds_.push_back(fd);
+  const std::string all = header + data + Bytes(64 * 1024, 17);
+  ASSERT_EQ(::pwrite(fd, all.data(), all.size(), 0), static_cast<ssize_t>(all.size()));
+  const uint64_t padded = (data.size() + kChunkSize - 1) / kChunkSize * kChunkSize;
+  for (uint64_t begin : {uint64_t{0}, uint64_t{5000}}) {
+    for (uint64_t told : {uint64_t{data.size()}, uint64_t{0}}) {
+      SCOPED_TRACE("from " + std::to_string(begin) + ", told " + std::to_string(told));
+      PageFileReader r;
+      std::string out(data.size() - begin, '\0');
+      ASSERT_TRUE(r.Begin(fd, hl, 0, 3, begin, std::span<char>(out), told).ok());
+      ASSERT_TRUE(r.Read(begin, std::span<char>(out)).ok());
+      EXPECT_TRUE(out == data.substr(begin));
+      EXPECT_EQ(r.read_calls(), 1u);
+      EXPECT_EQ(r.bytes_read(), hl + (told ? data.size() : padded));
+    }
+  }
+  // A length that cannot be right (shorter than the range) changes nothing: the checks decide.
+  PageFileReader r;
+  std::string out(data.size(), '\0');
+  ASSERT_TRUE(r.Begin(fd, hl, 0, 3, 0, std::span<char>(out), 10).ok());
+  ASSERT_TRUE(r.Read(0, std::span<char>(out)).ok());
+  EXPECT_TRUE(out == data);
+}
+
 TEST_F(PageFormatTest, ForeignOrReusedPagesAreRefusedWhenReadWithTheHeader) {
   const std::string data = Bytes(20000, 13);
   std::string header;

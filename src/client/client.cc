@@ -436,7 +436,8 @@ ClientStats ClientImpl::stats() const {
   return {worker_read_bytes_.load(),   fallback_read_bytes_.load(), caller_.failures(),
           local_read_bytes_.load(),    local_.corrupt_reads(),      cache_pushed_bytes_.load(),
           cache_push_failures_.load(), write_backs_.load(),         write_back_fallbacks_.load(),
-          limiter_.throttled_waits(),  limiter_.rejected(),         spread_reads_.load()};
+          limiter_.throttled_waits(),  limiter_.rejected(),         spread_reads_.load(),
+          local_.file_bytes()};
 }
 
 void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {

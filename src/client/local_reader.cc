@@ -291,7 +291,7 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // into the page's data
     // The header and the first bytes in one read; none of them used before the checks below.
     const std::span<char> dest = out.subspan(done, seg.length);
-    Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation, skip, dest);
+    Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation, skip, dest, seg.page_len);
     if (st.ok() && verify_) {
       // The page must be the one asked for: a worker handing out the wrong
       // page shows here, not as wrong bytes.
@@ -313,6 +313,7 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     }
     done += seg.length;
   }
+  file_bytes_.fetch_add(reader.bytes_read(), std::memory_order_relaxed);
   return done;
 }
 

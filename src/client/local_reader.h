@@ -108,6 +108,9 @@ class LocalReader {
 
   // Page reads that found a chunk failing its checksum (and went over TCP instead).
   uint64_t corrupt_reads() const { return corrupt_reads_.load(std::memory_order_relaxed); }
+  // Bytes read from page and block files for the reads served here: headers
+  // and whole chunks included (what the checks cost in reads).
+  uint64_t file_bytes() const { return file_bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Lease;  // an OpenCached answer held (local_reader.cc)
@@ -171,6 +174,7 @@ class LocalReader {
   std::chrono::milliseconds timeout_, retry_after_;
   bool verify_;
   std::atomic<uint64_t> corrupt_reads_{0};
+  std::atomic<uint64_t> file_bytes_{0};
   std::atomic<uint64_t> leased_opens_{0};
   size_t max_leased_fds_;
   size_t leased_fds_ = 0;  // under mu_

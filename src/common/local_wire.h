@@ -82,11 +82,13 @@ struct Request {
 // header_len 0 marks a raw segment: the fd is a pending write-back's data
 // file (version "wb-<id>"), whose byte data_offset is the file's byte
 // data_offset (so data_offset equals the range's offset); no header to check.
+// page_len is the page's data bytes (0: not said): the reader then reads
+// nothing past the page, which in a block file is another slot's.
 struct Segment {
   uint64_t data_offset = 0;
   uint64_t length = 0;
   uint32_t header_len = 0;
-  uint32_t reserved = 0;  // 0
+  uint32_t page_len = 0;
   uint64_t page_offset = 0;
   uint64_t generation = 0;
 };

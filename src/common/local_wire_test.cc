@@ -45,7 +45,7 @@ TEST(LocalWire, RequestRoundTrips) {
 TEST(LocalWire, ReplyRoundTrips) {
   Reply r;
   r.code = 3;
-  r.segments = {{4096, 100, 4000}, {(5ull << 32) + 64, 1 << 20, 60, 0, 5ull << 32, 77}};
+  r.segments = {{4096, 100, 4000}, {(5ull << 32) + 64, 1 << 20, 60, 1 << 20, 5ull << 32, 77}};
   r.message = "why";
   auto d = DecodeReply(EncodeReply(r));
   ASSERT_TRUE(d) << d.error().ToString();
@@ -58,6 +58,8 @@ TEST(LocalWire, ReplyRoundTrips) {
   EXPECT_EQ(d->segments[1].length, 1u << 20);
   EXPECT_EQ(d->segments[0].header_len, 4000u);
   EXPECT_EQ(d->segments[1].header_len, 60u);
+  EXPECT_EQ(d->segments[1].page_len, 1u << 20);
+  EXPECT_EQ(d->segments[0].page_len, 0u);
   EXPECT_EQ(d->message, "why");
 }
 
