@@ -298,6 +298,83 @@ TEST_F(LoadWithSecretTest, AnOwnerThatGarblesOrHangsUpIsListedAroundAtTheStore) 
   }
 }
 
+// A load's member addresses are the request's word. A worker that knows its
+// members (here a static cluster.workers list) calls the owner of a listing
+// only at the address it has for that member: named at another address, the
+// member is not called and the worker lists the store itself; named at its
+// own address, it is called.
+TEST_F(LoadWithSecretTest, AnOwnersAddressThatIsNotItsMembershipsIsNeverCalled) {
+  std::atomic<int> lists{0};
+  LoopbackListener peer([&](int fd) {
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0 && std::string_view(buf, static_cast<size_t>(n)).starts_with("GET /v1/list")) ++lists;
+    const std::string garbled = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{garbage!";
+    (void)!::write(fd, garbled.data(), garbled.size());
+  });
+  const std::string peer_address = "127.0.0.1:" + std::to_string(peer.port());
+  for (const bool known_there : {false, true}) {
+    SCOPED_TRACE(known_there ? "the member list has the peer at that address" : "the member list has it elsewhere");
+    // A fourth worker, outside the cluster, whose member list holds the peer.
+    Config c;
+    MountConfig m;
+    m.path = "/data";
+    m.ufs = "s3://load/data/";
+    m.options = s3_->MountOptions();
+    c.mounts = {m};
+    c.cluster.secret = ClusterSecret();
+    c.cluster.shard_size = kShard;
+    c.worker.page_size = kPage;
+    c.worker.readahead = 0;
+    const std::string self = "w-self-" + std::string(known_there ? "known" : "elsewhere");
+    c.worker.id = self;
+    // A peer id that a ring of it and this worker makes the owner of /data/ds's listing.
+    std::string peer_id;
+    for (int i = 0; peer_id.empty() && i < 1000; ++i) {
+      HashRing ring({self, "w-peer" + std::to_string(i)});
+      if (ring.members()[ring.Owner(HashRing::MetaKey("/data/ds"))] != self) peer_id = "w-peer" + std::to_string(i);
+    }
+    ASSERT_FALSE(peer_id.empty());
+    c.cluster.workers = {WorkerEntry{peer_id, known_there ? peer_address : std::string("127.0.0.1:9")}};
+    const std::string tag = known_there ? "known" : "elsewhere";
+    ASSERT_TRUE(WriteFile(dir_ + "/" + tag + ".yaml", ToYaml(c)).ok());
+    auto w = StartWorkerProcess(dir_ + "/" + tag + ".yaml", "127.0.0.1:0", dir_ + "/cache-" + tag,
+                                std::to_string(64 << 20), dir_ + "/" + tag + ".log");
+    ASSERT_TRUE(w) << w.error().ToString();
+    ASSERT_EQ(w->entry.id, self);
+    const std::string address = w->entry.address;
+    auto call = [&](const std::string& method, const std::string& target) {
+      auto conn = RawConnection::Connect(address);
+      EXPECT_TRUE(conn);
+      if (!conn) return Json();
+      conn->Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ClusterSecret() +
+                 "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      auto resp = conn->ReadResponse(30s);
+      EXPECT_TRUE(resp && resp->status == 200) << (resp ? resp->body : "no response");
+      return resp && resp->status == 200 ? Json::parse(resp->body) : Json();
+    };
+    const int lists0 = lists.load();
+    call("POST", "/v1/load?id=m-" + tag + "&path=/data/ds&recursive=0&members=" + self + "," + peer_id +
+                     "&self=" + self + "&addresses=" + address + "," + peer_address);
+    Json job;
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    do {
+      Json all = call("GET", "/v1/load?id=m-" + tag);
+      if (all.contains("jobs") && !all["jobs"].empty()) job = all["jobs"][0];
+      if (job.value("state", "running") == "running") std::this_thread::sleep_for(20ms);  // a poll's pace, not a wait
+    } while (job.value("state", "running") == "running" && std::chrono::steady_clock::now() < deadline);
+    ASSERT_EQ(job.value("state", ""), "done") << job.dump();
+    EXPECT_EQ(job["files_failed"].get<uint64_t>(), 0u) << job.dump();
+    EXPECT_GT(job["files_done"].get<uint64_t>(), 0u) << "the directory was not listed at the store either: " << job.dump();
+    if (known_there) {
+      EXPECT_GE(lists.load() - lists0, 1) << "the member at the address the worker has for it was not asked";
+    } else {
+      EXPECT_EQ(lists.load() - lists0, 0) << "an address the request gave, not the worker's member list, was called";
+    }
+    w->process.Stop(std::chrono::seconds(10));
+  }
+}
+
 // Without a cluster secret anyone may post a load, so its addresses are
 // nobody's word: a worker that knows no members lists the store itself
 // rather than call them.
