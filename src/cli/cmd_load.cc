@@ -388,8 +388,10 @@ int Load(Client& c, const LoadArgs& a) {
                                               FirstOf(last.mismatch_list, "what")));
   }
   if (last.dirs_skipped && !a.recursive) {
-    std::fprintf(stderr, "shoal: note: %llu subdirectories were not loaded; add -r to load them\n",
-                 static_cast<unsigned long long>(last.dirs_skipped));
+    std::fprintf(stderr, "shoal: note: %llu %s not loaded; add -r to load %s\n",
+                 static_cast<unsigned long long>(last.dirs_skipped),
+                 last.dirs_skipped == 1 ? "subdirectory was" : "subdirectories were",
+                 last.dirs_skipped == 1 ? "it" : "them");
   }
   return 0;
 }
