@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -402,6 +403,41 @@ TEST_F(LoadTest, EveryPageIsCachedWhenTheLoadSaysDone) {
   auto cached = cluster_->MetricSum("shoal_cache_pages");
   ASSERT_TRUE(cached) << cached.error().ToString();
   EXPECT_EQ(static_cast<uint64_t>(*cached), pages) << "pages in the workers' page stores right after the load";
+}
+
+// --bandwidth caps the load: split among the workers, each paces the bytes
+// it fetches. A small file's one page, which the stat reads, is charged once:
+// charged twice (at the stat and again with the file's pages), a load took
+// twice as long as its cap allows.
+TEST_F(LoadTest, BandwidthCapsTheLoadAndChargesEachByteOnce) {
+  std::map<std::string, std::string> paced;
+  for (int i = 0; i < 30; ++i) {
+    const std::string key = "paced/f" + std::to_string(i), data = RandomBytes(64 * 1024, 200 + i);
+    Put(key, data);
+    paced["/data/" + key] = data;
+  }
+  std::vector<std::string> ids;
+  for (const auto& w : cluster_->workers()) ids.push_back(w.id);
+  HashRing ring(ids);
+  std::vector<uint64_t> owned(3, 0);
+  for (const auto& [path, data] : paced) {
+    auto st = ufs_->Stat(path.substr(std::string("/data/").size()));
+    ASSERT_TRUE(st) << path;
+    owned[ring.Owner(HashRing::DataKey(path, st->Version(), 0))] += data.size();
+  }
+  const uint64_t bandwidth = 3 * 256 * 1024, per_worker = bandwidth / 3;  // bytes per second
+  const double most = static_cast<double>(*std::max_element(owned.begin(), owned.end()));
+  const double expected = most / static_cast<double>(per_worker);  // seconds, at the cap
+  auto r = Cli({"load", "/data/paced", "--bandwidth", std::to_string(bandwidth), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Json fin = Final(r);
+  ASSERT_EQ(fin["files_done"].get<uint64_t>(), paced.size()) << fin.dump();
+  const double elapsed = fin["elapsed_s"].get<double>();
+  // The first file of each worker goes at once; every later byte waits its turn.
+  EXPECT_GE(elapsed, expected - 64.0 * 1024 / static_cast<double>(per_worker) - 0.05)
+      << "faster than --bandwidth allows (" << most << " bytes on the busiest worker)";
+  EXPECT_LT(elapsed, 1.5 * expected + 0.5) << "slower than --bandwidth: bytes charged twice? (expected about "
+                                           << expected << " s)";
 }
 
 TEST_F(LoadTest, NonRecursiveLoadsTheDirectoryOnlyAndSaysSo) {

@@ -430,8 +430,12 @@ class Loader {
     // when its pages are cached, and an idle-priority write on a busy node may
     // come seconds after the job said so.
     bool stat_fetched = false;
+    // The stat may read the first page: paced before it, and not again below
+    // (the bytes of a small file were charged twice, so a load ran at about
+    // half its --bandwidth).
+    const uint64_t prepaid = first && !had_path && size > 0 ? std::min(page_, size) : 0;
     if (first) {
-      if (!Pace(!had_path && size > 0 ? std::min(page_, size) : 0)) return;
+      if (!Pace(prepaid)) return;
       WorkerService::StatOptions so;
       so.write_first_page = true;
       so.fetched_first_page = &stat_fetched;
@@ -459,7 +463,7 @@ class Loader {
         }
       }
       Count(0, cached);
-      failed = !FetchRuns(file, runs, stat_fetched && s == 0) || failed;
+      failed = !FetchRuns(file, runs, stat_fetched && s == 0, s == 0 ? prepaid : 0) || failed;
     }
     if (job_->stop) return;
     std::lock_guard lock(job_->mu);
@@ -468,7 +472,9 @@ class Loader {
 
   // Fetches the runs (pacing each) and waits for them; false when one failed.
   // With `stat_fetched`, the page at offset 0 was read by this job's stat.
-  bool FetchRuns(const FileRef& file, const std::vector<std::pair<uint64_t, uint64_t>>& runs, bool stat_fetched) {
+  // `prepaid`: bytes from offset 0 already paced (before the stat).
+  bool FetchRuns(const FileRef& file, const std::vector<std::pair<uint64_t, uint64_t>>& runs, bool stat_fetched,
+                 uint64_t prepaid) {
     struct Wait {
       std::mutex mu;
       std::condition_variable cv;
@@ -478,7 +484,7 @@ class Loader {
     std::vector<std::pair<std::shared_ptr<Fetch>, uint64_t>> fetches;  // each with the bytes it brings us
     bool ok = true;
     for (const auto& [start, end] : runs) {
-      if (!Pace(end - start)) break;
+      if (!Pace(end - start - (start == 0 ? std::min(prepaid, end - start) : 0))) break;
       auto planned = svc_->PlanRead(file, start, end);
       if (!planned) {
         std::lock_guard lock(job_->mu);
