@@ -440,6 +440,23 @@ TEST_F(LoadTest, BandwidthCapsTheLoadAndChargesEachByteOnce) {
                                            << expected << " s)";
 }
 
+// A file under a rule that says admission: skip would be dropped as it came:
+// the load does not ask the store for it, counts it apart and says why.
+TEST_F(LoadTest, FilesThatARuleKeepsOutOfTheCacheAreNotFetched) {
+  auto set = Cli({"rules", "set", "/data/ds/sub", "admission=skip"});
+  ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+  const uint64_t kept_out = files_["/data/ds/sub/a"].size() + files_["/data/ds/sub/deeper/b"].size();
+  const uint64_t before = Sum(UfsBytes());
+  auto r = Cli({"load", "/data/ds", "-r", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Json fin = Final(r);
+  EXPECT_EQ(fin.value("files_not_admitted", uint64_t{0}), 2u) << fin.dump();
+  EXPECT_EQ(fin["files_done"].get<uint64_t>(), files_.size() - 2);
+  EXPECT_EQ(fin["bytes_total"].get<uint64_t>(), DatasetBytes() - kept_out);
+  EXPECT_EQ(Sum(UfsBytes()) - before, DatasetBytes() - kept_out) << "the store was asked for files never cached";
+  EXPECT_NE(r.err.find("2 files were not loaded: a path rule says admission: skip"), std::string::npos) << r.err;
+}
+
 TEST_F(LoadTest, NonRecursiveLoadsTheDirectoryOnlyAndSaysSo) {
   auto r = Cli({"load", "/data/ds"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -49,6 +49,7 @@ struct Aggregate {
   std::string id, path;
   size_t workers = 0, running = 0, done = 0, stopped = 0, failed = 0;
   uint64_t files_total = 0, files_done = 0, files_skipped = 0, files_failed = 0, dirs_skipped = 0;
+  uint64_t files_not_admitted = 0;
   uint64_t bytes_total = 0, bytes_done = 0, bytes_fetched = 0, bytes_cached = 0;
   uint64_t mismatches = 0, pages_checked = 0, files_md5_checked = 0, files_checksums_only = 0;
   bool listing_done = true;
@@ -70,7 +71,7 @@ struct Aggregate {
     listing_done = listing_done && j.value("listing_done", false);
     auto u = [&](const char* k) { return j.value(k, uint64_t{0}); };
     files_total += u("files_total"), files_done += u("files_done"), files_skipped += u("files_skipped");
-    files_failed += u("files_failed");
+    files_failed += u("files_failed"), files_not_admitted += u("files_not_admitted");
     dirs_skipped = std::max(dirs_skipped, u("dirs_skipped"));  // every worker lists the same directories
     bytes_total += u("bytes_total"), bytes_done += u("bytes_done"), bytes_fetched += u("bytes_fetched");
     bytes_cached += u("bytes_cached");
@@ -116,6 +117,7 @@ struct Aggregate {
            {"elapsed_s", elapsed_s},
            {"final", final}};
     if (dirs_skipped) j["dirs_skipped"] = dirs_skipped;
+    if (files_not_admitted) j["files_not_admitted"] = files_not_admitted;
     if (final) {
       j["failures"] = failures;
       j["errors"] = errors;
@@ -386,6 +388,13 @@ int Load(Client& c, const LoadArgs& a) {
     return Fail(Status(Code::kCorruption, "verify found " + std::to_string(last.mismatches) +
                                               " mismatches, dropped and loaded again from the under-store: " +
                                               FirstOf(last.mismatch_list, "what")));
+  }
+  if (last.files_not_admitted) {
+    std::fprintf(stderr,
+                 "shoal: note: %llu file%s not loaded: a path rule says admission: skip for %s, so %s never "
+                 "cached (`shoal rules` lists the rules; `shoal rules set PREFIX admission=` clears it)\n",
+                 static_cast<unsigned long long>(last.files_not_admitted), last.files_not_admitted == 1 ? " was" : "s were",
+                 last.files_not_admitted == 1 ? "it" : "them", last.files_not_admitted == 1 ? "it is" : "they are");
   }
   if (last.dirs_skipped && !a.recursive) {
     std::fprintf(stderr, "shoal: note: %llu %s not loaded; add -r to load %s\n",

@@ -96,6 +96,7 @@ struct LoadJobs::Job {
   uint64_t files_total = 0, files_done = 0, files_skipped = 0, files_failed = 0;
   uint64_t bytes_total = 0, bytes_done = 0, bytes_fetched = 0, bytes_cached = 0;
   uint64_t dirs_skipped = 0;                                    // subdirectories left out (no -r)
+  uint64_t files_not_admitted = 0;  // under a rule that says admission: skip: never fetched
   std::vector<std::pair<std::string, std::string>> failures;    // path, why (first kMaxListed)
   std::vector<std::pair<std::string, std::string>> mismatches;  // path, what (first kMaxListed)
   uint64_t mismatch_count = 0, pages_checked = 0, files_md5_checked = 0, files_checksums_only = 0;
@@ -131,6 +132,7 @@ struct LoadJobs::Job {
                 {"files_skipped", files_skipped},
                 {"files_failed", files_failed},
                 {"dirs_skipped", dirs_skipped},
+                {"files_not_admitted", files_not_admitted},
                 {"bytes_total", bytes_total},
                 {"bytes_done", bytes_done},
                 {"bytes_fetched", bytes_fetched},
@@ -401,6 +403,13 @@ class Loader {
     }
     if (owned.empty()) return;
     const bool first = owned.front() == 0;  // this worker counts the file
+    if (!svc_->pages().Admits(path)) {
+      // Its rule says admission: skip: the pages would be dropped as they
+      // came, so the store is not asked for them at all.
+      std::lock_guard lock(job_->mu);
+      if (first) ++job_->files_not_admitted;
+      return;
+    }
     {
       std::lock_guard lock(job_->mu);
       job_->bytes_total += owned_bytes;
