@@ -457,6 +457,24 @@ TEST_F(LoadTest, FilesThatARuleKeepsOutOfTheCacheAreNotFetched) {
   EXPECT_NE(r.err.find("2 files were not loaded: a path rule says admission: skip"), std::string::npos) << r.err;
 }
 
+// "done" means fetched and cached, not that it all stays: what a load brings a
+// worker beyond a quota that covers the path is evicted as it comes, and the
+// CLI says so, worker by worker; a load that fits says nothing of the kind.
+TEST_F(LoadTest, ALoadBeyondAQuotaSaysWhatDoesNotStay) {
+  const std::string note = "not all of the load stays cached";
+  auto r = Cli({"load", "/data/ds", "-r", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find(note), std::string::npos) << r.err;
+  ASSERT_EQ(Cli({"free", "/data/ds", "-r"}).exit_code, 0);
+  auto set = Cli({"rules", "set", "/data/ds", "quota=256KiB"});
+  ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+  r = Cli({"load", "/data/ds", "-r", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Final(r)["state"], "done");
+  EXPECT_NE(r.err.find(note), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("keeps 256.0 KiB under /data/ds (its quota)"), std::string::npos) << r.err;
+}
+
 TEST_F(LoadTest, NonRecursiveLoadsTheDirectoryOnlyAndSaysSo) {
   auto r = Cli({"load", "/data/ds"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -152,8 +152,11 @@ std::string NewJobId() {
 
 // GET /v1/load on every worker, grouped by job. Unreachable workers and
 // workers that do not know `id` are listed in `problems`.
+// The jobs the workers report (one id, or all), summed per id; `per_member`,
+// when given, gets each member's bytes done (fetched or found cached) for them.
 std::map<std::string, Aggregate> Collect(Client& c, const std::string& id, std::vector<std::string>* problems,
-                                         size_t* not_found = nullptr) {
+                                         size_t* not_found = nullptr,
+                                         std::map<std::string, uint64_t>* per_member = nullptr) {
   std::map<std::string, Aggregate> jobs;
   std::string target = "/v1/load" + (id.empty() ? std::string() : "?id=" + Enc(id));
   for (const auto& a : c.CallWorkers("GET", [&](const std::string&) { return target; })) {
@@ -164,7 +167,10 @@ std::map<std::string, Aggregate> Collect(Client& c, const std::string& id, std::
     }
     try {
       const Json body = Json::parse(a.body);  // kept: a loop over a temporary's member would dangle
-      for (const auto& j : body.at("jobs")) jobs[j.at("id").get<std::string>()].Add(j);
+      for (const auto& j : body.at("jobs")) {
+        jobs[j.at("id").get<std::string>()].Add(j);
+        if (per_member) (*per_member)[a.member] += j.value("bytes_done", uint64_t{0});
+      }
     } catch (const std::exception& e) {
       problems->push_back("worker " + a.member + ": malformed load status: " + e.what());
     }
@@ -250,6 +256,44 @@ std::string FirstOf(const Json& list, const char* what, size_t n = 10) {
   return out;
 }
 
+// After a load: what it brought beyond a worker's cache, or beyond a quota
+// that covers the path, was evicted again as it came. "done" alone would
+// suggest that it all stays; this says where it did not.
+void NoteWhatDidNotStay(Client& c, const std::string& path, const std::map<std::string, uint64_t>& loaded) {
+  std::vector<std::string> notes;
+  for (const auto& r : c.CallWorkers("GET", [](const std::string&) { return "/v1/status"; })) {
+    auto it = loaded.find(r.member);
+    if (!r.status.ok() || it == loaded.end()) continue;
+    const uint64_t mine = it->second;
+    try {
+      const Json j = Json::parse(r.body);
+      const uint64_t capacity = j.value("cache_capacity_bytes", uint64_t{0});
+      if (capacity && mine > capacity) {
+        notes.push_back("worker " + r.member + " holds " + FormatSize(capacity) + " and this load brought it " +
+                        FormatSize(mine));
+      }
+      for (const auto& q : j.value("quotas", Json::array())) {
+        const std::string rule = q.value("rule", "");
+        const uint64_t limit = q.value("limit_bytes", uint64_t{0});
+        const bool covers = rule == "/" || path == rule || path.starts_with(rule + "/");
+        if (covers && limit && mine > limit) {
+          notes.push_back("worker " + r.member + " keeps " + FormatSize(limit) + " under " + rule +
+                          " (its quota) and this load brought it " + FormatSize(mine));
+        }
+      }
+    } catch (const std::exception&) {
+      // a status that does not parse says nothing here; the load itself is done
+    }
+  }
+  if (notes.empty()) return;
+  std::string list;
+  for (const auto& n : notes) list += (list.empty() ? "" : "; ") + n;
+  std::fprintf(stderr,
+               "shoal: note: not all of the load stays cached: %s. The pages beyond were evicted as they came "
+               "(`shoal rules` shows the quotas; a larger cache or quota keeps more)\n",
+               list.c_str());
+}
+
 int Load(Client& c, const LoadArgs& a) {
   if (a.path.empty()) return Fail(Status(Code::kInvalidArgument, "shoal load needs a PATH (or --status / --stop)"));
   uint64_t bandwidth = 0;
@@ -328,9 +372,11 @@ int Load(Client& c, const LoadArgs& a) {
   auto next_line = Clock::now();
   Aggregate last;
   std::vector<std::string> problems;
+  std::map<std::string, uint64_t> member_bytes;
   for (;;) {
     problems.clear();
-    auto jobs = Collect(c, id, &problems);
+    member_bytes.clear();
+    auto jobs = Collect(c, id, &problems, nullptr, &member_bytes);
     last = jobs.count(id) ? jobs[id] : Aggregate{};
     last.id = id;
     bool finished = problems.empty() && last.workers == members.size() && last.running == 0;
@@ -389,6 +435,7 @@ int Load(Client& c, const LoadArgs& a) {
                                               " mismatches, dropped and loaded again from the under-store: " +
                                               FirstOf(last.mismatch_list, "what")));
   }
+  if (last.State() == "done") NoteWhatDidNotStay(c, st->path, member_bytes);
   if (last.files_not_admitted) {
     std::fprintf(stderr,
                  "shoal: note: %llu file%s not loaded: a path rule says admission: skip for %s, so %s never "
