@@ -306,14 +306,14 @@ Status SetRuleField(PathRule* rule, std::string_view field, std::string_view val
   } else if (field == "ttl") {
     if (unset) { rule->ttl.reset(); return {}; }
     auto d = ParseDuration(value);
-    if (!d) return bad(d.error().message());
+    if (!d) return Status(Code::kInvalidArgument, "rule field 'ttl': " + d.error().message());  // it names the value
     if (d->count() <= 0) return bad("must be more than 0, e.g. 24h");
     rule->ttl = *d;
   } else if (field == "quota" || field == "cluster_quota") {
     auto& out = field == "quota" ? rule->quota : rule->cluster_quota;
     if (unset) { out.reset(); return {}; }
     auto v = ParseSize(value);
-    if (!v) return bad(v.error().message());
+    if (!v) return Status(Code::kInvalidArgument, "rule field '" + std::string(field) + "': " + v.error().message());
     if (*v == 0) return bad("must be more than 0 (use admission: skip to cache nothing)");
     out = *v;
   } else if (field == "admission") {

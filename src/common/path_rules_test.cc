@@ -86,6 +86,10 @@ TEST(PathRules, FieldErrorsNameTheFieldAndWhatItTakes) {
     auto st = SetRuleField(&r, field, value);
     ASSERT_FALSE(st.ok()) << field << "=" << value;
     EXPECT_NE(st.message().find(expect), std::string::npos) << st.message();
+    const std::string quoted = "'" + std::string(value) + "'";
+    const size_t first = st.message().find(quoted);
+    EXPECT_EQ(st.message().find(quoted, first == std::string::npos ? 0 : first + 1), std::string::npos)
+        << "the value is named twice: " << st.message();
   }
   EXPECT_EQ(r, EmptyRule("/a")) << "a refused value changes nothing";
   ASSERT_TRUE(SetRuleField(&r, "ttl", "30m").ok());
