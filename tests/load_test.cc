@@ -366,7 +366,8 @@ TEST_F(LoadWithSecretTest, AnOwnersAddressThatIsNotItsMembershipsIsNeverCalled) 
     } while (job.value("state", "running") == "running" && std::chrono::steady_clock::now() < deadline);
     ASSERT_EQ(job.value("state", ""), "done") << job.dump();
     EXPECT_EQ(job["files_failed"].get<uint64_t>(), 0u) << job.dump();
-    EXPECT_GT(job["files_done"].get<uint64_t>(), 0u) << "the directory was not listed at the store either: " << job.dump();
+    EXPECT_GT(job["files_done"].get<uint64_t>(), 0u)
+        << "the directory was not listed at the store either: " << job.dump();
     if (known_there) {
       EXPECT_GE(lists.load() - lists0, 1) << "the member at the address the worker has for it was not asked";
     } else {
@@ -436,8 +437,8 @@ TEST_F(LoadTest, BandwidthCapsTheLoadAndChargesEachByteOnce) {
   // The first file of each worker goes at once; every later byte waits its turn.
   EXPECT_GE(elapsed, expected - 64.0 * 1024 / static_cast<double>(per_worker) - 0.05)
       << "faster than --bandwidth allows (" << most << " bytes on the busiest worker)";
-  EXPECT_LT(elapsed, 1.5 * expected + 0.5) << "slower than --bandwidth: bytes charged twice? (expected about "
-                                           << expected << " s)";
+  EXPECT_LT(elapsed, 1.5 * expected + 0.5)
+      << "slower than --bandwidth: bytes charged twice? (expected about " << expected << " s)";
 }
 
 // A file under a rule that says admission: skip would be dropped as it came:

@@ -440,8 +440,9 @@ int Load(Client& c, const LoadArgs& a) {
     std::fprintf(stderr,
                  "shoal: note: %llu file%s not loaded: a path rule says admission: skip for %s, so %s never "
                  "cached (`shoal rules` lists the rules; `shoal rules set PREFIX admission=` clears it)\n",
-                 static_cast<unsigned long long>(last.files_not_admitted), last.files_not_admitted == 1 ? " was" : "s were",
-                 last.files_not_admitted == 1 ? "it" : "them", last.files_not_admitted == 1 ? "it is" : "they are");
+                 static_cast<unsigned long long>(last.files_not_admitted),
+                 last.files_not_admitted == 1 ? " was" : "s were", last.files_not_admitted == 1 ? "it" : "them",
+                 last.files_not_admitted == 1 ? "it is" : "they are");
   }
   if (last.dirs_skipped && !a.recursive) {
     std::fprintf(stderr, "shoal: note: %llu %s not loaded; add -r to load %s\n",

@@ -96,7 +96,7 @@ struct LoadJobs::Job {
   uint64_t files_total = 0, files_done = 0, files_skipped = 0, files_failed = 0;
   uint64_t bytes_total = 0, bytes_done = 0, bytes_fetched = 0, bytes_cached = 0;
   uint64_t dirs_skipped = 0;                                    // subdirectories left out (no -r)
-  uint64_t files_not_admitted = 0;  // under a rule that says admission: skip: never fetched
+  uint64_t files_not_admitted = 0;                              // under a rule that says admission: skip: never fetched
   std::vector<std::pair<std::string, std::string>> failures;    // path, why (first kMaxListed)
   std::vector<std::pair<std::string, std::string>> mismatches;  // path, what (first kMaxListed)
   uint64_t mismatch_count = 0, pages_checked = 0, files_md5_checked = 0, files_checksums_only = 0;

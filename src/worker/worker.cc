@@ -602,8 +602,8 @@ class Worker::Impl {
     // A first page that another reader's stat read is written here if the
     // idle writer has not yet (write_fetched).
     for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments, /*write_fetched=*/true)) {
-      out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(), seg.page->length(),
-                              seg.page->page_offset(), seg.page->generation()});
+      out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(),
+                              seg.page->length(), seg.page->page_offset(), seg.page->generation()});
       (seg.fetched || (stat_fetched && seg.offset < config_.worker.page_size) ? miss : hit) += seg.length;
       pages->push_back(std::move(*seg.page));
     }
@@ -648,8 +648,8 @@ class Worker::Impl {
       auto range = svc_->CachedRange(file, 0, end);
       if (!range || range->size() > local_wire::kMaxSegments) return not_cached();
       for (auto& seg : *range) {
-        out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(), seg.page->length(),
-                                seg.page->page_offset(), seg.page->generation()});
+        out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(),
+                                seg.page->length(), seg.page->page_offset(), seg.page->generation()});
         pages->push_back(std::move(*seg.page));
       }
       short_circuit_bytes_->Add(end);
