@@ -151,9 +151,8 @@ std::string NewJobId() {
 }
 
 // GET /v1/load on every worker, grouped by job. Unreachable workers and
-// workers that do not know `id` are listed in `problems`.
-// The jobs the workers report (one id, or all), summed per id; `per_member`,
-// when given, gets each member's bytes done (fetched or found cached) for them.
+// workers that do not know `id` are listed in `problems`. `per_member`, when
+// given, gets each member's bytes done (fetched or found cached) for the jobs.
 std::map<std::string, Aggregate> Collect(Client& c, const std::string& id, std::vector<std::string>* problems,
                                          size_t* not_found = nullptr,
                                          std::map<std::string, uint64_t>* per_member = nullptr) {
