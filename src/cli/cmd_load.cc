@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/path_rules.h"
 #include "common/units.h"
 #include "ufs/uri.h"
 
@@ -274,8 +275,7 @@ void NoteWhatDidNotStay(Client& c, const std::string& path, const std::map<std::
       for (const auto& q : j.value("quotas", Json::array())) {
         const std::string rule = q.value("rule", "");
         const uint64_t limit = q.value("limit_bytes", uint64_t{0});
-        const bool covers = rule == "/" || path == rule || path.starts_with(rule + "/");
-        if (covers && limit && mine > limit) {
+        if (PathRules::Covers(rule, path) && limit && mine > limit) {
           notes.push_back("worker " + r.member + " keeps " + FormatSize(limit) + " under " + rule +
                           " (its quota) and this load brought it " + FormatSize(mine));
         }
