@@ -94,6 +94,32 @@ class CachedOpenTest : public ::testing::Test {
     return ReadWhole(*client_, path, o, code);
   }
 
+  // The worker's short-circuit socket and token, from its status.
+  std::pair<std::string, std::string> LocalEndpoint() {
+    auto status = cluster_->Get(0, "/v1/status");
+    EXPECT_TRUE(status) << status.error().ToString();
+    if (!status) return {};
+    auto j = nlohmann::json::parse(*status);
+    EXPECT_FALSE(j.value("local_socket", "").empty()) << *status;
+    return {j.value("local_socket", ""), j.value("local_token", "")};
+  }
+
+  // A raw connection to the short-circuit socket (no hello sent), or -1.
+  static int ConnectLocal(const std::string& socket) {
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) return -1;
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, socket.data(), std::min(socket.size(), sizeof a.sun_path - 1));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ADD_FAILURE() << "connect " << socket << ": " << std::strerror(errno);
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
   std::unique_ptr<S3rverProcess> s3_;
   std::shared_ptr<UnderStore> ufs_;
   std::unique_ptr<ShoalCluster> cluster_;
@@ -204,11 +230,8 @@ TEST_F(CachedOpenTest, EveryLengthIsAnsweredWithinTheReplysBounds) {
   ASSERT_TRUE(Read("/data/full.bin") == full);
   ASSERT_TRUE(Read("/data/over.bin") == over);
 
-  auto status = cluster_->Get(0, "/v1/status");
-  ASSERT_TRUE(status) << status.error().ToString();
-  auto j = nlohmann::json::parse(*status);
-  const std::string socket = j.value("local_socket", ""), token = j.value("local_token", "");
-  ASSERT_FALSE(socket.empty()) << *status;
+  const auto [socket, token] = LocalEndpoint();
+  ASSERT_FALSE(socket.empty());
   LocalReader reader(30s, 1s);
   const std::string worker = cluster_->addresses()[0];
   ASSERT_TRUE(reader.ClaimDiscovery(worker));
@@ -231,12 +254,8 @@ TEST_F(CachedOpenTest, EveryLengthIsAnsweredWithinTheReplysBounds) {
 
   // A client that asks and leaves before the answer: the worker goes on serving.
   for (int i = 0; i < 3; ++i) {
-    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int fd = ConnectLocal(socket);
     ASSERT_GE(fd, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path, socket.data(), std::min(socket.size(), sizeof a.sun_path - 1));
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
     local_wire::Request hello;
     hello.kind = local_wire::Kind::kHello;
     hello.path = token;
@@ -263,21 +282,8 @@ TEST_F(CachedOpenTest, TouchBatchesAreCheckedAndBounded) {
   const std::string data = RandomBytes(70 * 1024 + 1, 17);
   Put("t.bin", data);
   ASSERT_TRUE(Read("/data/t.bin") == data);
-  auto status = cluster_->Get(0, "/v1/status");
-  ASSERT_TRUE(status) << status.error().ToString();
-  auto j = nlohmann::json::parse(*status);
-  const std::string socket = j.value("local_socket", ""), token = j.value("local_token", "");
-  ASSERT_FALSE(socket.empty()) << *status;
-
-  auto connect = [&] {
-    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    EXPECT_GE(fd, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path, socket.data(), std::min(socket.size(), sizeof a.sun_path - 1));
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
-    return fd;
-  };
+  const auto [socket, token] = LocalEndpoint();
+  ASSERT_FALSE(socket.empty());
   // One request and its reply (the fds that came with it closed).
   auto ask = [](int fd, const local_wire::Request& r) -> Result<local_wire::Reply> {
     SHOAL_RETURN_IF_ERROR(local_wire::SendRecord(fd, local_wire::EncodeRequest(r), {}));
@@ -294,7 +300,8 @@ TEST_F(CachedOpenTest, TouchBatchesAreCheckedAndBounded) {
     r.path = local_wire::EncodeTouches(t);
     return r;
   };
-  int fd = connect();
+  int fd = ConnectLocal(socket);
+  ASSERT_GE(fd, 0);
   local_wire::Request hello;
   hello.kind = local_wire::Kind::kHello;
   hello.path = token;

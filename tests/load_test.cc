@@ -126,12 +126,14 @@ class LoadTest : public ::testing::Test {
 
   // Bytes of the dataset each worker owns: the client's routing, computed here
   // from the ring and each object's version as the store gives it.
-  std::vector<uint64_t> OwnedBytes() {
+  // Only the files under `under` when it is given.
+  std::vector<uint64_t> OwnedBytes(const std::string& under = "") {
     std::vector<std::string> ids;
     for (const auto& w : cluster_->workers()) ids.push_back(w.id);
     HashRing ring(ids);
     std::vector<uint64_t> owned(3, 0);
     for (const auto& [path, data] : files_) {
+      if (!path.starts_with(under)) continue;
       auto st = ufs_->Stat(path.substr(std::string("/data/").size()));
       EXPECT_TRUE(st) << path;
       if (!st) continue;
@@ -225,6 +227,30 @@ TEST_F(LoadTest, EveryWorkerFetchesWhatItOwnsAndReadsThenHit) {
 class LoadWithSecretTest : public LoadTest {
  protected:
   std::string ClusterSecret() const override { return "load-test-secret"; }
+
+  // One request to the worker at `address` with the cluster secret; its JSON answer ({} unless 200).
+  Json Call(const std::string& address, const std::string& method, const std::string& target) {
+    auto conn = RawConnection::Connect(address);
+    EXPECT_TRUE(conn);
+    if (!conn) return Json();
+    conn->Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ClusterSecret() +
+               "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    auto resp = conn->ReadResponse(30s);
+    EXPECT_TRUE(resp && resp->status == 200) << (resp ? resp->body : "no response");
+    return resp && resp->status == 200 ? Json::parse(resp->body) : Json();
+  }
+
+  // Load job `id` on the worker at `address` once it is no longer running (at most 120 s).
+  Json WaitForJob(const std::string& address, const std::string& id) {
+    Json job;
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    do {
+      Json all = Call(address, "GET", "/v1/load?id=" + id);
+      if (all.contains("jobs") && !all["jobs"].empty()) job = all["jobs"][0];
+      if (job.value("state", "running") == "running") std::this_thread::sleep_for(20ms);  // a poll's pace, not a wait
+    } while (job.value("state", "running") == "running" && std::chrono::steady_clock::now() < deadline);
+    return job;
+  }
 };
 
 // The store's list requests, summed over the workers.
@@ -268,30 +294,15 @@ TEST_F(LoadWithSecretTest, AnOwnerThatGarblesOrHangsUpIsListedAroundAtTheStore) 
       if (!answers[n].empty()) (void)!::write(fd, answers[n].data(), answers[n].size());
     });  // then closed
     const std::string id = "peer" + std::to_string(n);
-    auto call = [&](const std::string& method, const std::string& target) {
-      auto conn = RawConnection::Connect(w0);
-      EXPECT_TRUE(conn);
-      if (!conn) return Json();
-      conn->Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ClusterSecret() +
-                 "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-      auto resp = conn->ReadResponse(30s);
-      EXPECT_TRUE(resp && resp->status == 200) << (resp ? resp->body : "no response");
-      return resp && resp->status == 200 ? Json::parse(resp->body) : Json();
-    };
-    call("POST", "/v1/refresh?path=/data/ds&recursive=1");  // the first round's listing is cached
+    Call(w0, "POST", "/v1/refresh?path=/data/ds&recursive=1");  // the first round's listing is cached
     auto before = cluster_->MetricSum(kStoreLists);
     ASSERT_TRUE(before) << before.error().ToString();
-    call("POST", "/v1/load?id=" + id + "&path=/data/ds&recursive=1&members=" + self + "," + fake + "&self=" + self +
-                     "&addresses=" + w0 + ",127.0.0.1:" + std::to_string(peer.port()));
-    Json job;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    do {
-      Json all = call("GET", "/v1/load?id=" + id);
-      if (all.contains("jobs") && !all["jobs"].empty()) job = all["jobs"][0];
-      if (job.value("state", "running") == "running") std::this_thread::sleep_for(20ms);  // a poll's pace, not a wait
-    } while (job.value("state", "running") == "running" && std::chrono::steady_clock::now() < deadline);
+    Call(w0, "POST",
+         "/v1/load?id=" + id + "&path=/data/ds&recursive=1&members=" + self + "," + fake + "&self=" + self +
+             "&addresses=" + w0 + ",127.0.0.1:" + std::to_string(peer.port()));
+    const Json job = WaitForJob(w0, id);
     ASSERT_EQ(job.value("state", ""), "done") << job.dump();
-    EXPECT_EQ(job["files_failed"].get<uint64_t>(), 0u) << job.dump();
+    EXPECT_EQ(job.at("files_failed").get<uint64_t>(), 0u) << job.dump();
     EXPECT_GE(asked.load(), 1) << "the owner named in the request was never asked";
     auto after = cluster_->MetricSum(kStoreLists);
     ASSERT_TRUE(after) << after.error().ToString();
@@ -344,29 +355,14 @@ TEST_F(LoadWithSecretTest, AnOwnersAddressThatIsNotItsMembershipsIsNeverCalled) 
     ASSERT_TRUE(w) << w.error().ToString();
     ASSERT_EQ(w->entry.id, self);
     const std::string address = w->entry.address;
-    auto call = [&](const std::string& method, const std::string& target) {
-      auto conn = RawConnection::Connect(address);
-      EXPECT_TRUE(conn);
-      if (!conn) return Json();
-      conn->Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ClusterSecret() +
-                 "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-      auto resp = conn->ReadResponse(30s);
-      EXPECT_TRUE(resp && resp->status == 200) << (resp ? resp->body : "no response");
-      return resp && resp->status == 200 ? Json::parse(resp->body) : Json();
-    };
     const int lists0 = lists.load();
-    call("POST", "/v1/load?id=m-" + tag + "&path=/data/ds&recursive=0&members=" + self + "," + peer_id +
-                     "&self=" + self + "&addresses=" + address + "," + peer_address);
-    Json job;
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    do {
-      Json all = call("GET", "/v1/load?id=m-" + tag);
-      if (all.contains("jobs") && !all["jobs"].empty()) job = all["jobs"][0];
-      if (job.value("state", "running") == "running") std::this_thread::sleep_for(20ms);  // a poll's pace, not a wait
-    } while (job.value("state", "running") == "running" && std::chrono::steady_clock::now() < deadline);
+    Call(address, "POST",
+         "/v1/load?id=m-" + tag + "&path=/data/ds&recursive=0&members=" + self + "," + peer_id + "&self=" + self +
+             "&addresses=" + address + "," + peer_address);
+    const Json job = WaitForJob(address, "m-" + tag);
     ASSERT_EQ(job.value("state", ""), "done") << job.dump();
-    EXPECT_EQ(job["files_failed"].get<uint64_t>(), 0u) << job.dump();
-    EXPECT_GT(job["files_done"].get<uint64_t>(), 0u)
+    EXPECT_EQ(job.at("files_failed").get<uint64_t>(), 0u) << job.dump();
+    EXPECT_GT(job.at("files_done").get<uint64_t>(), 0u)
         << "the directory was not listed at the store either: " << job.dump();
     if (known_there) {
       EXPECT_GE(lists.load() - lists0, 1) << "the member at the address the worker has for it was not asked";
@@ -411,28 +407,16 @@ TEST_F(LoadTest, EveryPageIsCachedWhenTheLoadSaysDone) {
 // charged twice (at the stat and again with the file's pages), a load took
 // twice as long as its cap allows.
 TEST_F(LoadTest, BandwidthCapsTheLoadAndChargesEachByteOnce) {
-  std::map<std::string, std::string> paced;
-  for (int i = 0; i < 30; ++i) {
-    const std::string key = "paced/f" + std::to_string(i), data = RandomBytes(64 * 1024, 200 + i);
-    Put(key, data);
-    paced["/data/" + key] = data;
-  }
-  std::vector<std::string> ids;
-  for (const auto& w : cluster_->workers()) ids.push_back(w.id);
-  HashRing ring(ids);
-  std::vector<uint64_t> owned(3, 0);
-  for (const auto& [path, data] : paced) {
-    auto st = ufs_->Stat(path.substr(std::string("/data/").size()));
-    ASSERT_TRUE(st) << path;
-    owned[ring.Owner(HashRing::DataKey(path, st->Version(), 0))] += data.size();
-  }
+  const size_t files = 30;
+  for (size_t i = 0; i < files; ++i) Put("paced/f" + std::to_string(i), RandomBytes(64 * 1024, 200 + i));
+  const auto owned = OwnedBytes("/data/paced/");
   const uint64_t bandwidth = 3 * 256 * 1024, per_worker = bandwidth / 3;  // bytes per second
   const double most = static_cast<double>(*std::max_element(owned.begin(), owned.end()));
   const double expected = most / static_cast<double>(per_worker);  // seconds, at the cap
   auto r = Cli({"load", "/data/paced", "--bandwidth", std::to_string(bandwidth), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   Json fin = Final(r);
-  ASSERT_EQ(fin["files_done"].get<uint64_t>(), paced.size()) << fin.dump();
+  ASSERT_EQ(fin["files_done"].get<uint64_t>(), files) << fin.dump();
   const double elapsed = fin["elapsed_s"].get<double>();
   // The first file of each worker goes at once; every later byte waits its turn.
   EXPECT_GE(elapsed, expected - 64.0 * 1024 / static_cast<double>(per_worker) - 0.05)
