@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/nearest_name.h"
 #include "common/units.h"
 
 namespace shoal {
@@ -70,22 +71,6 @@ std::optional<bool> ParseBoolText(std::string_view v) {
     if (v == f) return false;
   }
   return std::nullopt;
-}
-
-// Optimal string alignment distance: insertions, deletions, substitutions and
-// transpositions of neighbours each cost one ("endpiont" is 1 from "endpoint").
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 // Checks one value against its spec; the error names the option (and the
@@ -210,17 +195,10 @@ std::string OptionNames(OptionTable table) {
 }
 
 std::string NearestOptionName(std::string_view name, OptionTable table) {
-  std::string best;
-  size_t best_d = std::string_view::npos;
-  for (const auto& s : table) {
-    size_t d = EditDistance(name, s.name);
-    if (d < best_d) {
-      best_d = d;
-      best = std::string(s.name);
-    }
-  }
-  // Close enough to be a typo: two edits, or a third of a long name.
-  return best_d <= std::max<size_t>(2, name.size() / 3) ? best : std::string();
+  std::vector<std::string> names;
+  for (const auto& s : table) names.emplace_back(s.name);
+  auto nearest = FindNearestName(name, names);
+  return nearest.likely_typo ? nearest.name : std::string();
 }
 
 std::string DescribeOptionValue(const OptionSpec& s) {
