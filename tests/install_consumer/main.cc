@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "shoal/client.h"
+#include "shoal/version.h"
+
+static_assert(SHOAL_VERSION_NUMBER >= SHOAL_MAKE_VERSION(0, 1, 0), "the version macros of shoal/version.h");
 
 namespace {
 
@@ -54,7 +57,7 @@ int Run(const std::filesystem::path& dir) {
   if (got != data) return Fail("Read returned " + std::to_string(total) + " bytes that differ from the file");
   if (c.stats().fallback_read_bytes == 0) return Fail("the bytes did not come through the under-store fallback");
 
-  std::printf("ok: %zu bytes read through the file:// fallback\n", total);
+  std::printf("ok: %zu bytes read through the file:// fallback (Shoal %s)\n", total, SHOAL_VERSION);
   return 0;
 }
 
