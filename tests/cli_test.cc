@@ -13,9 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <regex>
 
 #include "client/worker_connection.h"
 #include "common/subprocess.h"
+#include "shoal/version.h"
 #include "tests/cli_helpers.h"
 #include "tests/harness/azurite.h"
 #include "tests/harness/s3rver.h"
@@ -197,6 +199,49 @@ TEST_F(CliTest, ErrorsAreOneClearLineAndAnExitCode) {
   auto scheme = Shoal({"up", "--ufs", "ftp://x/y", "--state-dir", dir_ + "/s3"});
   EXPECT_EQ(scheme.exit_code, 2);
   EXPECT_NE(scheme.err.find("unknown under-store scheme"), std::string::npos) << scheme.err;
+}
+
+// Expects `r` to have failed with exit code `code` and one line on stderr,
+// "shoal: error: ...", holding each of `expect`.
+void ExpectOneLineError(const Run& r, int code, const std::vector<std::string>& expect) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_TRUE(r.err.starts_with("shoal: error: ")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  for (const auto& e : expect) EXPECT_NE(r.err.find(e), std::string::npos) << "no '" << e << "' in: " << r.err;
+}
+
+// Every command-line error of every subcommand goes through one place: exit 2
+// (README) and one line that says what was wrong and where --help is.
+TEST_F(CliTest, CommandLineErrorsAreExit2AndOneLineNamingWhatToFix) {
+  ExpectOneLineError(Shoal({"up", "--ufs", ufs_, "--workers", "abc"}), 2,
+                     {"--workers takes INT, not 'abc'", "see 'shoal up --help'"});
+  ExpectOneLineError(Shoal({"up", "--ufs", ufs_, "--page-store", "bogus"}), 2, {"--page-store", "bogus", "files"});
+  ExpectOneLineError(Shoal({"up", "--ufs", ufs_, "--wokers", "2"}), 2,
+                     {"unknown option --wokers (did you mean '--workers'?)"});
+  ExpectOneLineError(Shoal({"up", "--workers", "2"}), 2, {"--ufs is required", "see 'shoal up --help'"});
+  ExpectOneLineError(Shoal({"cat", "--config"}), 2, {"--config", "see 'shoal cat --help'"});
+  ExpectOneLineError(Shoal({"stat", "--config", config_, "/data/a", "/data/b"}), 2, {"'/data/b'"});
+  ExpectOneLineError(Shoal({}), 2, {"see 'shoal --help'"});
+  // An unknown subcommand is named, with the nearest real one.
+  ExpectOneLineError(Shoal({"frobnicate"}), 2,
+                     {"unknown command 'frobnicate' (the nearest is '", "see 'shoal --help'"});
+  ExpectOneLineError(Shoal({"stauts", "--config", config_}), 2, {"unknown command 'stauts' (did you mean 'status'?)"});
+  ExpectOneLineError(Shoal({"mount", "lsit"}), 2,
+                     {"unknown command 'lsit' (did you mean 'list'?)", "see 'shoal mount --help'"});
+  // --help still prints to stdout and exits 0.
+  auto help = Shoal({"up", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--workers"), std::string::npos) << help.out;
+}
+
+TEST_F(CliTest, VersionPrintsTheVersionCommitAndBuildType) {
+  auto v = Shoal({"--version"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_TRUE(v.out.starts_with("shoal " SHOAL_VERSION " (commit ")) << v.out;
+  // The commit the build was configured from (or "unknown" outside git), and the build type.
+  EXPECT_TRUE(
+      std::regex_match(v.out, std::regex(R"(shoal \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}|unknown), \w+ build\)\n)")))
+      << v.out;
 }
 
 TEST_F(CliTest, RefreshOfAPathThatExistsNowhereIsNotFound) {

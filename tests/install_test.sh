@@ -32,6 +32,13 @@ for h in "$prefix"/include/shoal/*.h; do
   quiet "$cxx" $cxxflags -std=c++23 -fsyntax-only -I "$prefix/include" "$tmp/header.cc"
 done
 
+# The binary and the headers name one version.
+version=$(sed -n 's/^#define SHOAL_VERSION "\(.*\)"$/\1/p' "$prefix/include/shoal/version.h")
+[ -n "$version" ] || { echo "install_test: no SHOAL_VERSION in shoal/version.h" >&2; exit 1; }
+"$prefix/bin/shoal" --version | grep -q "^shoal $version (commit " ||
+  { echo "install_test: shoal --version does not say $version: $("$prefix/bin/shoal" --version)" >&2; exit 1; }
+pc=$(find "$prefix" -name shoal.pc)
+[ -n "$pc" ] || { echo "install_test: shoal.pc was not installed" >&2; exit 1; }
 
 echo "find_package(Shoal):"
 quiet cmake -S "$src" -B "$tmp/cmake" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$cxxflags" \

@@ -29,6 +29,16 @@ void PrintRuleUsage(Client& c);
 
 // Prints "shoal: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);
+// The exit code for an error CLI11 raised while parsing the command line, of
+// any subcommand (parse_errors.cc): --help and --version print and give 0;
+// any other prints one line, "shoal: error: WHAT; see 'shoal CMD --help'"
+// (an unknown subcommand named, with the nearest real one), and gives 2.
+int ReportParseError(CLI::App& app, const CLI::ParseError& e);
+// `shoal --version`: "shoal 0.1.0 (commit 0123abcd4567, RelWithDebInfo build)".
+std::string VersionText();
+// Logs go to stderr (stdout carries command output, and `listening:` /
+// `ready:` lines), at the level $SHOAL_LOG names when it is set.
+void SetUpLogging();
 
 // What every client command takes: --config FILE and -v/--verbose.
 struct ClientOptions {

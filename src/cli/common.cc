@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -49,6 +50,11 @@ Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options) {
     spdlog::set_level(options.verbose ? spdlog::level::info : spdlog::level::err);
   }
   return Client::Open(options.config);
+}
+
+void SetUpLogging() {
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("shoal"));
+  if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));
 }
 
 Status ValidateMounts(const Config& config) {

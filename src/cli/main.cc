@@ -1,6 +1,3 @@
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <csignal>
 #include <cstdlib>
 
@@ -11,12 +8,11 @@ int main(int argc, char** argv) {
   // (sendfile cannot be told MSG_NOSIGNAL): a write to a closed peer must
   // fail with EPIPE, never kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  // Logs go to stderr: stdout carries command output (and `listening:` / `ready:` lines).
-  spdlog::set_default_logger(spdlog::stderr_logger_mt("shoal"));
-  if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));
+  shoal::cli::SetUpLogging();
 
   CLI::App app{"Shoal: a distributed read-through cache for AI training data"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", shoal::cli::VersionText(), "Print the version, commit and build type, and exit");
   int exit_code = 0;
   shoal::cli::AddUp(app, &exit_code);
   shoal::cli::AddWorker(app, &exit_code);
@@ -27,6 +23,10 @@ int main(int argc, char** argv) {
   shoal::cli::AddS3(app, &exit_code);
   shoal::cli::AddLoadCommands(app, &exit_code);
   shoal::cli::AddRulesCommands(app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return shoal::cli::ReportParseError(app, e);
+  }
   return exit_code;
 }
