@@ -14,12 +14,16 @@ namespace shoal::testing {
 namespace fs = std::filesystem;
 
 Run Shoal(std::vector<std::string> args, std::chrono::seconds timeout) {
+  args.insert(args.begin(), ShoalBinary());
+  return Command(std::move(args), timeout);
+}
+
+Run Command(std::vector<std::string> argv, std::chrono::seconds timeout) {
   static int n = 0;
   std::string errfile =
       fs::temp_directory_path() / ("shoal-cli-err-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
   Subprocess::Options o;
-  o.argv = {ShoalBinary()};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.argv = std::move(argv);
   o.stderr_file = errfile;
   Run r;
   auto p = Subprocess::Start(o);

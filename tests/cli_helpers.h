@@ -20,6 +20,8 @@ struct Run {
 
 // Runs `shoal ARGS...` to completion.
 Run Shoal(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(120));
+// Runs any command to completion (argv[0] is looked up on PATH).
+Run Command(std::vector<std::string> argv, std::chrono::seconds timeout = std::chrono::seconds(120));
 
 // `shoal up ARGS...`, launched and waited on until it prints `ready:` or exits.
 struct Up {

@@ -6,14 +6,14 @@
 #include <cstring>
 #include <signal.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "client/worker_connection.h"
 #include "common/subprocess.h"
@@ -242,6 +242,49 @@ TEST_F(CliTest, VersionPrintsTheVersionCommitAndBuildType) {
   EXPECT_TRUE(
       std::regex_match(v.out, std::regex(R"(shoal \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}|unknown), \w+ build\)\n)")))
       << v.out;
+}
+
+// Whether this process may make a private mount namespace (root may).
+bool CanMountPrivately() { return Command({"unshare", "-m", "--propagation", "private", "true"}).exit_code == 0; }
+
+// `shoal ARGS...` in a private mount namespace where `dir` is a read-only
+// tmpfs: as root, a read-only file system is what refuses a write. The mount
+// goes with the namespace when the command ends.
+Run ShoalOnReadOnlyDir(const std::string& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"unshare",
+                                   "-m",
+                                   "--propagation",
+                                   "private",
+                                   "sh",
+                                   "-c",
+                                   "mount -t tmpfs -o ro shoal-ro \"$0\" && exec \"$@\"",
+                                   dir,
+                                   ShoalBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Command(argv, std::chrono::seconds(60));
+}
+
+// A cache dir a worker could never write is refused before any worker starts:
+// exit 4 (README: permission denied or read-only) naming the path.
+TEST_F(CliTest, ACacheDirThatCannotBeWrittenIsRefusedNamingIt) {
+  if (!CanMountPrivately()) GTEST_SKIP() << "needs a private mount namespace (run as root)";
+  const std::string ro = dir_ + "/ro";
+  fs::create_directories(ro);
+  auto up = ShoalOnReadOnlyDir(ro, {"up", "--ufs", ufs_, "--workers", "1", "--state-dir", state_, "--cache-dir",
+                                    ro + "/cache", "--cache-size", "64MiB"});
+  ExpectOneLineError(up, 4, {"'" + ro + "/cache", "Read-only file system"});
+  EXPECT_EQ(up.out.find("ready:"), std::string::npos) << up.out;
+
+  std::string config = dir_ + "/worker.yaml";
+  ASSERT_TRUE(WriteFile(config, "mounts:\n  - path: /data\n    ufs: file://" + ufs_ + "/\n").ok());
+  auto worker = ShoalOnReadOnlyDir(ro, {"worker", "--config", config, "--cache-dir", ro, "--listen", "127.0.0.1:0"});
+  ExpectOneLineError(worker, 4, {"cache dir '" + ro + "' cannot be written", "Read-only file system"});
+  EXPECT_EQ(worker.out.find("listening:"), std::string::npos) << worker.out;
+
+  // A file where the cache dir belongs is a bad argument: exit 2.
+  ASSERT_TRUE(WriteFile(dir_ + "/a-file", "x").ok());
+  auto file = Shoal({"worker", "--config", config, "--cache-dir", dir_ + "/a-file", "--listen", "127.0.0.1:0"});
+  ExpectOneLineError(file, 2, {"'" + dir_ + "/a-file' is not a directory"});
 }
 
 TEST_F(CliTest, RefreshOfAPathThatExistsNowhereIsNotFound) {

@@ -69,19 +69,6 @@ struct UpArgs {
   std::string page_store = "files";  // worker.page_store
 };
 
-Status MakeDirs(const std::string& dir) {
-  std::string cur;
-  for (size_t i = 0; i <= dir.size(); ++i) {
-    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
-      cur = dir.substr(0, i);
-      if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        return Status(Code::kIo, "cannot create directory '" + cur + "': " + std::strerror(errno));
-      }
-    }
-  }
-  return {};
-}
-
 // Creates the state dir and makes it private: owned by us, mode 0700 (an
 // existing dir with a wider mode is narrowed).
 Status PrepareStateDir(const std::string& dir) {
@@ -236,7 +223,9 @@ int RunUp(const UpArgs& a) {
   while (state.size() > 1 && state.back() == '/') state.pop_back();
   if (auto st = PrepareStateDir(state); !st.ok()) return Fail(st);
   std::string cache = a.cache_dir.empty() ? state + "/cache" : a.cache_dir;
-  if (auto st = MakeDirs(cache); !st.ok()) return Fail(st);
+  for (int i = 0; i < a.workers; ++i) {
+    if (auto st = CheckCacheDir(WorkerSupervisor::CacheDirOf(cache, i)); !st.ok()) return Fail(st);
+  }
 
   // One `shoal up` per state dir.
   std::string lock_path = state + "/up.lock";

@@ -56,6 +56,12 @@ void AddWorker(CLI::App& app, int* exit_code) {
                                                            " or pass --cache-dir DIR --cache-size SIZE"));
       return;
     }
+    for (const auto& dir : config->worker.cache_dirs) {
+      if (auto st = CheckCacheDir(dir.path); !st.ok()) {
+        *exit_code = Fail(st);
+        return;
+      }
+    }
     auto worker = Worker::Start(*config, /*handle_signals=*/true);
     if (!worker) {
       *exit_code = Fail(worker.error());

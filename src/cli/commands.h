@@ -72,6 +72,14 @@ std::string SelfExe();
 // leaves room for 128.
 void RaiseOpenFilesLimit();
 
+// Creates `dir` and its missing parents.
+Status MakeDirs(const std::string& dir);
+// Creates a cache directory and checks that a file can be written in it, so
+// that a worker is never started on one it cannot use: kReadOnly on a
+// read-only file system, kPermissionDenied when not writable,
+// kInvalidArgument when a file is in the way; each names the path.
+Status CheckCacheDir(const std::string& dir);
+
 // Writes `text` to `path` through a temporary file and a rename, with `mode`
 // (also when the file existed with another mode).
 Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode);

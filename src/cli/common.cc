@@ -33,6 +33,18 @@ int ToExitCode(const Status& s) {
   }
 }
 
+// What a failed mkdir or create in a local directory says to the user's exit code.
+Code CodeForErrno(int err) {
+  switch (err) {
+    case EROFS: return Code::kReadOnly;
+    case EACCES:
+    case EPERM: return Code::kPermissionDenied;
+    case ENOTDIR:
+    case EEXIST: return Code::kInvalidArgument;  // a file where a directory belongs
+    default: return Code::kIo;
+  }
+}
+
 }  // namespace
 
 int Fail(const Status& s) {
@@ -55,6 +67,39 @@ Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options) {
 void SetUpLogging() {
   spdlog::set_default_logger(spdlog::stderr_logger_mt("shoal"));
   if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));
+}
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    const std::string cur = dir.substr(0, i);
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      const int err = errno;
+      return Status(CodeForErrno(err), "cannot create directory '" + cur + "': " + std::strerror(err));
+    }
+  }
+  return {};
+}
+
+Status CheckCacheDir(const std::string& dir) {
+  if (auto made = MakeDirs(dir); !made.ok()) {
+    return Status(made.code(), "cache dir '" + dir + "': " + made.message() + " (give a writable --cache-dir)");
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(Code::kInvalidArgument, "cache dir '" + dir + "' is not a directory: give a directory");
+  }
+  // The one way to know that the worker can write its page files there.
+  std::string probe = dir + "/.shoal-write-check-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    const int err = errno;
+    return Status(CodeForErrno(err), "cache dir '" + dir + "' cannot be written: " + std::strerror(err) +
+                                         " (give a writable --cache-dir)");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
 }
 
 Status ValidateMounts(const Config& config) {

@@ -44,9 +44,13 @@ WorkerSupervisor::WorkerSupervisor(Options options) : o_(std::move(options)) {
   o_.min_delay = std::min(o_.min_delay, o_.max_delay);
   slots_.resize(static_cast<size_t>(o_.workers));
   for (size_t i = 0; i < slots_.size(); ++i) {
-    slots_[i].info.cache_dir = o_.cache_root + "/worker-" + std::to_string(i);
+    slots_[i].info.cache_dir = CacheDirOf(o_.cache_root, static_cast<int>(i));
     slots_[i].info.log = o_.state_dir + "/worker-" + std::to_string(i) + ".log";
   }
+}
+
+std::string WorkerSupervisor::CacheDirOf(const std::string& cache_root, int i) {
+  return cache_root + "/worker-" + std::to_string(i);
 }
 
 WorkerSupervisor::~WorkerSupervisor() { StopAll(); }

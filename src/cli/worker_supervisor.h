@@ -43,6 +43,8 @@ class WorkerSupervisor {
   };
 
   explicit WorkerSupervisor(Options options);
+  // CACHE_ROOT/worker-i: where worker i caches.
+  static std::string CacheDirOf(const std::string& cache_root, int i);
   ~WorkerSupervisor();
 
   // Starts every worker, each on its remembered port if it is free. Fails
