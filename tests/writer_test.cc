@@ -282,6 +282,21 @@ TEST_P(WriterTest, DeleteMkdirRmdirRename) {
   }
 }
 
+// A file operation on a directory says kIsDirectory, whether it reads or writes
+// (FUSE makes it EISDIR, Python IsADirectoryError).
+TEST_P(WriterTest, OpenFileAndCreateOnADirectoryBothSayIsDirectory) {
+  ASSERT_TRUE(writer_->Mkdir("/data/od").ok());
+  for (const char* dir : {"/data/od", "/data"}) {
+    auto opened = reader_->OpenFile(dir);
+    ASSERT_FALSE(opened) << dir;
+    EXPECT_EQ(opened.error().code(), Code::kIsDirectory) << opened.error().ToString();
+    EXPECT_NE(opened.error().message().find(dir), std::string::npos) << opened.error().ToString();
+    auto created = writer_->Create(dir);
+    ASSERT_FALSE(created) << dir;
+    EXPECT_EQ(created.error().code(), Code::kIsDirectory) << created.error().ToString();
+  }
+}
+
 TEST_P(WriterTest, NestedMkdirShowsInEveryAncestorsListing) {
   // Cached first: the top directory's listing, and negative lookups below it.
   ASSERT_TRUE(WriteVia(*writer_, "/data/nest/f", "1"));

@@ -162,9 +162,28 @@ class Client {
   static Result<std::unique_ptr<Client>> FromYaml(const std::string& yaml, const std::string& source = "<yaml>");
   ~Client();
 
+  // Reads. Each of Stat, List and OpenFile fails with its own codes below
+  // and with these "read errors":
+  //   kInvalidArgument  a malformed path (relative, with "..", a bad URI);
+  //   kNotFound         a path outside every mount (the message lists them);
+  //   kPermissionDenied the under-store refused the mount's credentials;
+  //   kUnavailable      no worker answered, and the under-store did not
+  //                     either (or client.ufs_fallback is off, or its rate
+  //                     limit would have taken the call past its deadline);
+  //   kTimeout          client.timeout passed;
+  //   kIo               a malformed answer, or an under-store error.
+
+  // A file's or directory's status: size, mtime and version. kNotFound when
+  // nothing is at the path; otherwise the read errors.
   Result<FileStatus> Stat(std::string_view path);
-  // Entries of a directory (or prefix), sorted by path. A file lists as itself.
+  // Entries of a directory (or prefix), sorted by path. A file lists as
+  // itself. kNotFound when the under-store has no such directory (an object
+  // store may list a prefix that holds nothing as empty instead); otherwise
+  // the read errors.
   Result<std::vector<FileStatus>> List(std::string_view path);
+  // Opens a file at its current version (File::status() holds it).
+  // kNotFound when nothing is at the path, kIsDirectory for a directory (a
+  // mount's root included); otherwise the read errors.
   Result<std::unique_ptr<File>> OpenFile(std::string_view path, const OpenOptions& options = {});
 
   // Writes. Every one goes from this client through to the mount's

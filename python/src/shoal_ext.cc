@@ -110,14 +110,6 @@ Result<size_t> PreadFully(File& f, uint64_t offset, std::span<char> out) {
   return done;
 }
 
-// OpenFile says kInvalidArgument for a directory; Python wants IsADirectoryError.
-[[noreturn]] void RaiseOpenError(const Status& s, const std::string& path) {
-  if (s.code() == Code::kInvalidArgument && s.message().find("is a directory") != std::string::npos) {
-    RaiseStatus(Status(Code::kIsDirectory, s.message()), path);
-  }
-  RaiseStatus(s, path);
-}
-
 // A whole-range read that came back short: the file shrank under an open version.
 void CheckCount(size_t got, uint64_t want, const std::string& path) {
   if (got != want) {
@@ -292,7 +284,7 @@ class ClientHandle {
 
   std::unique_ptr<FileHandle> Open(const std::string& path) {
     auto r = WithoutGil([&] { return client_->OpenFile(path); });
-    if (!r) RaiseOpenError(r.error(), path);
+    if (!r) RaiseStatus(r.error(), path);
     return std::make_unique<FileHandle>(client_, std::move(*r));
   }
 
@@ -300,7 +292,7 @@ class ClientHandle {
   // files from many threads cost). The bytes [offset, offset + length) or to the end.
   py::bytes Read(const std::string& path, uint64_t offset, int64_t length) {
     auto f = WithoutGil([&] { return client_->OpenFile(path); });
-    if (!f) RaiseOpenError(f.error(), path);
+    if (!f) RaiseStatus(f.error(), path);
     uint64_t size = (*f)->status().size;
     uint64_t n = offset >= size ? 0 : size - offset;
     if (length >= 0) n = std::min<uint64_t>(n, static_cast<uint64_t>(length));
@@ -320,7 +312,7 @@ class ClientHandle {
   size_t ReadInto(const std::string& path, py::handle buffer, uint64_t offset) {
     BufferView out(buffer, /*writable=*/true);
     auto got = WithoutGil([&] { return ReadIntoNoGil(path, out.span(), offset); });
-    if (!got) RaiseOpenError(got.error(), path);
+    if (!got) RaiseStatus(got.error(), path);
     return *got;
   }
 
@@ -363,7 +355,7 @@ class ClientHandle {
         counts[i] = *got;
       }
     });
-    if (failed < batch.size()) RaiseOpenError(error, batch[failed].path);
+    if (failed < batch.size()) RaiseStatus(error, batch[failed].path);
     py::list out;
     for (size_t n : counts) out.append(n);
     return out;
@@ -392,7 +384,7 @@ class ClientHandle {
         }
         if (failed < end) files.clear();  // closed without the GIL
       });
-      if (failed < end) RaiseOpenError(error, paths[failed]);
+      if (failed < end) RaiseStatus(error, paths[failed]);
       std::vector<py::bytes> data;
       std::vector<std::span<char>> spans;
       for (auto& f : files) {

@@ -28,7 +28,7 @@ class FileImpl final : public File {
   const FileStatus& status() const override { return st_; }
 
   Result<size_t> Pread(uint64_t offset, std::span<char> out) override {
-    if (st_.is_dir) return Err(Code::kInvalidArgument, st_.path + " is a directory");
+    if (st_.is_dir) return Err(Code::kIsDirectory, st_.path + " is a directory");
     if (offset >= st_.size || out.empty()) return size_t{0};
     size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), st_.size - offset));
     SHOAL_RETURN_IF_ERROR(ReadAt(offset, out.first(n)));
@@ -37,7 +37,7 @@ class FileImpl final : public File {
 
   Result<size_t> Read(std::span<char> out) override {
     std::lock_guard lock(mu_);
-    if (st_.is_dir) return Err(Code::kInvalidArgument, st_.path + " is a directory");
+    if (st_.is_dir) return Err(Code::kIsDirectory, st_.path + " is a directory");
     if (pos_ >= st_.size || out.empty()) return size_t{0};
     size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), st_.size - pos_));
     if (depth_ == 0 || want >= kDirectReadBytes) {
@@ -159,7 +159,7 @@ Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path, const Open
   const uint64_t prefetch = std::min(options.prefetch, kMaxPrefetch);
   auto opened = options.cached_only ? impl_->OpenCached(path, prefetch) : impl_->Open(path, prefetch);
   if (!opened) return Err(opened.error());
-  if (opened->status.is_dir) return Err(Code::kInvalidArgument, opened->status.path + " is a directory, not a file");
+  if (opened->status.is_dir) return Err(Code::kIsDirectory, opened->status.path + " is a directory, not a file");
   return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*opened)));
 }
 
