@@ -1,4 +1,4 @@
-// Cached-only opens (OpenOptions::cached_only, local_wire kOpenCached), which
+// Cached-only opens (OpenCachedOnly, local_wire kOpenCached), which
 // the S3 endpoint makes on its I/O threads: answered by a worker on this host
 // from what it holds at that moment, never from the under-store (s3rver
 // here), and bounded when the worker does not answer; a changed object is
@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "client/client_internal.h"
 #include "client/local_reader.h"
 #include "common/local_wire.h"
 #include "tests/harness/s3rver.h"
@@ -89,9 +90,7 @@ class CachedOpenTest : public ::testing::Test {
 
   // The whole file through a cached-only open, or "<error: ...>".
   std::string ReadCached(const std::string& path, Code* code = nullptr) {
-    OpenOptions o;
-    o.cached_only = true;
-    return ReadWhole(*client_, path, o, code);
+    return ReadWhole(OpenCachedOnly(*client_, path), code);
   }
 
   // The worker's short-circuit socket and token, from its status.

@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "client/client_internal.h"
 #include "tests/harness/file_io.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/s3rver.h"
@@ -255,11 +256,9 @@ TEST_F(WritebackTest, AnAcknowledgedWriteEndsEveryHeldCachedOnlyAnswerAtOnce) {
   ASSERT_TRUE(WriteVia(*writer_, path, v1));
   ASSERT_TRUE(Drained());
   ASSERT_TRUE(ReadVia(*reader_, path) == v1);
-  OpenOptions cached;
-  cached.cached_only = true;
   Code code = Code::kOk;
-  ASSERT_TRUE(ReadWhole(*reader_, path, cached, &code) == v1) << static_cast<int>(code);
-  ASSERT_TRUE(ReadWhole(*reader_, path, cached) == v1);  // held by now
+  ASSERT_TRUE(ReadWhole(OpenCachedOnly(*reader_, path), &code) == v1) << static_cast<int>(code);
+  ASSERT_TRUE(ReadWhole(OpenCachedOnly(*reader_, path)) == v1);  // held by now
   PauseAll(true);
   const std::string me = FormatWorkerEntry(cluster_->workers()[0]);
   auto [status, body] = Post(cluster_->addresses()[0],
@@ -268,7 +267,7 @@ TEST_F(WritebackTest, AnAcknowledgedWriteEndsEveryHeldCachedOnlyAnswerAtOnce) {
                                  "&xxh3=" + std::to_string(XXH3_64bits(v2.data(), v2.size())),
                              v2);
   ASSERT_EQ(status, 200) << body;
-  std::string got = ReadWhole(*reader_, path, cached, &code);
+  std::string got = ReadWhole(OpenCachedOnly(*reader_, path), &code);
   EXPECT_TRUE(code != Code::kOk || got == v2) << "a held answer outlived an acknowledged write-back";
   EXPECT_BYTES(ReadVia(*reader_, path), v2);
   PauseAll(false);

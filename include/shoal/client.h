@@ -27,7 +27,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -65,9 +64,9 @@ struct WorkerStatus {
   uint64_t ring_version = 0;  // the ring's version (1 for a static list, the etcd revision with etcd)
   uint64_t ring_weight = 0;   // its weight (cache capacity it registered; 0 = equal weights)
   double ring_share = 0;      // the fraction of keys it owns
-  // Hot shards (README "Hot shards"): the shards it finds hot now, as
+  // Hot shards: the shards it finds hot now (read by many clients at once), as
   // "PATH shard N (R reads/s)", and the reads it served of other workers'
-  // hot shards as their next owner.
+  // hot shards as their next owner on the ring.
   std::vector<std::string> hot_shards;
   uint64_t hot_spread_reads = 0;
   double hit_ratio() const {
@@ -96,7 +95,9 @@ struct MountInfo {
   bool read_only = false;
 };
 
-// Counters of one Client, for tests and benchmarks.
+// Counters of one Client since it was opened (Client::stats()), for tests,
+// benchmarks and monitoring; the Python SDK shows them too. Stable: fields are
+// added, never renamed or given another meaning.
 struct ClientStats {
   uint64_t worker_read_bytes = 0;    // bytes read from workers
   uint64_t fallback_read_bytes = 0;  // bytes read from the under-store directly (worker failed)
@@ -117,14 +118,6 @@ struct ClientStats {
   uint64_t local_file_bytes = 0;
 };
 
-// One worker's answer to Client::CallWorkers.
-struct WorkerAnswer {
-  std::string member;   // its name on the ring (the worker id; the address when the config gives none)
-  std::string address;  // host:port
-  Status status;        // OK: a 2xx answer; else the worker's error, or why it was not reached
-  std::string body;     // the answer's body (JSON) when status is OK
-};
-
 class File;
 class Writer;
 
@@ -135,14 +128,6 @@ struct OpenOptions {
   // expects to read nothing (a FUSE mount whose kernel still caches the file).
   // At most 4 MiB is taken (the bytes stay in memory while the File is open).
   uint64_t prefetch = 256 * 1024;
-  // Open only from what a worker on this host holds now, at once: the path's
-  // fresh cached metadata (under the mount's consistency mode) and all of the
-  // first `prefetch` bytes (at most the file's size), through the short
-  // circuit; never the under-store, never a wait beyond a short deadline
-  // (250 ms). For callers that must not block, such as the S3 endpoint's
-  // I/O threads. Anything else answers kUnavailable at once: open the usual
-  // way then.
-  bool cached_only = false;
 };
 
 struct CreateOptions {
@@ -151,8 +136,9 @@ struct CreateOptions {
 };
 
 namespace detail {
-class ClientImpl;  // src/client/client_impl.h
-}
+class ClientImpl;     // the implementation, not installed
+struct ClientAccess;  // how Shoal's own front ends reach past this API; not installed
+}  // namespace detail
 
 class Client {
  public:
@@ -225,19 +211,14 @@ class Client {
   // The live worker that serves the bytes at `offset` of the file `status`
   // (from Stat or OpenFile): its shard's first live candidate on the ring
   // (id and address). kUnavailable when none is live. For front ends that
-  // send a reader to the owner (the S3 endpoint's redirect mode).
+  // send a reader to the owner (the S3 endpoint's redirect mode, or a
+  // scheduler placing readers near their data). Stable.
   Result<RingMember> OwnerOf(const FileStatus& status, uint64_t offset) const;
 
-  // Admin fan-out (load jobs, free; docs/protocol.md): sends `method` with
-  // the target `target_for(member)` (a route and its query) to every worker
-  // on the ring, in parallel, within client.timeout. Answers in ring order.
-  std::vector<WorkerAnswer> CallWorkers(std::string_view method,
-                                        const std::function<std::string(const std::string& member)>& target_for);
-  // The ring's member names in ring order (what CallWorkers passes to target_for).
-  std::vector<std::string> RingMembers() const;
   ClientStats stats() const;
 
  private:
+  friend struct detail::ClientAccess;
   explicit Client(std::unique_ptr<detail::ClientImpl> impl);
   std::unique_ptr<detail::ClientImpl> impl_;
 };

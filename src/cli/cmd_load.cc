@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "client/client_internal.h"
 #include "common/path_rules.h"
 #include "common/units.h"
 #include "ufs/uri.h"
@@ -159,7 +160,7 @@ std::map<std::string, Aggregate> Collect(Client& c, const std::string& id, std::
                                          std::map<std::string, uint64_t>* per_member = nullptr) {
   std::map<std::string, Aggregate> jobs;
   std::string target = "/v1/load" + (id.empty() ? std::string() : "?id=" + Enc(id));
-  for (const auto& a : c.CallWorkers("GET", [&](const std::string&) { return target; })) {
+  for (const auto& a : CallWorkers(c, "GET", [&](const std::string&) { return target; })) {
     if (!a.status.ok()) {
       if (a.status.code() == Code::kNotFound && not_found) ++*not_found;
       problems->push_back("worker " + a.member + ": " + a.status.message());
@@ -205,7 +206,7 @@ int StopJobs(Client& c, const LoadArgs& a) {
   std::string which = a.id.empty() ? "all" : a.id;
   size_t stopped = 0, not_found = 0;
   std::vector<std::string> problems;
-  for (const auto& r : c.CallWorkers("POST", [&](const std::string&) { return "/v1/load/stop?id=" + Enc(which); })) {
+  for (const auto& r : CallWorkers(c, "POST", [&](const std::string&) { return "/v1/load/stop?id=" + Enc(which); })) {
     if (!r.status.ok()) {
       if (r.status.code() == Code::kNotFound) {
         ++not_found;
@@ -226,7 +227,7 @@ int StopJobs(Client& c, const LoadArgs& a) {
     return Fail(Status(Code::kUnavailable, "could not stop load job " + which + " everywhere: " + list +
                                                "; run `shoal load --stop` again once they answer"));
   }
-  if (!a.id.empty() && not_found == c.RingMembers().size()) {
+  if (!a.id.empty() && not_found == RingMembers(c).size()) {
     return Fail(Status(Code::kNotFound, "no load job " + a.id + " on any worker; `shoal load --status` lists them"));
   }
   // Wait (bounded) until the jobs have let their fetches in flight finish.
@@ -261,7 +262,7 @@ std::string FirstOf(const Json& list, const char* what, size_t n = 10) {
 // suggest that it all stays; this says where it did not.
 void NoteWhatDidNotStay(Client& c, const std::string& path, const std::map<std::string, uint64_t>& loaded) {
   std::vector<std::string> notes;
-  for (const auto& r : c.CallWorkers("GET", [](const std::string&) { return "/v1/status"; })) {
+  for (const auto& r : CallWorkers(c, "GET", [](const std::string&) { return "/v1/status"; })) {
     auto it = loaded.find(r.member);
     if (!r.status.ok() || it == loaded.end()) continue;
     const uint64_t mine = it->second;
@@ -344,7 +345,7 @@ int Load(Client& c, const LoadArgs& a) {
 
   std::string failed;
   size_t started = 0;
-  for (const auto& r : c.CallWorkers("POST", [&](const std::string& m) { return base + "&self=" + Enc(m); })) {
+  for (const auto& r : CallWorkers(c, "POST", [&](const std::string& m) { return base + "&self=" + Enc(m); })) {
     if (r.status.ok()) {
       ++started;
     } else {
@@ -353,7 +354,7 @@ int Load(Client& c, const LoadArgs& a) {
   }
   if (!failed.empty()) {
     if (started) {
-      c.CallWorkers("POST", [&](const std::string&) { return "/v1/load/stop?id=" + Enc(id); });
+      CallWorkers(c, "POST", [&](const std::string&) { return "/v1/load/stop?id=" + Enc(id); });
     }
     return Fail(Status(started ? Code::kUnavailable : Code::kInvalidArgument,
                        "load of " + st->path + " could not start on every worker (" + failed + ")" +
@@ -463,7 +464,7 @@ int Free(Client& c, const std::string& path, bool recursive) {
   uint64_t pages = 0, bytes = 0;
   std::string failed;
   std::string target = "/v1/free?path=" + Enc(ns) + (recursive ? "&recursive=1" : "");
-  for (const auto& r : c.CallWorkers("POST", [&](const std::string&) { return target; })) {
+  for (const auto& r : CallWorkers(c, "POST", [&](const std::string&) { return target; })) {
     if (!r.status.ok()) {
       failed += (failed.empty() ? "" : "; ") + ("worker " + r.member + ": " + r.status.message());
       continue;

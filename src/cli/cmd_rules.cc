@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "client/client_internal.h"
 #include "common/units.h"
 #include "ufs/uri.h"
 
@@ -33,7 +34,7 @@ std::string RulePath(Client& c, const std::string& path) {
 int Change(Client& c, const std::string& target, const std::string& what) {
   std::string failed, refused;
   size_t ok = 0;
-  auto answers = c.CallWorkers("POST", [&](const std::string&) { return target; });
+  auto answers = CallWorkers(c, "POST", [&](const std::string&) { return target; });
   for (const auto& r : answers) {
     if (r.status.ok()) {
       ++ok;
@@ -96,7 +97,7 @@ int List(Client& c, bool json) {
   std::map<std::string, uint64_t> versions;
   std::string failed;
   std::vector<std::string> members;
-  for (const auto& r : c.CallWorkers("GET", [](const std::string&) { return "/v1/rules"; })) {
+  for (const auto& r : CallWorkers(c, "GET", [](const std::string&) { return "/v1/rules"; })) {
     if (!r.status.ok()) {
       failed += (failed.empty() ? "" : "; ") + ("worker " + r.member + ": " + r.status.message());
       continue;
@@ -163,7 +164,7 @@ int List(Client& c, bool json) {
 }  // namespace
 
 void PrintRuleUsage(Client& c) {
-  for (const auto& r : c.CallWorkers("GET", [](const std::string&) { return "/v1/status"; })) {
+  for (const auto& r : CallWorkers(c, "GET", [](const std::string&) { return "/v1/status"; })) {
     if (!r.status.ok()) continue;  // shown as down above
     try {
       auto j = Json::parse(r.body);

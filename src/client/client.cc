@@ -648,12 +648,6 @@ RingInfo Client::Ring() const {
   return r;
 }
 
-std::vector<WorkerAnswer> Client::CallWorkers(std::string_view method,
-                                              const std::function<std::string(const std::string&)>& target_for) {
-  return impl_->CallWorkers(method, target_for);
-}
-std::vector<std::string> Client::RingMembers() const { return impl_->RingMembers(); }
-
 Result<RingMember> Client::OwnerOf(const FileStatus& status, uint64_t offset) const {
   const uint64_t shard = offset / impl_->config().cluster.shard_size;
   auto c = impl_->router().For(HashRing::DataKey(status.path, status.version, shard));

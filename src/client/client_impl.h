@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "client/client_internal.h"
 #include "client/local_reader.h"
 #include "client/worker_caller.h"
 #include "cluster/fallback_limiter.h"
@@ -62,7 +63,7 @@ class ClientImpl {
   Result<FileStatus> Stat(std::string_view path);
   // Stat plus the first bytes, in one round trip to the path's owner.
   Result<OpenedFile> Open(std::string_view path, uint64_t prefetch);
-  // OpenOptions::cached_only: from a worker on this host, at once, or kUnavailable.
+  // OpenCachedOnly (client_internal.h): from a worker on this host, at once, or kUnavailable.
   Result<OpenedFile> OpenCached(std::string_view path, uint64_t prefetch);
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);

@@ -4,6 +4,7 @@
 #include <future>
 
 #include "client/client_impl.h"
+#include "client/client_internal.h"
 #include "client/local_pages.h"
 
 namespace shoal {
@@ -154,13 +155,27 @@ std::string_view OpenedBytesOf(const File& file) {
   return f ? f->opened_bytes() : std::string_view();
 }
 
-Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path, const OpenOptions& options) {
-  constexpr uint64_t kMaxPrefetch = 4 << 20;  // the bytes are held in memory for the File's life
-  const uint64_t prefetch = std::min(options.prefetch, kMaxPrefetch);
-  auto opened = options.cached_only ? impl_->OpenCached(path, prefetch) : impl_->Open(path, prefetch);
+namespace {
+
+// What OpenFile and OpenCachedOnly make of an open: a File, or kIsDirectory.
+Result<std::unique_ptr<File>> ToFile(detail::ClientImpl& impl, Result<OpenedFile> opened) {
   if (!opened) return Err(opened.error());
   if (opened->status.is_dir) return Err(Code::kIsDirectory, opened->status.path + " is a directory, not a file");
-  return std::unique_ptr<File>(std::make_unique<FileImpl>(*impl_, std::move(*opened)));
+  return std::unique_ptr<File>(std::make_unique<FileImpl>(impl, std::move(*opened)));
+}
+
+// The bytes are held in memory for the File's life.
+uint64_t PrefetchOf(const OpenOptions& options) { return std::min<uint64_t>(options.prefetch, 4 << 20); }
+
+}  // namespace
+
+Result<std::unique_ptr<File>> Client::OpenFile(std::string_view path, const OpenOptions& options) {
+  return ToFile(*impl_, impl_->Open(path, PrefetchOf(options)));
+}
+
+Result<std::unique_ptr<File>> OpenCachedOnly(Client& client, std::string_view path, const OpenOptions& options) {
+  auto& impl = detail::ClientAccess::Impl(client);
+  return ToFile(impl, impl.OpenCached(path, PrefetchOf(options)));
 }
 
 }  // namespace shoal

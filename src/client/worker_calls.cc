@@ -1,7 +1,8 @@
-// Client::CallWorkers: one admin request to every worker of the ring, in parallel.
+// CallWorkers (client_internal.h): one admin request to every worker of the ring, in parallel.
 #include <future>
 
 #include "client/client_impl.h"
+#include "client/client_internal.h"
 
 namespace shoal::detail {
 
@@ -44,3 +45,14 @@ std::vector<WorkerAnswer> ClientImpl::CallWorkers(std::string_view method,
 }
 
 }  // namespace shoal::detail
+
+namespace shoal {
+
+std::vector<WorkerAnswer> CallWorkers(Client& client, std::string_view method,
+                                      const std::function<std::string(const std::string&)>& target_for) {
+  return detail::ClientAccess::Impl(client).CallWorkers(method, target_for);
+}
+
+std::vector<std::string> RingMembers(const Client& client) { return detail::ClientAccess::Impl(client).RingMembers(); }
+
+}  // namespace shoal

@@ -157,7 +157,7 @@ class S3Endpoint::Impl {
 
   // On the server's I/O thread, without blocking: the answer to a GET of an
   // object whose fresh metadata and every requested byte a worker on this host
-  // holds (OpenOptions::cached_only: one short-circuit exchange, which the
+  // holds (OpenCachedOnly: one short-circuit exchange, which the
   // worker answers at once from its caches, bounded by a short deadline), or
   // nullopt for everything else, which Serve answers on the pool. This saves
   // the hand-off to the pool and back for a warm small object. The request is

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client/client_internal.h"
 #include "client/local_pages.h"
 
 namespace shoal::s3 {
@@ -382,9 +383,7 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
 
 std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
   if (req.http->method != "GET") return std::nullopt;
-  OpenOptions options;
-  options.cached_only = true;
-  auto f = client.OpenFile(req.path, options);
+  auto f = OpenCachedOnly(client, req.path);
   if (!f) return std::nullopt;
   FileStatus st = (*f)->status();
   // Every byte the answer sends must be in memory already: nothing else may

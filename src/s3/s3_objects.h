@@ -40,7 +40,7 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
 
 // The same for a GET on a server I/O thread, without blocking: answered only
 // when a worker on this host holds the object's fresh metadata and all of the
-// requested bytes (Client::OpenFile with OpenOptions::cached_only, at most its
+// requested bytes (OpenCachedOnly, at most its
 // default prefetch), which then go out from memory; nullopt otherwise (the
 // caller answers with GetObject on its own threads).
 std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool,

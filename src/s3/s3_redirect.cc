@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "client/client_internal.h"
+
 namespace shoal::s3 {
 namespace {
 
@@ -27,7 +29,7 @@ std::string Redirector::EndpointOf(Client& client, const std::string& id) {
   fetched_ = now;
   // One fan-out to every worker (client.timeout bounds it); a worker that
   // does not answer keeps what was known of it.
-  for (const auto& a : client.CallWorkers("GET", [](const std::string&) { return std::string("/v1/status"); })) {
+  for (const auto& a : CallWorkers(client, "GET", [](const std::string&) { return std::string("/v1/status"); })) {
     if (!a.status.ok()) continue;
     auto j = nlohmann::json::parse(a.body, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;

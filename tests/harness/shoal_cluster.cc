@@ -207,7 +207,10 @@ Status StartWithTwoClients(const ShoalCluster::Options& options, std::unique_ptr
 }
 
 std::string ReadWhole(Client& client, const std::string& path, const OpenOptions& options, Code* code) {
-  auto f = client.OpenFile(path, options);
+  return ReadWhole(client.OpenFile(path, options), code);
+}
+
+std::string ReadWhole(Result<std::unique_ptr<File>> f, Code* code) {
   if (code) *code = f ? Code::kOk : f.error().code();
   if (!f) return "<error: " + f.error().ToString() + ">";
   std::string out((*f)->status().size, '\0');

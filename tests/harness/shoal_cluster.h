@@ -120,6 +120,8 @@ Status WriteFile(const std::string& path, const std::string& data);
 // or "<error: ...>" naming what failed; `code` (when given) is the open's.
 std::string ReadWhole(Client& client, const std::string& path, const OpenOptions& options = {},
                       Code* code = nullptr);
+// The same for a file opened some other way (OpenCachedOnly).
+std::string ReadWhole(Result<std::unique_ptr<File>> opened, Code* code = nullptr);
 
 // Starts a cluster with `options` and two clients of it, one to write and one
 // to read (as two processes of a job would). The caller resets the clients

@@ -1,0 +1,51 @@
+// What Shoal's own front ends use of a Client beyond the public API
+// (include/shoal/client.h): the admin fan-out to every worker (the CLI's
+// load, free, pin and rules; the S3 endpoint's redirect mode) and cached-only
+// opens (the S3 endpoint's I/O threads). Not installed, so these may change
+// with any release without breaking a program built on the public API.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shoal/client.h"
+
+namespace shoal {
+
+// One worker's answer to CallWorkers.
+struct WorkerAnswer {
+  std::string member;   // its name on the ring (the worker id; the address when the config gives none)
+  std::string address;  // host:port
+  Status status;        // OK: a 2xx answer; else the worker's error, or why it was not reached
+  std::string body;     // the answer's body (JSON) when status is OK
+};
+
+// Sends `method` with the target `target_for(member)` (a route of the
+// worker's admin API and its query, docs/protocol.md) to every worker on the
+// ring, in parallel, within client.timeout. Answers in ring order.
+std::vector<WorkerAnswer> CallWorkers(Client& client, std::string_view method,
+                                      const std::function<std::string(const std::string& member)>& target_for);
+// The ring's member names in ring order (what CallWorkers passes to target_for).
+std::vector<std::string> RingMembers(const Client& client);
+
+// Client::OpenFile from only what a worker on this host holds now, at once:
+// the path's fresh cached metadata (under the mount's consistency mode) and
+// all of the first `options.prefetch` bytes (at most the file's size),
+// through the short circuit; never the under-store, never a wait beyond a
+// short deadline (250 ms). For callers that must not block, such as the S3
+// endpoint's I/O threads. Anything else answers kUnavailable at once: open
+// the usual way then.
+Result<std::unique_ptr<File>> OpenCachedOnly(Client& client, std::string_view path, const OpenOptions& options = {});
+
+namespace detail {
+// The one door from a Client to its implementation (a friend of Client).
+struct ClientAccess {
+  static ClientImpl& Impl(const Client& client) { return *client.impl_; }
+};
+}  // namespace detail
+
+}  // namespace shoal
