@@ -18,7 +18,7 @@ quiet() {
 }
 
 quiet cmake --install "$build" --prefix "$prefix"
-for f in include/shoal/client.h include/shoal/status.h include/shoal/version.h bin/shoal; do
+for f in include/shoal/client.h include/shoal/status.h include/shoal/log.h include/shoal/version.h bin/shoal; do
   [ -f "$prefix/$f" ] || { echo "install_test: $f was not installed" >&2; exit 1; }
 done
 quiet "$prefix/bin/shoal" --help

@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 
 #include "cli/commands.h"
+#include "common/library_log.h"
 #include "ufs/under_store.h"
 
 namespace shoal::cli {
@@ -65,7 +65,7 @@ Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options) {
 }
 
 void SetUpLogging() {
-  spdlog::set_default_logger(spdlog::stderr_logger_mt("shoal"));
+  UseLibraryLogger();
   if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));
 }
 

@@ -7,6 +7,7 @@
 
 #include "client/client_impl.h"
 #include "cluster/etcd_membership.h"
+#include "common/library_log.h"
 #include "common/units.h"
 #include "meta/etcd_mounts.h"
 #include "ufs/http/call_deadline.h"
@@ -581,6 +582,7 @@ Client::Client(std::unique_ptr<detail::ClientImpl> impl) : impl_(std::move(impl)
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
+  UseLibraryLoggerOnce();  // stderr, not spdlog's stdout (include/shoal/log.h)
   std::string path = config_path;
   if (path.empty()) {
     const char* env = std::getenv("SHOAL_CONFIG");
@@ -600,6 +602,7 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
 }
 
 Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const std::string& source) {
+  UseLibraryLoggerOnce();
   auto c = ParseConfig(yaml, source);
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);

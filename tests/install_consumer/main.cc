@@ -10,10 +10,12 @@
 #include <fstream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 #include "shoal/client.h"
+#include "shoal/log.h"
 #include "shoal/version.h"
 
 static_assert(SHOAL_VERSION_NUMBER >= SHOAL_MAKE_VERSION(0, 1, 0), "the version macros of shoal/version.h");
@@ -29,6 +31,11 @@ int Run(const std::filesystem::path& dir) {
   std::vector<char> data(5 << 19);  // 2.5 MiB: several 1 MiB pieces
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 131 + 7) % 251);
   std::ofstream(dir / "sample.bin", std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+
+  // The library's messages go to the program's handler (none are expected).
+  shoal::SetLogHandler([](shoal::LogLevel, std::string_view text) {
+    std::fprintf(stderr, "install_consumer: shoal says: %.*s\n", static_cast<int>(text.size()), text.data());
+  });
 
   // No workers: every call goes to the mount's under-store directly.
   std::string yaml = "cluster: {workers: []}\nmounts: [{path: /data, ufs: \"file://" + dir.string() + "/\"}]\n";

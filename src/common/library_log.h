@@ -1,0 +1,16 @@
+// The library's side of include/shoal/log.h: its logger, installed as spdlog's
+// default logger (every Shoal library logs through that one, with spdlog::warn
+// and friends), a sink that writes to stderr or to the program's LogHandler,
+// and the repeat limit in front of it.
+#pragma once
+
+namespace shoal {
+
+// Makes the library's logger spdlog's default, unless the program has set
+// one of its own; once per process. Client::Open and Client::FromYaml call it.
+void UseLibraryLoggerOnce();
+// The same, whatever the default logger is now (the `shoal` binary: its own
+// messages and the libraries' alike go to stderr, repeats held back).
+void UseLibraryLogger();
+
+}  // namespace shoal
