@@ -101,6 +101,33 @@ TEST_F(WorkerInputTest, HostileRequestsGet4xxWithReason) {
   EXPECT_TRUE(cluster_->running(0));
 }
 
+// Issue 33 item 8: long paths answered 500 with the under-store's physical
+// path, and a bogus version claimed a change with it. Every answer here is a
+// 4xx, and none names where the mount's files sit on this host.
+TEST_F(WorkerInputTest, OverlongPathsAre400AndNoAnswerShowsAPhysicalPath) {
+  std::string deep = "/data";
+  for (int i = 0; i < 4000; ++i) deep += "/a";  // 8 KB in 4,000 segments
+  const std::string long_name = "/data/" + std::string(15'000, 'b');
+  const std::string posix_long = "/data/" + std::string(300, 'c');  // over NAME_MAX, under the door's limit
+  for (const std::string& route :
+       {"/v1/stat?path=", "/v1/open?length=4&path=", "/v1/read?version=v&size=10&offset=0&length=5&path="}) {
+    for (const auto& path : {deep, long_name, posix_long}) {
+      auto r = Raw(addr_, Get(route + path));
+      EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 400") << route << " of " << path.size() << " bytes: " << r.substr(0, 300);
+      EXPECT_NE(r.find("too long"), std::string::npos) << r.substr(0, 300);
+      EXPECT_EQ(r.find(ufs_), std::string::npos) << "the answer shows the physical path: " << r.substr(0, 300);
+    }
+  }
+  auto stale = Raw(addr_, Get("/v1/read?path=/data/f&version=bogus&size=10&offset=0&length=5"));
+  EXPECT_EQ(stale.substr(0, 12), "HTTP/1.1 412") << stale;
+  EXPECT_NE(stale.find("/data/f"), std::string::npos) << "the answer names the namespace path: " << stale;
+  EXPECT_NE(stale.find("bogus"), std::string::npos) << stale;
+  EXPECT_EQ(stale.find(ufs_), std::string::npos) << "the answer shows the physical path: " << stale;
+  auto missing = Raw(addr_, Get("/v1/read?path=/data/nope&version=v&size=10&offset=0&length=5"));
+  EXPECT_EQ(missing.find(ufs_), std::string::npos) << missing;
+  ExpectStatus(Get("/v1/health"), "200", "ok");
+}
+
 TEST_F(WorkerInputTest, OpenReturnsStatAndFirstBytes) {
   auto r = Raw(addr_, Get("/v1/open?path=/data/f&length=4"));
   EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200") << r;

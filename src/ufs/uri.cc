@@ -47,6 +47,10 @@ Result<UfsUri> ParseUfsUri(std::string_view uri) {
 }
 
 Result<std::string> NormaliseKey(std::string_view key) {
+  if (key.size() > kMaxPathBytes) {
+    return Err(Code::kInvalidArgument, "path of " + std::to_string(key.size()) + " bytes: the longest is " +
+                                           std::to_string(kMaxPathBytes) + " (name too long)");
+  }
   std::string out;
   size_t i = 0;
   while (i <= key.size()) {
@@ -58,6 +62,11 @@ Result<std::string> NormaliseKey(std::string_view key) {
     }
     if (seg.find('\0') != std::string_view::npos) {
       return Err(Code::kInvalidArgument, "path contains a NUL byte");
+    }
+    if (seg.size() > kMaxNameBytes) {
+      return Err(Code::kInvalidArgument, "path with a name of " + std::to_string(seg.size()) +
+                                             " bytes: the longest is " + std::to_string(kMaxNameBytes) +
+                                             " (name too long)");
     }
     if (!seg.empty() && seg != ".") {
       if (!out.empty()) out += '/';

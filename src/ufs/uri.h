@@ -1,6 +1,7 @@
 // Parsing of under-store URIs: scheme://authority/path.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -18,8 +19,16 @@ struct UfsUri {
 // The path always ends in '/' (it names a directory or key prefix).
 Result<UfsUri> ParseUfsUri(std::string_view uri);
 
+// The longest path, and the longest name (segment) in one, any door takes:
+// PATH_MAX less its NUL, and the longest key the object stores take (a POSIX
+// under-store refuses names over NAME_MAX itself, also as kInvalidArgument).
+constexpr size_t kMaxPathBytes = 4095;
+constexpr size_t kMaxNameBytes = 1024;
+
 // Normalises a relative key: collapses "//", drops "." segments, strips leading and
-// trailing '/'. Rejects ".." segments and NUL bytes (kInvalidArgument).
+// trailing '/'. Rejects ".." segments, NUL bytes and paths or names longer
+// than kMaxPathBytes or kMaxNameBytes (kInvalidArgument; the message does not
+// repeat the path).
 Result<std::string> NormaliseKey(std::string_view key);
 
 // A key without leading or trailing '/' ("/a/b/" -> "a/b"); nothing else changes.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <random>
 
 #include "common/config.h"
@@ -29,9 +30,24 @@ Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
     case EDQUOT: return Status(Code::kNoSpace, msg);
     case EEXIST: return Status(Code::kAlreadyExists, msg);
     case EISDIR: return Status(Code::kIsDirectory, msg);
+    case ENAMETOOLONG:
+      return Status(Code::kInvalidArgument, what + ": a name in the path is too long for the under-store");
     case ENOTEMPTY: return Status(Code::kNotEmpty, msg);
     default: return Status(Code::kIo, msg);
   }
+}
+
+// `s` with the physical directory `root` (ending in '/') replaced by the
+// mount's namespace path `mount` ("" for the mount at /).
+Status HideRoot(Status s, const std::string& root, const std::string& mount) {
+  if (s.ok()) return s;
+  std::string m = s.message();
+  const std::string bare = root.substr(0, root.size() - 1);  // without its trailing '/'
+  for (size_t at = m.find(bare); at != std::string::npos; at = m.find(bare, at)) {
+    m.replace(at, bare.size(), mount);
+    at += mount.size();
+  }
+  return Status(s.code(), std::move(m));
 }
 
 FileInfo InfoFromStat(std::string key, const struct stat& st) {
@@ -64,10 +80,17 @@ Status SyncDir(const std::string& dir) {
 // returns and readers never see it partial.
 class PosixWriter final : public ObjectWriter {
  public:
-  PosixWriter(int fd, std::string tmp, std::string dest) : fd_(fd), tmp_(std::move(tmp)), dest_(std::move(dest)) {}
+  // `hide` rewrites what an error says (PosixStore::Hide).
+  PosixWriter(int fd, std::string tmp, std::string dest, std::function<Status(Status)> hide)
+      : fd_(fd), tmp_(std::move(tmp)), dest_(std::move(dest)), hide_(std::move(hide)) {}
   ~PosixWriter() override { Abort(); }
 
-  Status Append(std::span<const char> data) override {
+  Status Append(std::span<const char> data) override { return hide_(AppendHere(data)); }
+  Status Close() override { return hide_(CloseHere()); }
+  void Abort() override;
+
+ private:
+  Status AppendHere(std::span<const char> data) {
     if (fd_ < 0) return Status(Code::kInvalidArgument, "write to a closed writer for '" + dest_ + "'");
     while (!data.empty()) {
       ssize_t n = ::write(fd_, data.data(), data.size());
@@ -80,7 +103,7 @@ class PosixWriter final : public ObjectWriter {
     return {};
   }
 
-  Status Close() override {
+  Status CloseHere() {
     if (fd_ < 0) return Status(Code::kInvalidArgument, "writer for '" + dest_ + "' already closed");
     if (Status st = KeepVersionMoving(); !st.ok()) {
       Abort();
@@ -101,13 +124,6 @@ class PosixWriter final : public ObjectWriter {
     }
     tmp_.clear();
     return SyncDir(dest_.substr(0, dest_.rfind('/')));
-  }
-
-  void Abort() override {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    if (!tmp_.empty()) ::unlink(tmp_.c_str());
-    tmp_.clear();
   }
 
  private:
@@ -135,22 +151,60 @@ class PosixWriter final : public ObjectWriter {
   int fd_;
   std::string tmp_;
   std::string dest_;
+  std::function<Status(Status)> hide_;
 };
+
+void PosixWriter::Abort() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+}
 
 class PosixStore final : public UnderStore {
  public:
-  PosixStore(std::string uri, std::string root) : uri_(std::move(uri)), root_(std::move(root)) {}
+  PosixStore(std::string uri, std::string root, std::string mount)
+      : uri_(std::move(uri)), root_(std::move(root)), mount_(mount == "/" ? "" : std::move(mount)) {}
 
   const std::string& uri() const override { return uri_; }
 
-  Result<FileInfo> Stat(std::string_view key) override {
+  // The store's answers name paths as the namespace does, never the
+  // physical path on this host (a client has no business knowing it; the
+  // worker's logs, which show the under-store, may).
+  Result<FileInfo> Stat(std::string_view key) override { return Hidden(StatHere(key)); }
+  Result<ListPage> List(std::string_view prefix, const ListOptions& options) override {
+    return Hidden(ListHere(prefix, options));
+  }
+  Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options) override {
+    return Hidden(ReadImpl(key, offset, out, options, nullptr));
+  }
+  Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out) override {
+    return Hidden(ReadWithInfoHere(key, offset, out));
+  }
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
+    return Hidden(OpenWriterHere(key));
+  }
+  Status Delete(std::string_view key) override { return Hide(DeleteHere(key)); }
+  Status Mkdir(std::string_view key) override { return Hide(MkdirHere(key)); }
+  Status Rmdir(std::string_view key) override { return Hide(RmdirHere(key)); }
+  Status Rename(std::string_view from, std::string_view to) override { return Hide(RenameHere(from, to)); }
+
+  Status Hide(Status s) const { return HideRoot(std::move(s), root_, mount_); }
+  template <typename T>
+  Result<T> Hidden(Result<T> r) const {
+    if (!r) return Err(Hide(std::move(r.error())));
+    return r;
+  }
+
+ private:
+  Result<FileInfo> StatHere(std::string_view key) {
     auto path = Path(key);
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return Err(ErrnoStatus(errno, "cannot stat", path));
     return InfoFromStat(std::string(key), st);
   }
 
-  Result<ListPage> List(std::string_view prefix, const ListOptions& options) override {
+  Result<ListPage> ListHere(std::string_view prefix, const ListOptions& options) {
     // Object-store semantics over a directory tree. "a/b/" lists directory a/b;
     // "a/b" lists entries of a/ whose names start with "b".
     std::string p(prefix);
@@ -174,12 +228,8 @@ class PosixStore final : public UnderStore {
     return page;
   }
 
-  Result<size_t> Read(std::string_view key, uint64_t offset, std::span<char> out, const ReadOptions& options) override {
-    return ReadImpl(key, offset, out, options, nullptr);
-  }
-
   // One open: the fstat that guards the version also answers the stat.
-  Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out) override {
+  Result<ReadWithInfoResult> ReadWithInfoHere(std::string_view key, uint64_t offset, std::span<char> out) {
     ReadWithInfoResult r;
     auto n = ReadImpl(key, offset, out, {}, &r.info);
     if (!n) return Err(n.error());
@@ -205,7 +255,10 @@ class PosixStore final : public UnderStore {
     if (info) *info = InfoFromStat(std::string(key), st);
     if (!options.if_version.empty() && InfoFromStat("", st).Version() != options.if_version) {
       ::close(fd);
-      return Err(Code::kVersionMismatch, "'" + path + "' changed since it was opened");
+      return Err(Code::kVersionMismatch, "'" + path + "' is not version " + options.if_version + " (now version " +
+                                             InfoFromStat("", st).Version() +
+                                             "): it changed since it was opened, or "
+                                             "the version asked for is wrong");
     }
     size_t done = 0;
     while (done < out.size()) {
@@ -223,8 +276,8 @@ class PosixStore final : public UnderStore {
     return done;
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
-    if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri_);
+  Result<std::unique_ptr<ObjectWriter>> OpenWriterHere(std::string_view key) {
+    if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + MountName());
     auto dest = Path(key);
     auto slash = dest.rfind('/');
     struct stat st;
@@ -237,11 +290,13 @@ class PosixStore final : public UnderStore {
                       std::to_string(counter.fetch_add(1));
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return Err(ErrnoStatus(errno, "cannot create", tmp));
-    return std::make_unique<PosixWriter>(fd, std::move(tmp), std::move(dest));
+    return std::make_unique<PosixWriter>(
+        fd, std::move(tmp), std::move(dest),
+        [root = root_, mount = mount_](Status st) { return HideRoot(std::move(st), root, mount); });
   }
 
-  Status Delete(std::string_view key) override {
-    if (key.empty()) return Status(Code::kIsDirectory, "cannot delete the root of " + uri_);
+  Status DeleteHere(std::string_view key) {
+    if (key.empty()) return Status(Code::kIsDirectory, "cannot delete the root of " + MountName());
     auto path = Path(key);
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot delete", path);
@@ -251,8 +306,8 @@ class PosixStore final : public UnderStore {
     return SyncDir(Parent(path));
   }
 
-  Status Mkdir(std::string_view key) override {
-    if (key.empty()) return Status(Code::kAlreadyExists, "the root of " + uri_ + " already exists");
+  Status MkdirHere(std::string_view key) {
+    if (key.empty()) return Status(Code::kAlreadyExists, "the root of " + MountName() + " already exists");
     auto path = Path(key);
     struct stat st;
     if (::stat(path.c_str(), &st) == 0) {
@@ -264,8 +319,8 @@ class PosixStore final : public UnderStore {
     return SyncDir(Parent(path));
   }
 
-  Status Rmdir(std::string_view key) override {
-    if (key.empty()) return Status(Code::kInvalidArgument, "cannot remove the root of " + uri_);
+  Status RmdirHere(std::string_view key) {
+    if (key.empty()) return Status(Code::kInvalidArgument, "cannot remove the root of " + MountName());
     auto path = Path(key);
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot remove directory", path);
@@ -280,8 +335,8 @@ class PosixStore final : public UnderStore {
     return SyncDir(Parent(path));
   }
 
-  Status Rename(std::string_view from, std::string_view to) override {
-    if (from.empty() || to.empty()) return Status(Code::kInvalidArgument, "cannot rename the root of " + uri_);
+  Status RenameHere(std::string_view from, std::string_view to) {
+    if (from.empty() || to.empty()) return Status(Code::kInvalidArgument, "cannot rename the root of " + MountName());
     auto a = Path(from), b = Path(to);
     struct stat st;
     if (::lstat(a.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot rename", a);
@@ -300,7 +355,8 @@ class PosixStore final : public UnderStore {
     return Parent(a) == Parent(b) ? Status() : SyncDir(Parent(a));
   }
 
- private:
+  std::string MountName() const { return "the mount " + (mount_.empty() ? std::string("/") : mount_); }
+
   std::string Path(std::string_view key) const {
     std::string p = root_;
     p.append(key);
@@ -357,7 +413,8 @@ class PosixStore final : public UnderStore {
   }
 
   std::string uri_;
-  std::string root_;  // absolute, ends in '/'
+  std::string root_;   // absolute, ends in '/'
+  std::string mount_;  // the mount's namespace path ("" for the mount at /)
 };
 
 }  // namespace
@@ -369,7 +426,7 @@ Result<std::shared_ptr<UnderStore>> MakePosixStore(const UfsUri& uri, const Moun
     return Err(Code::kNotFound, "under-store directory '" + uri.path + "' of mount '" + mount.path +
                                     "' does not exist or is not a directory");
   }
-  return std::make_shared<PosixStore>(mount.ufs, uri.path);
+  return std::make_shared<PosixStore>(mount.ufs, uri.path, mount.path);
 }
 
 }  // namespace shoal
