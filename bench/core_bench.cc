@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   if (!base->client.short_circuit) Die(config + " does not say client.short_circuit: true");
   Config unverified_worker = *base;
   unverified_worker.cluster.workers.clear();
-  unverified_worker.worker.verify_checksums = false;
+  unverified_worker.worker.verify = "off";
   const std::string worker_yaml = (dir / "unverified-worker.yaml").string();
   {
     std::ofstream out(worker_yaml);

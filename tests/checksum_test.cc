@@ -8,20 +8,24 @@
 // next read from the cache.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
-#include <functional>
-#include <optional>
-#include <tuple>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "net/http_server.h"
 #include "s3/s3_endpoint.h"
+#include "tests/cli_helpers.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/shoal_cluster.h"
 
@@ -93,12 +97,17 @@ class ClusterChecksumTest : public ::testing::TestWithParam<std::string> {
     fs::remove_all(ufs_, ec);
   }
 
-  void Start(bool short_circuit) {
+  // `verify`: worker.verify ("once", the default, or "always").
+  void Start(bool short_circuit, const std::string& verify = "once") {
     ShoalCluster::Options o;
     o.workers = 1;
     o.mounts = {FileMount(ufs_)};
     o.client.short_circuit = short_circuit;
-    o.worker = [layout = GetParam()](WorkerConfig& w) { w.page_store = layout; };
+    o.worker = [layout = GetParam(), verify](WorkerConfig& w) {
+      w.page_store = layout;
+      w.verify = verify;
+      w.scrub_rate = 0;  // no background pass: the tests ask for theirs
+    };
     auto c = ShoalCluster::Start(o);
     ASSERT_TRUE(c) << c.error().ToString();
     cluster_ = std::move(*c);
@@ -214,8 +223,9 @@ TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedOverHttp) {
   EXPECT_EQ(client_->stats().local_read_bytes, 0u);
 }
 
+// With worker.verify: always the client checks every short-circuit read itself.
 TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedShortCircuit) {
-  Start(/*short_circuit=*/true);
+  Start(/*short_circuit=*/true, "always");
   FlipAndReadTwice();
   const auto st = client_->stats();
   EXPECT_GT(st.local_read_bytes, 0u) << "the reads did not go short-circuit";
@@ -232,7 +242,7 @@ TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedShortCircuit) {
 // batch checked just before it is sent: a flipped byte is never sent, the
 // page is replaced, and every GET gets the whole object, right.
 TEST_P(ClusterChecksumTest, FlippedBytesAreNeverServedThroughTheS3Endpoint) {
-  Start(/*short_circuit=*/true);
+  Start(/*short_circuit=*/true, "always");
   S3Config s3;
   s3.public_buckets = {"data"};
   auto endpoint = s3::S3Endpoint::Create(*client_, s3);
@@ -283,6 +293,148 @@ TEST_P(ClusterChecksumTest, AShortCircuitReadReadsNothingPastThePage) {
   const auto st = client_->stats();
   EXPECT_EQ(st.local_corrupt_reads, 0u);
   EXPECT_EQ(st.local_file_bytes, pages[0].size) << "the read did not go short-circuit, or read past the page";
+}
+
+// Under worker.verify: once (the default) the worker checks a page whole
+// before it hands it to a client on this host, so a flipped page is caught
+// and replaced there, before the client reads it.
+TEST_P(ClusterChecksumTest, FlippedBytesAreCaughtBeforeAShortCircuitHandOff) {
+  Start(/*short_circuit=*/true);
+  FlipAndReadTwice();
+  const auto st = client_->stats();
+  EXPECT_GT(st.local_read_bytes, 0u) << "the reads did not go short-circuit";
+  EXPECT_EQ(st.local_corrupt_reads, 0u) << "a bad page reached the client";
+}
+
+// Issue 33 item 5: a page overwritten in place with its neighbour page's
+// file (header and checksums intact, the wrong offset) was served as the
+// wrong bytes. Every path and mode reads the right ones, and the worker
+// drops the page.
+TEST_P(ClusterChecksumTest, APageOverwrittenWithItsNeighbourIsNeverServed) {
+  for (const std::string verify : {"once", "always"}) {
+    for (const bool short_circuit : {false, true}) {
+      SCOPED_TRACE(verify + (short_circuit ? ", short-circuit" : ", HTTP"));
+      Start(short_circuit, verify);
+      ASSERT_EQ(ReadAndCountWrongBytes(), 0u);
+      ASSERT_TRUE(AllPagesCached());
+      // The pages by their offset in the file (the header's bytes 16..24).
+      std::map<uint64_t, PageOnDisk> by_offset;
+      for (const auto& p : PagesOnDisk(cluster_->cache_dir(0))) {
+        int fd = ::open(p.file.c_str(), O_RDONLY | O_CLOEXEC);
+        uint64_t off = 0;
+        ASSERT_EQ(::pread(fd, &off, 8, static_cast<off_t>(p.at + 16)), 8);
+        ::close(fd);
+        by_offset[off] = p;
+      }
+      ASSERT_TRUE(by_offset.contains(kTestPage) && by_offset.contains(2 * kTestPage));
+      const auto& victim = by_offset[kTestPage];
+      const auto& neighbour = by_offset[2 * kTestPage];
+      ASSERT_EQ(victim.size, neighbour.size) << "two full pages";
+      std::string bytes(neighbour.size, '\0');
+      int from = ::open(neighbour.file.c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_EQ(::pread(from, bytes.data(), bytes.size(), static_cast<off_t>(neighbour.at)),
+                static_cast<ssize_t>(bytes.size()));
+      ::close(from);
+      int to = ::open(victim.file.c_str(), O_WRONLY | O_CLOEXEC);
+      ASSERT_EQ(::pwrite(to, bytes.data(), bytes.size(), static_cast<off_t>(victim.at)),
+                static_cast<ssize_t>(bytes.size()));
+      ::close(to);
+      const double corrupt0 = Metric("shoal_cache_corrupt_pages_total");
+      EXPECT_EQ(ReadAndCountWrongBytes(), 0u) << "the neighbour's bytes were served";
+      EXPECT_EQ(client_->stats().fallback_read_bytes, 0u) << "the worker itself must serve the right bytes";
+      if (GetParam() == "files") {
+        EXPECT_EQ(Metric("shoal_cache_corrupt_pages_total") - corrupt0, 1) << "the swapped page is counted";
+      }
+      EXPECT_TRUE(cluster_->running(0));
+      EXPECT_EQ(ReadAndCountWrongBytes(), 0u);
+      client_.reset();
+      cluster_.reset();
+    }
+  }
+}
+
+// Reads the whole file (right bytes) until the worker sends every page of a
+// read without checking it (trusted: checked whole before, its file
+// unchanged and settled since); false after 30 s.
+bool ReadUntilTrusted(const std::function<size_t()>& read, const std::function<double()>& trusted, double pages) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const double before = trusted();
+    if (read() != 0) return false;
+    if (trusted() - before >= pages) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling: a page settles 1 s after its write
+  }
+  return false;
+}
+
+// Issue 33 item 4: once a page is trusted, a byte flipped in it (which moves
+// its file's ctime) is caught at the next read, on both paths.
+TEST_P(ClusterChecksumTest, AFlipAfterAVerifiedReadIsCaughtOnTheNextRead) {
+  for (const bool short_circuit : {false, true}) {
+    SCOPED_TRACE(short_circuit ? "short-circuit" : "HTTP");
+    Start(short_circuit);
+    ASSERT_EQ(ReadAndCountWrongBytes(), 0u);
+    ASSERT_TRUE(AllPagesCached());
+    const double pages = static_cast<double>((data_.size() + kTestPage - 1) / kTestPage);
+    ASSERT_TRUE(ReadUntilTrusted([this] { return ReadAndCountWrongBytes(); },
+                                 [this] { return Metric("shoal_cache_trusted_reads_total"); }, pages))
+        << "the pages never became trusted";
+    const size_t changed = FlipBytes(10, 78);
+    ASSERT_GE(changed, 2u);
+    const double corrupt0 = Metric("shoal_cache_corrupt_pages_total");
+    EXPECT_EQ(ReadAndCountWrongBytes(), 0u) << "a trusted page's flipped bytes were served";
+    EXPECT_EQ(Metric("shoal_cache_corrupt_pages_total") - corrupt0, static_cast<double>(changed));
+    EXPECT_EQ(client_->stats().local_corrupt_reads, 0u);
+    client_.reset();
+    cluster_.reset();
+  }
+}
+
+// What ctime cannot see: a byte flipped through a shared mapping whose page
+// is already writable moves no timestamp, so a trusting read would serve it;
+// `shoal scrub` finds it, drops the page, and the next read is right.
+TEST_P(ClusterChecksumTest, AFlipThatKeepsTheCtimeIsFoundByShoalScrub) {
+  Start(/*short_circuit=*/false);
+  ASSERT_EQ(ReadAndCountWrongBytes(), 0u);
+  ASSERT_TRUE(AllPagesCached());
+  const auto files = PagesOnDisk(cluster_->cache_dir(0));
+  ASSERT_FALSE(files.empty());
+  const auto& page = files[0];
+  int fd = ::open(page.file.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const uint64_t at = page.at + page.header_len + 1000;  // a data byte
+  const uint64_t map_at = at / 4096 * 4096;
+  void* m = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(map_at));
+  ASSERT_NE(m, MAP_FAILED);
+  char* byte = static_cast<char*>(m) + (at - map_at);
+  *byte = *byte;  // the first write makes the page writable (and moves ctime, now)
+  const double pages = static_cast<double>((data_.size() + kTestPage - 1) / kTestPage);
+  ASSERT_TRUE(ReadUntilTrusted([this] { return ReadAndCountWrongBytes(); },
+                               [this] { return Metric("shoal_cache_trusted_reads_total"); }, pages));
+  struct stat before, after;
+  ASSERT_EQ(::fstat(fd, &before), 0);
+  *byte = static_cast<char>(*byte ^ 0x10);  // no fault now: no timestamp moves
+  ASSERT_EQ(::fstat(fd, &after), 0);
+  ::munmap(m, 4096);
+  ::close(fd);
+  // Where the file system moves the ctime anyway (overlayfs here), the flip
+  // is still there, unread: the scrub must find it all the same.
+  const bool ctime_kept =
+      before.st_ctim.tv_sec == after.st_ctim.tv_sec && before.st_ctim.tv_nsec == after.st_ctim.tv_nsec;
+  RecordProperty("ctime_kept", ctime_kept ? "yes" : "no");
+  const std::string config = cluster_->client_config_path() + ".scrub.yaml";
+  ASSERT_TRUE(WriteFile(config, cluster_->ClientYaml()).ok());
+  const double corrupt0 = Metric("shoal_cache_corrupt_pages_total{found_by=\"scrub\"}");
+  auto r = Shoal({"scrub", "--now", "--config", config});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(std::to_string(static_cast<int>(pages)) + " pages"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 corrupt"), std::string::npos) << r.out;
+  EXPECT_EQ(Metric("shoal_cache_corrupt_pages_total{found_by=\"scrub\"}") - corrupt0, 1);
+  EXPECT_GE(Metric("shoal_cache_scrubbed_bytes_total"), static_cast<double>(data_.size()));
+  EXPECT_EQ(ReadAndCountWrongBytes(), 0u) << "the page the scrub dropped was not fetched again";
+  auto help = Shoal({"scrub", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--now"), std::string::npos) << help.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(PageStore, ClusterChecksumTest, ::testing::Values("files", "blocks"),

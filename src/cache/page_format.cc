@@ -1,5 +1,6 @@
 #include "cache/page_format.h"
 
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace shoal::page_format {
 namespace {
@@ -79,6 +81,22 @@ Status ReadError(std::string_view what, int64_t neg_errno) {
 }
 
 }  // namespace
+
+FileIdentity IdentityOf(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+          static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec,
+          static_cast<uint64_t>(st.st_size)};
+}
+
+bool Settled(const FileIdentity& id) {
+  if (!id.known()) return false;
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  return now_ns - id.ctime_ns > kSettleNs;
+}
 
 size_t HeaderSize(const PageKey& key, uint64_t data_len, uint32_t chunk_size) {
   return kFixedHeader + 8 * ChunkCount(data_len, chunk_size) + key.path.size() + key.version.size();
@@ -248,6 +266,13 @@ Status PageFileReader::CheckHeader(uint32_t header_len, uint64_t generation) {
     return Status(Code::kNotFound, "page at offset " + std::to_string(h->offset()) + " of " + std::string(h->path()) +
                                        ": its block-file slot was reused (generation " +
                                        std::to_string(h->generation()) + ", not " + std::to_string(generation) + ")");
+  }
+  if (expect_ != nullptr &&
+      (h->path() != expect_->path || h->version() != expect_->version || h->offset() != expect_->offset)) {
+    // Checks, but is another page: a page file copied or written over this one.
+    header_ = *h;
+    return Corrupt("holds another page, not the page at offset " + std::to_string(expect_->offset) + " of " +
+                   expect_->path + " (version " + expect_->version + ")");
   }
   header_ = *h;
   header_len_ = h->header_len();

@@ -33,6 +33,27 @@ struct PageKey {
 
 namespace page_format {
 
+// What a file is on disk now. Two equal identities of one descriptor's file
+// mean nothing wrote to it in between (every write moves ctime), as long as
+// the first was taken after its last write's clock tick (Settled).
+struct FileIdentity {
+  uint64_t dev = 0;
+  uint64_t ino = 0;  // 0: unknown (never equal to a real one)
+  int64_t ctime_ns = 0;
+  uint64_t size = 0;
+  bool known() const { return ino != 0; }
+  bool operator==(const FileIdentity&) const = default;
+};
+// fstat(2) of `fd`; an unknown identity when it fails.
+FileIdentity IdentityOf(int fd);
+// Whether a check made now of a file with identity `id` may be trusted later.
+// The kernel stamps ctime from a coarse clock (a tick is milliseconds): a
+// write in the same tick as the last one would keep the ctime, so a file
+// changed within kSettleNs of the check is not trusted (checked again next
+// time), as git treats an index entry written in the same second as "racy".
+constexpr int64_t kSettleNs = 1'000'000'000;
+bool Settled(const FileIdentity& id);
+
 // Bytes of data per checksum. A read checks whole chunks, so this bounds the
 // extra bytes a small read costs (at most two chunks) while keeping the table
 // small (8 bytes per chunk, 512 bytes for a 1 MiB page). Chosen by
@@ -91,6 +112,11 @@ class PageFileReader {
   // mode (worker.verify_checksums, client.verify_checksums), never the default.
   explicit PageFileReader(bool verify = true);
   ~PageFileReader();
+  // With verification, the header must also name `key` (its path, version
+  // and offset): a page file holding another page (another page of the same
+  // file copied over it, headers and checksums intact) is corruption too.
+  // `key` must outlive the reads; null: any page.
+  void ExpectKey(const PageKey* key) { expect_ = key; }
   PageFileReader(const PageFileReader&) = delete;
   PageFileReader& operator=(const PageFileReader&) = delete;
 
@@ -142,6 +168,7 @@ class PageFileReader {
   Status CheckHeader(uint32_t header_len, uint64_t generation);
 
   bool verify_;
+  const PageKey* expect_ = nullptr;
   int fd_ = -1;
   uint32_t header_len_ = 0;
   uint64_t at_ = 0;  // where the header starts in the file

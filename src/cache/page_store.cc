@@ -94,6 +94,9 @@ struct PageStore::Slot {
   std::shared_ptr<void> file;
   int file_fd = -1;
   uint64_t file_token = 0;
+  // Its file's identity when all its chunks last checked (MarkVerified), and when.
+  page_format::FileIdentity verified;
+  std::chrono::steady_clock::time_point verified_at{};
   uint64_t bytes() const { return slot_bytes ? slot_bytes : header_len + data_len; }
 };
 
@@ -108,6 +111,8 @@ PageRef& PageRef::operator=(PageRef&& o) noexcept {
     generation_ = o.generation_;
     lease_ = std::move(o.lease_);
     owns_fd_ = o.owns_fd_;
+    key_ = std::move(o.key_);
+    verified_ = o.verified_;
     o.fd_ = -1;
   }
   return *this;
@@ -204,7 +209,14 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(Options options) {
   s->used_gauge_ = &m.GetGauge("shoal_cache_used_bytes", "Bytes of the cache in use (headers included)");
   s->capacity_gauge_ = &m.GetGauge("shoal_cache_capacity_bytes", "Configured cache capacity in bytes");
   s->pages_gauge_ = &m.GetGauge("shoal_cache_pages", "Pages in the cache");
-  s->corrupt_ = &m.GetCounter("shoal_cache_corrupt_pages_total", "Pages dropped because their checksum failed");
+  constexpr const char* kCorruptHelp =
+      "Pages dropped because their checksum failed or they held another page, by who found them";
+  s->corrupt_ = &m.GetCounter("shoal_cache_corrupt_pages_total", kCorruptHelp, {{"found_by", "scan"}});
+  s->corrupt_read_ = &m.GetCounter("shoal_cache_corrupt_pages_total", kCorruptHelp, {{"found_by", "read"}});
+  s->corrupt_scrub_ = &m.GetCounter("shoal_cache_corrupt_pages_total", kCorruptHelp, {{"found_by", "scrub"}});
+  s->checked_bytes_ = &m.GetCounter("shoal_cache_verified_bytes_total",
+                                    "Bytes of cached pages read back and checked whole (worker.verify: once), by "
+                                    "reads and by the scrubber");
   s->effective_gauge_ = &m.GetGauge("shoal_cache_effective_capacity_bytes",
                                     "Cache capacity the disks can hold now: the configured capacity, lowered by a full "
                                     "disk or a lack of free space");
@@ -634,6 +646,8 @@ uint32_t PageStore::AddSlotLocked(Slot s) {
   s.file.reset();
   s.file_fd = -1;
   s.file_token = 0;
+  s.verified = {};
+  s.verified_at = {};
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -704,7 +718,7 @@ uint32_t PageStore::Touch(const PageKey& key, uint32_t reads) {
   return slot ? slots_[*slot].data_len : 0;
 }
 
-std::optional<PageRef> PageStore::Get(const PageKey& key) {
+std::optional<PageRef> PageStore::Get(const PageKey& key, uint32_t reads) {
   Id id = IdOf(key);
   std::string path;
   uint64_t data_off;
@@ -715,14 +729,21 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
   uint64_t incarnation = 0;
   std::shared_ptr<void> file;
   int file_fd = -1;
+  page_format::FileIdentity verified;
+  // The ref names its page, so that its reader checks the header names it too.
+  auto named = [&key, &verified](PageRef ref) {
+    ref.SetKey(key, verified);
+    return std::optional<PageRef>(std::move(ref));
+  };
   {
     std::lock_guard lock(mu_);
-    auto found = ReadLocked(id, 1);
+    auto found = ReadLocked(id, reads);
     if (!found) return std::nullopt;
     slot = *found;
     auto& s = slots_[slot];
     data_off = s.header_len;
     len = s.data_len;
+    verified = s.verified;
     if (auto& files = dirs_[s.dir]->blocks) {
       // Held before the lock is let go: the slot cannot be freed and reused in between.
       auto h = files->Hold(s.block);
@@ -741,12 +762,12 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
       incarnation = s.incarnation;
     }
   }
-  if (held) return PageRef(held->fd, page_offset, static_cast<uint32_t>(data_off), len, generation, held->lease);
+  if (held) return named(PageRef(held->fd, page_offset, static_cast<uint32_t>(data_off), len, generation, held->lease));
   const auto header_len = static_cast<uint32_t>(data_off);
-  if (file) return PageRef(file_fd, 0, header_len, len, 0, std::move(file));
+  if (file) return named(PageRef(file_fd, 0, header_len, len, 0, std::move(file)));
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // evicted between the lookup and the open
-  if (open_files_cap_ == 0) return PageRef(fd, data_off, len);
+  if (open_files_cap_ == 0) return named(PageRef(fd, data_off, len));
   struct OpenPageFile {
     int fd;
     ~OpenPageFile() { ::close(fd); }
@@ -771,10 +792,59 @@ std::optional<PageRef> PageStore::Get(const PageKey& key) {
       }
     }
   }
-  return PageRef(fd, 0, header_len, len, 0, std::move(file));
+  return named(PageRef(fd, 0, header_len, len, 0, std::move(file)));
 }
 
-bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
+Result<page_format::FileIdentity> PageStore::Verify(const PageRef& ref, std::string& scratch) {
+  // The identity before the reads: a write during them moves the ctime past
+  // it, and the page is checked again next time.
+  const auto id = page_format::IdentityOf(ref.fd());
+  page_format::PageFileReader reader;
+  SHOAL_RETURN_IF_ERROR(ref.BeginRead(reader));
+  const uint64_t len = reader.header().data_len();
+  constexpr uint64_t kBatch = 256 * 1024;
+  if (scratch.size() < kBatch) scratch.resize(kBatch);
+  for (uint64_t pos = 0; pos < len;) {
+    const uint64_t stop = reader.NextStop(pos, kBatch, len);
+    if (stop - pos > scratch.size()) scratch.resize(stop - pos);
+    SHOAL_RETURN_IF_ERROR(reader.Read(pos, std::span<char>(scratch.data(), stop - pos)));
+    pos = stop;
+  }
+  checked_bytes_->Add(len);
+  return MarkVerified(ref, id) ? id : page_format::FileIdentity{};
+}
+
+bool PageStore::MarkVerified(const PageRef& ref, const page_format::FileIdentity& id) {
+  if (!page_format::Settled(id)) return false;
+  std::lock_guard lock(mu_);
+  auto it = index_.find(IdOf(ref.key()));
+  if (it == index_.end()) return false;
+  auto& s = slots_[it->second];
+  // A block-file slot must still hold the page checked; a page file the
+  // slot now names is another inode, whose identity never matches this one.
+  if (blocks() && s.generation != ref.generation()) return false;
+  s.verified = id;
+  s.verified_at = std::chrono::steady_clock::now();
+  return true;
+}
+
+std::vector<PageKey> PageStore::PagesToCheck(size_t* cursor, size_t max, const std::string& prefix,
+                                             std::chrono::steady_clock::time_point verified_since) {
+  std::vector<PageKey> out;
+  std::lock_guard lock(mu_);
+  for (; *cursor < slots_.size() && out.size() < max; ++*cursor) {
+    const auto& s = slots_[*cursor];
+    if (!s.live || (s.verified.known() && s.verified_at >= verified_since)) continue;
+    if (!prefix.empty() && prefix != "/" && s.key.path != prefix &&
+        !(s.key.path.starts_with(prefix) && s.key.path[prefix.size()] == '/')) {
+      continue;
+    }
+    out.push_back(s.key);
+  }
+  return out;
+}
+
+bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref, std::string_view found_by) {
   Id id = IdOf(key);
   std::string path;
   {
@@ -784,7 +854,7 @@ bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
     if (blocks()) {
       // The slot's page must be the one the reader read: the generation is new for every page written.
       if (slots_[it->second].generation != ref.generation()) return false;
-      corrupt_->Add(1);
+      CorruptCounter(found_by).Add(1);
       RemoveSlotLocked(it->second, true);
       return true;
     }
@@ -810,7 +880,7 @@ bool PageStore::DropCorrupt(const PageKey& key, const PageRef& ref) {
   std::lock_guard lock(mu_);
   auto it = index_.find(id);
   if (it == index_.end()) return false;
-  corrupt_->Add(1);
+  CorruptCounter(found_by).Add(1);
   RemoveSlotLocked(it->second, true);
   return true;
 }
@@ -1131,7 +1201,7 @@ PageStore::Stats PageStore::stats() const {
   }
   s.pages = index_.size();
   s.evicted_bytes = evicted_bytes_->value();
-  s.dropped_corrupt = corrupt_->value();
+  s.dropped_corrupt = corrupt_->value() + corrupt_read_->value() + corrupt_scrub_->value();
   s.dropped_old_format = old_format_->value();
   s.pinned_bytes = retention_->pinned_bytes();
   s.expired_pages = expired_->value();

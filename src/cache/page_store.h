@@ -94,8 +94,16 @@ class PageRef {
       : fd_(fd), data_offset_(page_offset + header_len), length_(length), header_len_(header_len),
         page_offset_(page_offset), generation_(generation), lease_(std::move(lease)), owns_fd_(false) {}
   PageRef(PageRef&& o) noexcept
-      : fd_(o.fd_), data_offset_(o.data_offset_), length_(o.length_), header_len_(o.header_len_),
-        page_offset_(o.page_offset_), generation_(o.generation_), lease_(std::move(o.lease_)), owns_fd_(o.owns_fd_) {
+      : fd_(o.fd_),
+        data_offset_(o.data_offset_),
+        length_(o.length_),
+        header_len_(o.header_len_),
+        page_offset_(o.page_offset_),
+        generation_(o.generation_),
+        lease_(std::move(o.lease_)),
+        owns_fd_(o.owns_fd_),
+        key_(std::move(o.key_)),
+        verified_(o.verified_) {
     o.fd_ = -1;
   }
   PageRef& operator=(PageRef&& o) noexcept;
@@ -108,10 +116,25 @@ class PageRef {
   uint32_t header_len() const { return header_len_; }
   uint64_t page_offset() const { return page_offset_; }
   uint64_t generation() const { return generation_; }
-  // Starts `reader` on this page (PageFileReader::Begin with its position and generation).
+  // Starts `reader` on this page (PageFileReader::Begin with its position
+  // and generation), whose header must name the page's key.
   Status BeginRead(page_format::PageFileReader& reader) const {
+    if (!key_.path.empty()) reader.ExpectKey(&key_);
     return reader.Begin(fd_, header_len_, page_offset_, generation_);
   }
+  // The page it holds (empty for a ref made without one).
+  const PageKey& key() const { return key_; }
+  // The identity of its file when all of its chunks last checked
+  // (PageStore::MarkVerified), unknown when they never have.
+  const page_format::FileIdentity& verified() const { return verified_; }
+  // Whether its file still has the identity under which the page checked:
+  // then its bytes are trusted without checking them again.
+  bool Trusted() const { return verified_.known() && page_format::IdentityOf(fd_) == verified_; }
+  void SetKey(PageKey key, const page_format::FileIdentity& verified) {
+    key_ = std::move(key);
+    verified_ = verified;
+  }
+  void SetVerified(const page_format::FileIdentity& verified) { verified_ = verified; }
 
  private:
   int fd_;
@@ -122,6 +145,8 @@ class PageRef {
   uint64_t generation_ = 0;
   std::shared_ptr<void> lease_;
   bool owns_fd_ = true;  // a page file's descriptor, opened for this reference
+  PageKey key_;
+  page_format::FileIdentity verified_;
 };
 
 // Writes pages to disk. The seam tests use to inject ENOSPC, I/O errors and torn writes.
@@ -216,12 +241,32 @@ class PageStore {
   // page file share one descriptor while the store holds it open
   // (Options::open_page_files): read it with pread/sendfile at offsets, never
   // through its file position.
-  std::optional<PageRef> Get(const PageKey& key);
+  // `reads`: how many reads the eviction policy sees (0 for the scrubber's, which are not uses).
+  std::optional<PageRef> Get(const PageKey& key, uint32_t reads = 1);
+  // Up to `max` keys of cached pages from slot `*cursor` on, advancing it
+  // (the scrubber's walk; an empty answer: the walk is done). Only pages
+  // under `prefix` ("": all), and not those checked whole since
+  // `verified_since` while their file kept that identity.
+  std::vector<PageKey> PagesToCheck(size_t* cursor, size_t max, const std::string& prefix,
+                                    std::chrono::steady_clock::time_point verified_since);
   // A reader found the page `ref` (from Get) failing its checksum: deletes
   // it, so that the next read fetches the page again, and counts it. A page
   // already dropped, or since replaced (a new file, or a new generation in a
   // block-file slot), is left alone. Returns whether this call dropped it.
-  bool DropCorrupt(const PageKey& key, const PageRef& ref);
+  // `found_by` labels the count (shoal_cache_corrupt_pages_total): "read" or "scrub".
+  bool DropCorrupt(const PageKey& key, const PageRef& ref, std::string_view found_by = "read");
+  // Every chunk of the page `ref` (from Get) checked, its file having
+  // identity `id` before the check: later refs to it carry `id`
+  // (PageRef::Trusted). A page since replaced is left alone; an identity that
+  // has not settled (page_format::Settled) is not recorded.
+  // Returns whether it was recorded.
+  bool MarkVerified(const PageRef& ref, const page_format::FileIdentity& id);
+  // Reads and checks all of the page `ref` (from Get): its header, that it
+  // names ref.key(), and every chunk; marks it verified when it checks. The
+  // caller drops a page that fails (DropCorrupt). `scratch` is reused
+  // between calls. Returns the identity under which the page is now trusted
+  // (unknown when its file changed too recently to trust it: Settled).
+  Result<page_format::FileIdentity> Verify(const PageRef& ref, std::string& scratch);
   bool Contains(const PageKey& key);
   // `reads` reads of the page served without a Get (from a ref a client
   // held, common/local_wire.h leases): the policy sees them as Get would.
@@ -330,7 +375,14 @@ class PageStore {
   Counter* enospc_ = nullptr;
   std::function<Result<uint64_t>(const std::string& dir)> free_bytes_;
   Gauge* pages_gauge_ = nullptr;
-  Counter* corrupt_ = nullptr;
+  // Pages dropped as corrupt, by who found them: the start-up scan, a read, the scrubber.
+  Counter* corrupt_ = nullptr;  // found by the scan
+  Counter* corrupt_read_ = nullptr;
+  Counter* corrupt_scrub_ = nullptr;
+  Counter* checked_bytes_ = nullptr;  // shoal_cache_checked_bytes_total
+  Counter& CorruptCounter(std::string_view found_by) {
+    return found_by == "scrub" ? *corrupt_scrub_ : found_by == "scan" ? *corrupt_ : *corrupt_read_;
+  }
   Counter* old_format_ = nullptr;
   std::function<std::chrono::system_clock::time_point()> clock_;
   std::chrono::milliseconds reuse_window_{0};

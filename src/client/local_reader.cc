@@ -163,7 +163,8 @@ int LocalReader::Connect(const std::string& socket, const std::string& token, st
   return fd;
 }
 
-int LocalReader::Acquire(const std::string& worker, bool quick) {
+int LocalReader::Acquire(const std::string& worker, bool quick, bool* pooled, bool fresh) {
+  if (pooled) *pooled = false;
   std::string socket, token;
   {
     std::lock_guard lock(mu_);
@@ -171,9 +172,10 @@ int LocalReader::Acquire(const std::string& worker, bool quick) {
     if (it == channels_.end() || !it->second.available) return -1;
     if (quick && std::chrono::steady_clock::now() < it->second.quick_retry_at) return -1;
     auto& idle = quick ? it->second.quick_idle : it->second.idle;
-    if (!idle.empty()) {
+    if (!idle.empty() && !fresh) {
       int fd = idle.back();
       idle.pop_back();
+      if (pooled) *pooled = true;
       return fd;
     }
     socket = it->second.socket;
@@ -230,11 +232,24 @@ void LocalReader::PauseCachedOpens(const std::string& worker, const std::string&
 
 std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker, const local_wire::Request& req,
                                                        std::vector<int>* fds, bool quick) {
-  int fd = Acquire(worker, quick);
+  bool pooled = false;
+  int fd = Acquire(worker, quick, &pooled);
   if (fd < 0) return std::nullopt;
   std::string bytes;
-  Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(req), {});
+  const std::string request = local_wire::EncodeRequest(req);
+  Status st = local_wire::SendRecord(fd, request, {});
   if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, fds);
+  if (!st.ok() && pooled) {
+    // A pooled connection the worker closed while it idled (to make room at
+    // its connection cap, or it restarted): once more on a new one.
+    CloseAll(*fds);
+    fds->clear();
+    ::close(fd);
+    fd = Acquire(worker, quick, nullptr, /*fresh=*/true);
+    if (fd < 0) return std::nullopt;
+    st = local_wire::SendRecord(fd, request, {});
+    if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, fds);
+  }
   auto reply = st.ok() ? local_wire::DecodeReply(bytes) : Result<local_wire::Reply>(Err(st));
   if (reply && reply->segments.size() != fds->size()) {
     reply = Err(Code::kIo, "short-circuit reply with " + std::to_string(reply->segments.size()) + " segments and " +
@@ -257,6 +272,14 @@ std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker
 
 namespace {
 
+// Whether the worker checked the segment's page whole under the identity its
+// file still has (local_wire.h).
+bool Trusted(const local_wire::Segment& seg, int fd) {
+  if (seg.verified_ino == 0) return false;
+  const page_format::FileIdentity said{seg.verified_dev, seg.verified_ino, seg.verified_ctime_ns, seg.verified_size};
+  return page_format::IdentityOf(fd) == said;
+}
+
 // Exactly out.size() bytes of `fd` from `offset`; false on an error or a short file.
 bool PreadAll(int fd, uint64_t offset, std::span<char> out) {
   for (size_t got = 0; got < out.size();) {
@@ -273,7 +296,7 @@ bool PreadAll(int fd, uint64_t offset, std::span<char> out) {
 uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds,
                                    const std::string& ns_path, const std::string& version, uint64_t offset,
                                    std::span<char> out) {
-  page_format::PageFileReader reader(verify_);
+  page_format::PageFileReader checking(verify_), trusting(false);
   uint64_t done = 0;
   for (size_t i = 0; i < fds.size(); ++i) {
     const auto& seg = reply.segments[i];
@@ -291,8 +314,11 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // into the page's data
     // The header and the first bytes in one read; none of them used before the checks below.
     const std::span<char> dest = out.subspan(done, seg.length);
+    // A page the worker checked whole, in a file unchanged since, is read without checks.
+    const bool trusted = Trusted(seg, fds[i]);
+    auto& reader = trusted ? trusting : checking;
     Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation, skip, dest, seg.page_len);
-    if (st.ok() && verify_) {
+    if (st.ok() && verify_ && !trusted) {
       // The page must be the one asked for: a worker handing out the wrong
       // page shows here, not as wrong bytes.
       const auto& h = reader.header();
@@ -304,6 +330,10 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
       }
     }
     if (st.ok()) st = reader.Read(skip, dest);
+    if (st.ok() && trusted && seg.generation != 0 && !Trusted(seg, fds[i])) {
+      // A block-file slot the worker reused while it was read: that write moved the file's ctime.
+      st = Status(Code::kNotFound, "its block-file slot was reused");
+    }
     if (!st.ok()) {
       if (st.code() == Code::kCorruption) corrupt_reads_.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("short-circuit read of {} at offset {} failed ({}); reading it over TCP, where the worker checks "
@@ -313,7 +343,7 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     }
     done += seg.length;
   }
-  file_bytes_.fetch_add(reader.bytes_read(), std::memory_order_relaxed);
+  file_bytes_.fetch_add(checking.bytes_read() + trusting.bytes_read(), std::memory_order_relaxed);
   return done;
 }
 
@@ -349,8 +379,8 @@ std::vector<LocalPage> LocalReader::Pages(const std::string& worker, const std::
       p.data_offset = seg.data_offset;
       p.header_len = seg.header_len;
       p.skip = seg.data_offset - seg.header_len;
-      p.verify = verify_;
-      if (verify_) {
+      p.verify = verify_ && !Trusted(seg, fds[i]);
+      if (p.verify) {
         // The page must be the one asked for (as in ReadSegments); a header
         // that fails its checksum is left to the read that follows, which
         // counts it and has the worker replace the page.

@@ -150,9 +150,10 @@ class LocalReader {
   // `epoch` non-null: maps the epoch the worker's hello passes into it.
   int Connect(const std::string& socket, const std::string& token, std::chrono::milliseconds timeout,
               std::shared_ptr<const SharedEpochView>* epoch = nullptr);
-  // Takes a pooled connection, or makes one; -1 if the worker has no short
-  // circuit (or, `quick`, if cached-only opens to it are paused).
-  int Acquire(const std::string& worker, bool quick);
+  // Takes a pooled connection (*pooled set), or makes one (always, with
+  // `fresh`); -1 if the worker has no short circuit (or, `quick`, if
+  // cached-only opens to it are paused).
+  int Acquire(const std::string& worker, bool quick, bool* pooled = nullptr, bool fresh = false);
   void Release(const std::string& worker, int fd, bool quick);
   void Disable(const std::string& worker, const std::string& why);
   void PauseCachedOpens(const std::string& worker, const std::string& why);

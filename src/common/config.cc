@@ -432,13 +432,38 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& w = root["worker"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
-      w, "worker",
-      {"listen", "id", "page_size", "cache_dirs", "io_threads", "ufs_threads", "ufs_max_concurrency", "readahead",
-       "metadata_entries", "local_socket", "header_timeout", "idle_timeout", "write_timeout", "heartbeat_interval",
-       "max_connections", "verify_checksums", "eviction", "s3_listen", "body_read_timeout", "write_back_max_pending",
-       "write_back_takeover", "peer_fetch", "advertise", "page_store",
-       "hot_shard_rps", "hot_shard_window", "eviction_high_watermark", "eviction_low_watermark"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(w, "worker",
+                                    {"listen",
+                                     "id",
+                                     "page_size",
+                                     "cache_dirs",
+                                     "io_threads",
+                                     "ufs_threads",
+                                     "ufs_max_concurrency",
+                                     "readahead",
+                                     "metadata_entries",
+                                     "local_socket",
+                                     "header_timeout",
+                                     "idle_timeout",
+                                     "write_timeout",
+                                     "heartbeat_interval",
+                                     "max_connections",
+                                     "verify_checksums",
+                                     "verify",
+                                     "scrub_rate",
+                                     "scrub_interval",
+                                     "eviction",
+                                     "s3_listen",
+                                     "body_read_timeout",
+                                     "write_back_max_pending",
+                                     "write_back_takeover",
+                                     "peer_fetch",
+                                     "advertise",
+                                     "page_store",
+                                     "hot_shard_rps",
+                                     "hot_shard_window",
+                                     "eviction_high_watermark",
+                                     "eviction_low_watermark"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -452,7 +477,15 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
         r.Integer(w["ufs_max_concurrency"], "worker.ufs_max_concurrency", &c.worker.ufs_max_concurrency, 1, 4096));
     SHOAL_RETURN_IF_ERROR(r.Size(w["readahead"], "worker.readahead", &c.worker.readahead));
     SHOAL_RETURN_IF_ERROR(r.String(w["local_socket"], "worker.local_socket", &c.worker.local_socket));
-    SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &c.worker.verify_checksums));
+    bool verify_checksums = true;
+    SHOAL_RETURN_IF_ERROR(r.Bool(w["verify_checksums"], "worker.verify_checksums", &verify_checksums));
+    if (!verify_checksums) c.worker.verify = "off";
+    SHOAL_RETURN_IF_ERROR(r.String(w["verify"], "worker.verify", &c.worker.verify));
+    if (c.worker.verify != "once" && c.worker.verify != "always" && c.worker.verify != "off") {
+      return Err(r.Fail(w["verify"], "worker.verify", "must be once, always or off"));
+    }
+    SHOAL_RETURN_IF_ERROR(r.Size(w["scrub_rate"], "worker.scrub_rate", &c.worker.scrub_rate));
+    SHOAL_RETURN_IF_ERROR(r.Duration(w["scrub_interval"], "worker.scrub_interval", &c.worker.scrub_interval));
     SHOAL_RETURN_IF_ERROR(r.Bool(w["peer_fetch"], "worker.peer_fetch", &c.worker.peer_fetch));
     SHOAL_RETURN_IF_ERROR(r.String(w["advertise"], "worker.advertise", &c.worker.advertise));
     SHOAL_RETURN_IF_ERROR(
@@ -717,7 +750,9 @@ std::string ToYaml(const Config& c) {
     if (value != fallback) e << YAML::Key << key << YAML::Value << FormatDuration(value);
   }
   if (c.worker.max_connections != 0) e << YAML::Key << "max_connections" << YAML::Value << c.worker.max_connections;
-  e << YAML::Key << "verify_checksums" << YAML::Value << c.worker.verify_checksums;
+  e << YAML::Key << "verify" << YAML::Value << c.worker.verify;
+  e << YAML::Key << "scrub_rate" << YAML::Value << std::to_string(c.worker.scrub_rate);
+  e << YAML::Key << "scrub_interval" << YAML::Value << FormatDuration(c.worker.scrub_interval);
   e << YAML::Key << "peer_fetch" << YAML::Value << c.worker.peer_fetch;
   if (!c.worker.advertise.empty()) e << YAML::Key << "advertise" << YAML::Value << c.worker.advertise;
   if (c.worker.hot_shard_rps != defaults.hot_shard_rps)

@@ -164,10 +164,19 @@ struct WorkerConfig {
   std::chrono::milliseconds body_read_timeout{30'000};
   std::chrono::milliseconds heartbeat_interval{300}; // 102 Processing interval while an answer is not ready
   size_t max_connections = 0;                         // 0: derived from the open-files limit
-  // Check every cached byte against its page's chunk checksums before sending
-  // it. Off only to measure what the checks cost (bench/core_bench) or to
-  // diagnose: a page changed on disk is then served as it is.
-  bool verify_checksums = true;
+  // When cached bytes are checked against their page's chunk checksums
+  // (cache/page_format.h): "once" (the default) checks a page's first read
+  // after a start or after its file changed (any write moves its ctime) and
+  // trusts it while its file is unchanged, the scrubber re-checking the rest;
+  // "always" checks every read (what it costs: README); "off" never (only to
+  // measure what the checks cost, or to diagnose). The old key
+  // verify_checksums: false means "off".
+  std::string verify = "once";
+  // The background scrubber: checks every cached page at this many bytes a
+  // second (0: off), a full pass at most every scrub_interval; pages read
+  // (and so checked) within the last interval are skipped.
+  uint64_t scrub_rate = 4 << 20;
+  std::chrono::milliseconds scrub_interval{24 * 3600 * 1000};
   // The eviction policy of the page store: a name in cache/policy/registry.h
   // (epoch, lru, fifo, lfu, s3fifo, sieve); "": the default. Checked when the
   // worker opens its cache.

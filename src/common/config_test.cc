@@ -50,9 +50,9 @@ client:
   EXPECT_EQ(c->worker.cache_dirs.at(0).capacity, 1ull << 30);
   EXPECT_EQ(c->client.timeout.count(), 3000);
   EXPECT_FALSE(c->client.ufs_fallback);
-  EXPECT_FALSE(c->worker.verify_checksums);
+  EXPECT_EQ(c->worker.verify, "off") << "the old key verify_checksums: false still turns the checks off";
   EXPECT_FALSE(c->client.verify_checksums);
-  EXPECT_TRUE(Config().worker.verify_checksums) << "checksums are verified by default";
+  EXPECT_EQ(Config().worker.verify, "once") << "pages are verified once, then trusted while unchanged, by default";
   EXPECT_TRUE(Config().client.verify_checksums);
 
   auto again = ParseConfig(ToYaml(*c), "again.yaml");
@@ -140,6 +140,20 @@ TEST(Config, EvictionWatermarksDefaultOnAndMustBeInOrder) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("worker.eviction_low_watermark"), std::string::npos) << bad.error().message();
   EXPECT_FALSE(ParseConfig("worker:\n  eviction_high_watermark: 101\n", "t.yaml"));
+}
+
+TEST(Config, VerifyModeAndScrubberKnobsRoundTripAndBadModesAreRefused) {
+  auto c = ParseConfig("worker:\n  verify: always\n  scrub_rate: 0\n  scrub_interval: 1h\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->worker.verify, "always");
+  EXPECT_EQ(again->worker.scrub_rate, 0u) << "0: the scrubber is off";
+  EXPECT_EQ(again->worker.scrub_interval, std::chrono::hours(1));
+  EXPECT_GT(Config().worker.scrub_rate, 0u) << "the scrubber runs by default";
+  auto bad = ParseConfig("worker:\n  verify: sometimes\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("once, always or off"), std::string::npos) << bad.error().message();
 }
 
 TEST(Config, ErrorsNameKeyAndLine) {

@@ -44,7 +44,7 @@
 
 namespace shoal::local_wire {
 
-constexpr uint32_t kMagic = 0x5348'4c34;  // "SHL4": replies carry an epoch and a lease
+constexpr uint32_t kMagic = 0x5348'4c35;  // "SHL5": segments say under which identity their page checked
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
 
@@ -84,6 +84,10 @@ struct Request {
 // data_offset (so data_offset equals the range's offset); no header to check.
 // page_len is the page's data bytes (0: not said): the reader then reads
 // nothing past the page, which in a block file is another slot's.
+// verified_*: the identity (cache/page_format.h, FileIdentity) the fd's file
+// had when the worker checked the whole page (ino 0: never checked). A
+// client whose fstat of the fd gives that identity reads without checking;
+// otherwise it checks what it reads.
 struct Segment {
   uint64_t data_offset = 0;
   uint64_t length = 0;
@@ -91,6 +95,10 @@ struct Segment {
   uint32_t page_len = 0;
   uint64_t page_offset = 0;
   uint64_t generation = 0;
+  uint64_t verified_dev = 0;
+  uint64_t verified_ino = 0;
+  int64_t verified_ctime_ns = 0;
+  uint64_t verified_size = 0;
 };
 
 struct Reply {

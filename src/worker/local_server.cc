@@ -11,13 +11,16 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <list>
+#include <map>
 #include <mutex>
-#include <set>
 #include <thread>
+
+#include "common/metrics.h"
 
 namespace shoal {
 
@@ -52,8 +55,12 @@ int ProbeErrno(const sockaddr_un& a) {
 
 class LocalServer::Impl {
  public:
-  Impl(std::string path, std::string token, Handler handler, int epoch_fd)
-      : path_(std::move(path)), token_(std::move(token)), handler_(std::move(handler)), epoch_fd_(epoch_fd) {}
+  Impl(std::string path, std::string token, Handler handler, int epoch_fd, std::chrono::milliseconds hello_deadline)
+      : path_(std::move(path)),
+        token_(std::move(token)),
+        handler_(std::move(handler)),
+        epoch_fd_(epoch_fd),
+        hello_deadline_(hello_deadline) {}
 
   ~Impl() {
     if (stop_w_ >= 0) {
@@ -65,7 +72,7 @@ class LocalServer::Impl {
     {
       std::lock_guard lock(mu_);
       // Wakes every connection blocked in its receive (it then reads the end).
-      for (int c : live_) ::shutdown(c, SHUT_RDWR);
+      for (const auto& [c, state] : live_) ::shutdown(c, SHUT_RDWR);
       threads.swap(threads_);
     }
     for (auto& t : threads) t.join();
@@ -139,22 +146,60 @@ class LocalServer::Impl {
         ::close(c);
         continue;
       }
+      // The hello must come within the deadline (a silent connection holds a place).
+      timeval tv{static_cast<time_t>(hello_deadline_.count() / 1000),
+                 static_cast<suseconds_t>(hello_deadline_.count() % 1000 * 1000)};
+      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       std::lock_guard lock(mu_);
       ReapLocked();
-      if (threads_.size() >= kMaxConnections) {
-        spdlog::warn("short-circuit connection refused: {} already open", threads_.size());
+      if (live_.size() >= kMaxConnections && !CloseOldestIdleLocked()) {
+        spdlog::warn("short-circuit connection refused: {} open, all of them busy", live_.size());
         ::close(c);
         continue;
       }
-      live_.insert(c);
+      live_[c] = Conn{Clock::now(), false, false};
+      open_gauge_->Set(static_cast<int64_t>(live_.size()));
       threads_.emplace_back([this, c] {
         Serve(c);
         std::lock_guard l(mu_);
         live_.erase(c);  // before the close: the destructor never shuts down a reused number
+        open_gauge_->Set(static_cast<int64_t>(live_.size()));
         ::close(c);
         finished_.push_back(std::this_thread::get_id());
       });
     }
+  }
+
+  // At the cap: shuts down the connection idle longest (one that never
+  // greeted first), whose thread then ends; false when every one is busy
+  // with a request. Its client connects again at its next request.
+  bool CloseOldestIdleLocked() {
+    int victim = -1;
+    Conn best{};
+    for (const auto& [c, conn] : live_) {
+      if (conn.busy || conn.closing) continue;
+      // Ungreeted before greeted, then the longest idle.
+      if (victim < 0 || (!conn.greeted && best.greeted) ||
+          (conn.greeted == best.greeted && conn.last_active < best.last_active)) {
+        victim = c;
+        best = conn;
+      }
+    }
+    if (victim < 0) return false;
+    live_[victim].closing = true;
+    ::shutdown(victim, SHUT_RDWR);
+    closed_for_cap_->Add();
+    return true;
+  }
+
+  // Notes a connection's state: greeted, and whether a request is being served.
+  void Note(int c, bool greeted, bool busy) {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(c);
+    if (it == live_.end()) return;
+    it->second.greeted = greeted;
+    it->second.busy = busy;
+    it->second.last_active = Clock::now();
   }
 
   // Joins the threads of connections that ended.
@@ -182,7 +227,14 @@ class LocalServer::Impl {
       Status st = local_wire::RecvRecord(c, &bytes, &stray_fds);
       for (int fd : stray_fds) ::close(fd);  // clients send none
       stray_fds.clear();
-      if (!st.ok()) return;
+      if (!st.ok()) {
+        if (!greeted && st.code() == Code::kTimeout) {
+          hello_timeouts_->Add();
+          spdlog::debug("short-circuit connection closed: no hello within {} ms", hello_deadline_.count());
+        }
+        return;
+      }
+      Note(c, greeted, true);
       auto req = local_wire::DecodeRequest(bytes);
       local_wire::Reply reply;
       std::vector<PageRef> pages;
@@ -211,8 +263,21 @@ class LocalServer::Impl {
       }
       std::string out = local_wire::EncodeReply(reply);
       if (!local_wire::SendRecord(c, out, fds).ok() || !greeted) return;
+      if (hello) {
+        timeval none{0, 0};  // greeted: it may idle between requests
+        ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+      }
+      Note(c, greeted, false);
     }
   }
+
+  using Clock = std::chrono::steady_clock;
+  struct Conn {
+    Clock::time_point last_active;
+    bool greeted = false;
+    bool busy = false;     // serving a request
+    bool closing = false;  // shut down for the cap
+  };
 
   std::string path_;
   std::string token_;
@@ -222,7 +287,18 @@ class LocalServer::Impl {
   int stop_r_ = -1, stop_w_ = -1;
   std::thread acceptor_;
   std::mutex mu_;
-  std::set<int> live_;  // the connections' sockets, while open
+  std::chrono::milliseconds hello_deadline_;
+  std::map<int, Conn> live_;  // the connections, by socket, while open
+  Gauge* open_gauge_ = &MetricsRegistry::Global().GetGauge("shoal_short_circuit_connections",
+                                                           "Short-circuit connections open from clients on this host");
+  Counter* hello_timeouts_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_connections_closed_total",
+      "Short-circuit connections the worker closed: no hello in time, or the oldest idle one at the connection cap",
+      {{"reason", "hello_timeout"}});
+  Counter* closed_for_cap_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_short_circuit_connections_closed_total",
+      "Short-circuit connections the worker closed: no hello in time, or the oldest idle one at the connection cap",
+      {{"reason", "cap"}});
   std::list<std::thread> threads_;
   std::vector<std::thread::id> finished_;
 };
@@ -232,8 +308,8 @@ LocalServer::~LocalServer() = default;
 const std::string& LocalServer::path() const { return impl_->path(); }
 
 Result<std::unique_ptr<LocalServer>> LocalServer::Start(const std::string& path, std::string token, Handler handler,
-                                                        int epoch_fd) {
-  auto impl = std::make_unique<Impl>(path, std::move(token), std::move(handler), epoch_fd);
+                                                        int epoch_fd, std::chrono::milliseconds hello_deadline) {
+  auto impl = std::make_unique<Impl>(path, std::move(token), std::move(handler), epoch_fd, hello_deadline);
   SHOAL_RETURN_IF_ERROR(impl->Listen());
   return std::unique_ptr<LocalServer>(new LocalServer(std::move(impl)));
 }

@@ -8,6 +8,7 @@
 // processes on this host, and each request is a lookup, never I/O to a UFS.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,8 +28,13 @@ class LocalServer {
   // Listens on `path`, replacing a stale socket file left by a dead worker but
   // never a live one. `epoch_fd` (>= 0; not taken, it must outlive the
   // server) is passed with every accepted hello (local_wire.h).
+  // A connection that sends no hello within `hello_deadline` is closed; at
+  // kMaxConnections (256) open, a new one takes the place of the one idle
+  // longest (never-greeted ones first), whose client connects again when it
+  // next asks.
   static Result<std::unique_ptr<LocalServer>> Start(const std::string& path, std::string token, Handler handler,
-                                                    int epoch_fd = -1);
+                                                    int epoch_fd = -1,
+                                                    std::chrono::milliseconds hello_deadline = std::chrono::seconds(5));
   // The path "auto" stands for: $TMPDIR/shoal-sockets-UID/worker-PORT.sock (directory made 0700).
   static Result<std::string> AutoPath(unsigned port);
 

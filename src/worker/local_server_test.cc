@@ -14,9 +14,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "cache/page_format.h"
 #include "client/local_reader.h"
+#include "common/metrics.h"
 
 namespace shoal {
 namespace {
@@ -71,10 +73,10 @@ class LocalServerTest : public ::testing::Test {
     return out;
   }
 
-  void StartServer(const std::string& token) {
-    auto s = LocalServer::Start(socket_, token, [this](const local_wire::Request& r, std::vector<PageRef>* p) {
-      return Handle(r, p);
-    });
+  void StartServer(const std::string& token, std::chrono::milliseconds hello_deadline = 5s) {
+    auto s = LocalServer::Start(
+        socket_, token, [this](const local_wire::Request& r, std::vector<PageRef>* p) { return Handle(r, p); }, -1,
+        hello_deadline);
     ASSERT_TRUE(s) << s.error().ToString();
     server_ = std::move(*s);
   }
@@ -253,6 +255,98 @@ TEST(LocalServerAutoPath, IsPrivateAndNamedByPort) {
   EXPECT_TRUE(p->ends_with("/worker-4242.sock")) << *p;
   auto st = fs::status(fs::path(*p).parent_path());
   EXPECT_EQ(st.permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+}
+
+// A raw connection to the server's socket (-1 on failure), greeted with
+// `token` when it is not empty; it waits at most 20 s for anything.
+int RawConnect(const std::string& socket, const std::string& token = "") {
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, socket.data(), socket.size());
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  if (token.empty()) return fd;
+  local_wire::Request hello;
+  hello.kind = local_wire::Kind::kHello;
+  hello.path = token;
+  std::string bytes;
+  std::vector<int> fds;
+  if (!local_wire::SendRecord(fd, local_wire::EncodeRequest(hello), {}).ok() ||
+      !local_wire::RecvRecord(fd, &bytes, &fds).ok()) {
+    ::close(fd);
+    return -1;
+  }
+  for (int f : fds) ::close(f);
+  return fd;
+}
+
+double Closed(const std::string& reason) {
+  return static_cast<double>(MetricsRegistry::Global()
+                                 .GetCounter("shoal_short_circuit_connections_closed_total", "", {{"reason", reason}})
+                                 .value());
+}
+
+TEST_F(LocalServerTest, AConnectionThatNeverSaysHelloIsClosedAtTheDeadline) {
+  StartServer("tok", 200ms);
+  const double before = Closed("hello_timeout");
+  int fd = RawConnect(socket_);
+  ASSERT_GE(fd, 0);
+  char c;
+  // The worker closes it (0: the end) long before the test's own 20 s receive deadline.
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0) << "the silent connection was not closed";
+  ::close(fd);
+  EXPECT_EQ(Closed("hello_timeout"), before + 1);
+  // A greeted client is not held to the deadline between its requests.
+  Discover(socket_, "tok");
+  std::string buf(100, '\0');
+  ASSERT_EQ(Read(0, &buf), buf.size());
+  std::this_thread::sleep_for(400ms);  // idle past the hello deadline (not a synchronisation)
+  ASSERT_EQ(Read(0, &buf), buf.size());
+  EXPECT_EQ(buf, data_.substr(0, 100));
+}
+
+// 300 silent connections (more than the 256 the worker keeps) must not lock
+// a real client out: the oldest silent ones make room.
+TEST_F(LocalServerTest, SilentConnectionsBeyondTheCapNeverLockAClientOut) {
+  StartServer("tok");
+  const double before = Closed("cap");
+  std::vector<int> silent;
+  for (int i = 0; i < 300; ++i) {
+    int fd = RawConnect(socket_);
+    ASSERT_GE(fd, 0) << i;
+    silent.push_back(fd);
+  }
+  Discover(socket_, "tok");
+  std::string buf(2 * kPage, '\0');
+  EXPECT_EQ(Read(0, &buf), buf.size()) << "the client lost the short circuit";
+  EXPECT_EQ(buf, data_.substr(0, buf.size()));
+  EXPECT_GE(Closed("cap"), before + 300 - 256 + 1);
+  for (int fd : silent) ::close(fd);
+}
+
+// The client's pooled connection, closed by the worker to make room, is
+// replaced at its next read: the short circuit stays on.
+TEST_F(LocalServerTest, AClientWhoseIdleConnectionWasClosedConnectsAgain) {
+  StartServer("tok");
+  Discover(socket_, "tok");
+  std::string buf(kPage, '\0');
+  ASSERT_EQ(Read(0, &buf), buf.size());  // its connection now idles in the pool, the oldest
+  std::vector<int> greeted;
+  for (int i = 0; i < 257; ++i) {
+    int fd = RawConnect(socket_, "tok");
+    ASSERT_GE(fd, 0) << i;
+    greeted.push_back(fd);
+  }
+  const int before = requests_.load();
+  EXPECT_EQ(Read(0, &buf), buf.size());
+  EXPECT_EQ(buf, data_.substr(0, kPage));
+  EXPECT_EQ(requests_.load(), before + 1) << "the read did not go through the short circuit";
+  for (int fd : greeted) ::close(fd);
 }
 
 }  // namespace

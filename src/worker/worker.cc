@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -12,12 +13,13 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "cache/page_format.h"
+#include "cache/scrubber.h"
 #include "client/worker_caller.h"
 #include "cluster/etcd_membership.h"
 #include "cluster/hash_ring.h"
@@ -304,6 +306,8 @@ class Worker::Impl {
     }
     SHOAL_RETURN_IF_ERROR(StartWriteback());
     hot_ = std::make_unique<HotReads>(config_, &svc_->pages(), id_);
+    scrubber_ = std::make_unique<Scrubber>(
+        svc_->pages(), Scrubber::Options{.rate = config_.worker.scrub_rate, .interval = config_.worker.scrub_interval});
 
     const WorkerConfig& w = config_.worker;
     net::ServerOptions o;
@@ -522,6 +526,8 @@ class Worker::Impl {
     route("GET", "/v1/rules", &Impl::HandleRules);
     route("POST", "/v1/rules", &Impl::HandleRules);
     route("POST", "/v1/rules/rm", &Impl::HandleRules);
+    route("POST", "/v1/scrub", &Impl::HandleScrub);
+    route("GET", "/v1/scrub", &Impl::HandleScrub);
     return r;
   }
 
@@ -602,8 +608,8 @@ class Worker::Impl {
     // A first page that another reader's stat read is written here if the
     // idle writer has not yet (write_fetched).
     for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments, /*write_fetched=*/true)) {
-      out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(),
-                              seg.page->length(), seg.page->page_offset(), seg.page->generation()});
+      if (!CheckedForLocal(*seg.page)) break;  // the client reads the rest over TCP
+      out.segments.push_back(LocalSegment(*seg.page, seg.skip, seg.length));
       (seg.fetched || (stat_fetched && seg.offset < config_.worker.page_size) ? miss : hit) += seg.length;
       pages->push_back(std::move(*seg.page));
     }
@@ -648,8 +654,8 @@ class Worker::Impl {
       auto range = svc_->CachedRange(file, 0, end);
       if (!range || range->size() > local_wire::kMaxSegments) return not_cached();
       for (auto& seg : *range) {
-        out.segments.push_back({seg.page->data_offset() + seg.skip, seg.length, seg.page->header_len(),
-                                seg.page->length(), seg.page->page_offset(), seg.page->generation()});
+        if (!CheckedForLocal(*seg.page)) return not_cached();
+        out.segments.push_back(LocalSegment(*seg.page, seg.skip, seg.length));
         pages->push_back(std::move(*seg.page));
       }
       short_circuit_bytes_->Add(end);
@@ -658,6 +664,45 @@ class Worker::Impl {
     out.message = JsonText(InfoJson(cached->info, rp.ns_path));
     out.message.pop_back();  // the newline
     return out;
+  }
+
+  // Under worker.verify: once, a page handed to a client on this host is
+  // checked whole first unless it is trusted already, so that the client
+  // (and every later one) reads it without checks while its file is
+  // unchanged. False: the page failed (dropped; read over TCP, which fetches
+  // it again).
+  bool CheckedForLocal(PageRef& page) {
+    if (config_.worker.verify != "once") return true;
+    if (page.Trusted()) {
+      trusted_reads_->Add();
+      return true;
+    }
+    thread_local std::string scratch;
+    auto id = svc_->pages().Verify(page, scratch);
+    if (!id) {
+      spdlog::warn("{}; dropped the page, reading it again from the under-store", id.error().message());
+      svc_->pages().DropCorrupt(page.key(), page);
+      return false;
+    }
+    page.SetVerified(*id);
+    return true;
+  }
+
+  // The short-circuit segment of bytes [skip, skip + length) of a page's data.
+  // It carries the identity under which the page checked only under
+  // worker.verify: once (with "always" the client checks every read too).
+  local_wire::Segment LocalSegment(const PageRef& page, uint64_t skip, uint64_t length) const {
+    const auto v = config_.worker.verify == "once" ? page.verified() : page_format::FileIdentity{};
+    return {page.data_offset() + skip,
+            length,
+            page.header_len(),
+            page.length(),
+            page.page_offset(),
+            page.generation(),
+            v.dev,
+            v.ino,
+            v.ctime_ns,
+            v.size};
   }
 
   // A batch of reads that clients on this host served from leased answers
@@ -671,7 +716,9 @@ class Worker::Impl {
       out.message = touches.error().message();
       return out;
     }
+    std::set<std::string_view> seen;  // a path listed twice counts once
     for (const auto& t : *touches) {
+      if (!seen.insert(t.path).second) continue;
       auto rp = svc_->mounts().Resolve(t.path);
       if (!rp) continue;
       short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.length, t.count));
@@ -899,6 +946,27 @@ class Worker::Impl {
     auto p = loads_->ParseParams(q.params);
     if (!p) return answer(Err(p.error()));
     answer(loads_->Start(std::move(*p)));
+  }
+
+  // The scrubber (cache/scrubber.h, docs/protocol.md): POST starts a pass of
+  // the pages under `path` (all when absent), at worker.scrub_rate or with
+  // now=1 at full speed; GET answers the pass running or the last one.
+  void HandleScrub(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    auto json = [](const Scrubber::Progress& p) {
+      return Json{{"pass", p.pass},   {"running", p.running}, {"asked", p.asked},
+                  {"now", p.now},     {"path", p.path},       {"pages", p.pages},
+                  {"bytes", p.bytes}, {"corrupt", p.corrupt}, {"seconds", p.seconds}};
+    };
+    if (req.method == "GET") return res.Respond(JsonAnswer(json(scrubber_->progress())));
+    std::string path = "/";
+    if (const std::string* p = q.Get("path"); p != nullptr && *p != "/") {
+      auto rp = svc_->mounts().Resolve(*p);
+      if (!rp) return res.Respond(ErrorAnswer(rp.error()));
+      path = rp->ns_path;
+    }
+    res.Respond(JsonAnswer(json(scrubber_->Start(path, q.Flag("now")))));
   }
 
   // The path rules routes (worker/rules_route.h, docs/protocol.md).
@@ -1143,14 +1211,27 @@ class Worker::Impl {
   // thread, as sendfile's own reads do.
   static constexpr uint64_t kSendBatch = 256 * 1024;
 
+  //
+  // worker.verify: once (the default) checks a page whole at its first read
+  // (after a start, or after its file changed) and then trusts it while its
+  // file keeps that identity (PageRef::Trusted): a trusted page file goes
+  // out with sendfile and no check. "always" checks every read as above.
   BodyPart PagePart(const std::shared_ptr<const FileRef>& file, Segment& seg) {
     auto page = std::make_shared<PageRef>(std::move(*seg.page));
-    if (!config_.worker.verify_checksums && !InBlockFile(*page)) {
-      int fd = page->fd();
-      uint64_t at = page->data_offset() + seg.skip;
-      return BodyPart::File(fd, at, seg.length, std::move(page));
+    const uint64_t page_offset = seg.offset - seg.skip, from = seg.skip, to = seg.skip + seg.length;
+    const std::string& mode = config_.worker.verify;
+    if (mode == "always") return CheckedPagePart(file, std::move(page), page_offset, from, to, Check::kRange);
+    if (mode == "off" || page->Trusted()) {
+      if (mode != "off") trusted_reads_->Add();
+      if (!InBlockFile(*page)) {
+        // Read before the move: the order arguments are evaluated in is unspecified.
+        const int fd = page->fd();
+        const uint64_t at = page->data_offset() + from;
+        return BodyPart::File(fd, at, to - from, std::move(page));
+      }
+      return CheckedPagePart(file, std::move(page), page_offset, from, to, Check::kNone);
     }
-    return CheckedPagePart(file, std::move(page), seg.offset - seg.skip, seg.skip, seg.skip + seg.length);
+    return CheckedPagePart(file, std::move(page), page_offset, from, to, Check::kWhole);
   }
 
   // A block-file slot (worker.page_store: blocks) is written in place when it
@@ -1162,15 +1243,29 @@ class Worker::Impl {
   // written once named, so it is still sent with sendfile.
   static bool InBlockFile(const PageRef& page) { return page.generation() != 0; }
 
+  // How CheckedPagePart checks: each batch's chunks as it is sent (kRange);
+  // the whole page first, then nothing (kWhole: the first read of a page
+  // under worker.verify: once); nothing (kNone: a trusted block-file page,
+  // which is still copied, not sent with sendfile).
+  enum class Check { kRange, kWhole, kNone };
+
   // Bytes [from, to) of a cached page's data (the page starts at file offset
-  // `page_offset`), checked batch by batch as the server reaches them (a
-  // block-file page is read, and so checked, even with checks off: its bytes
-  // go out from that read).
+  // `page_offset`), read batch by batch as the server reaches them.
   BodyPart CheckedPagePart(std::shared_ptr<const FileRef> file, std::shared_ptr<PageRef> page, uint64_t page_offset,
-                           uint64_t from, uint64_t to) {
-    auto take = [this, file, page, page_offset, from, to]() -> Result<std::vector<BodyPart>> {
-      page_format::PageFileReader reader;
-      Status st = page->BeginRead(reader);
+                           uint64_t from, uint64_t to, Check check) {
+    auto take = [this, file, page, page_offset, from, to, check]() -> Result<std::vector<BodyPart>> {
+      Status st;
+      if (check == Check::kWhole) {
+        thread_local std::string scratch;
+        auto verified = svc_->pages().Verify(*page, scratch);
+        if (!verified) st = verified.error();
+        if (st.ok() && !InBlockFile(*page)) {
+          return std::vector<BodyPart>{BodyPart::File(page->fd(), page->data_offset() + from, to - from, page)};
+        }
+      }
+      const Check next = check == Check::kRange ? Check::kRange : Check::kNone;
+      page_format::PageFileReader reader(next == Check::kRange);
+      if (st.ok()) st = page->BeginRead(reader);
       uint64_t stop = from;
       std::shared_ptr<char[]> buf;
       if (st.ok()) {
@@ -1181,12 +1276,12 @@ class Worker::Impl {
       std::vector<BodyPart> parts;
       if (st.ok() && InBlockFile(*page)) {
         parts.push_back(BodyPart::Bytes(std::string_view(buf.get(), stop - from), buf));
-        if (stop < to) parts.push_back(CheckedPagePart(file, page, page_offset, stop, to));
+        if (stop < to) parts.push_back(CheckedPagePart(file, page, page_offset, stop, to, next));
         return parts;
       }
       if (st.ok()) {
         parts.push_back(BodyPart::File(page->fd(), page->data_offset() + from, stop - from, page));
-        if (stop < to) parts.push_back(CheckedPagePart(file, page, page_offset, stop, to));
+        if (stop < to) parts.push_back(CheckedPagePart(file, page, page_offset, stop, to, next));
         return parts;
       }
       // The rest of the segment, [from, to), from a fetch of the page.
@@ -1354,6 +1449,10 @@ class Worker::Impl {
   std::unique_ptr<s3::S3Endpoint> s3_;
   std::unique_ptr<net::HttpServer> s3_server_;  // worker.s3_listen
   std::string s3_address_;
+  Counter* trusted_reads_ = &MetricsRegistry::Global().GetCounter(
+      "shoal_cache_trusted_reads_total",
+      "Page reads sent without checking their bytes: the page checked whole before, its file unchanged since "
+      "(worker.verify: once)");
   Counter* short_circuit_bytes_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_bytes_total", "Cached bytes handed to clients on this host as page files (short-circuit reads)");
   Counter* short_circuit_opens_ = &MetricsRegistry::Global().GetCounter(
@@ -1365,6 +1464,7 @@ class Worker::Impl {
   Counter* short_circuit_touches_ = &MetricsRegistry::Global().GetCounter(
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "touch"}});
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
+  std::unique_ptr<Scrubber> scrubber_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
       "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");
 };

@@ -644,10 +644,15 @@ uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, 
   const uint64_t end = std::min(length, cached->info.size);
   if (end > local_wire::kMaxSegments * page_size_) return 0;  // more than any lease covers
   const std::string version = cached->info.Version();
+  // What the counters see is bounded by what the worker knows, not by the
+  // client's count: the bytes the pages hold, once per entry (a client
+  // reports a lease's reads in one entry per batch).
+  uint64_t bytes = 0;
   for (uint64_t page = 0; page < end; page += page_size_) {
-    if (pages_->Touch(PageKey{p.ns_path, version, page}, std::min(reads, kMaxReadsSeen)) == 0) return 0;
+    const uint32_t held = pages_->Touch(PageKey{p.ns_path, version, page}, std::min(reads, kMaxReadsSeen));
+    if (held == 0) return 0;
+    bytes += std::min<uint64_t>(held, end - page);
   }
-  const uint64_t bytes = end > UINT64_MAX / reads ? UINT64_MAX : end * reads;  // a client's count: saturated
   hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
   return bytes;
 }

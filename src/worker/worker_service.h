@@ -200,7 +200,9 @@ class WorkerService {
   SharedEpoch& epoch() { return epoch_; }
   // `reads` reads of the first `length` bytes of `p` that a same-host client
   // served from a leased answer: the pages' policy sees them and they count
-  // as hits. Returns the bytes counted (0 when the stat or a page is gone).
+  // as hits, at most the bytes the pages hold, once whatever `reads` says (a
+  // client's count is not trusted with a counter). Returns the bytes counted
+  // (0 when the stat or a page is gone).
   uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads);
 
   // Accounting of served bytes (called by the transport once sent).
