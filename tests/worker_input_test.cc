@@ -128,6 +128,23 @@ TEST_F(WorkerInputTest, OverlongPathsAre400AndNoAnswerShowsAPhysicalPath) {
   ExpectStatus(Get("/v1/health"), "200", "ok");
 }
 
+// The scrub route (docs/protocol.md): bad paths are 4xx, the worker answers on.
+TEST_F(WorkerInputTest, ScrubRouteRefusesBadPathsAndAnswersItsProgress) {
+  auto post = [](const std::string& target) {
+    return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+  };
+  ExpectStatus(post("/v1/scrub?path=/data/../etc"), "400", "'..'");
+  ExpectStatus(post("/v1/scrub?path=/elsewhere"), "404", "outside every mount");
+  ExpectStatus(post("/v1/scrub?path=/data/" + std::string(15'000, 'b')), "400", "too long");
+  ExpectStatus(post("/v1/scrub?path=%zz"), "400", "percent-escape");
+  ExpectStatus(post("/v1/scrub?path=/data&now=1"), "200", "\"path\":\"/data\"");
+  ExpectStatus(Get("/v1/scrub"), "200", "\"pass\"");
+  // A client that asks and leaves before the answer.
+  Raw(addr_, "POST /v1/scrub HTTP/1.1\r\nHost: x\r\n");
+  ExpectStatus(Get("/v1/health"), "200", "ok");
+  EXPECT_TRUE(cluster_->running(0));
+}
+
 TEST_F(WorkerInputTest, OpenReturnsStatAndFirstBytes) {
   auto r = Raw(addr_, Get("/v1/open?path=/data/f&length=4"));
   EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200") << r;
