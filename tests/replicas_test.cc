@@ -213,10 +213,23 @@ TEST_F(ReplicaFailoverTest, ReplicatedReadsSurviveAKilledHolderWithTheStoreGone)
       << " bytes to replicas; failures " << Sum("shoal_replica_push_failures_total", addresses_);
   EXPECT_LE(Sum("shoal_replica_push_bytes_total", addresses_), static_cast<double>(replicated_bytes));
 
-  // A crash (the lease keeps it on the ring for 30 s) and no under-store.
+  // A crash (the lease keeps it on the ring for 30 s) and no under-store. The
+  // victim is a worker that holds part of an unreplicated file: which one
+  // does depends on the worker ids, which carry random ports, so a fixed
+  // victim sometimes held none and the test then proved nothing.
   const RingInfo ring = warm->Ring();
-  workers_[0].Signal(SIGKILL);
-  workers_[0].Stop();
+  size_t victim = entries_.size();
+  for (size_t i = 0; i < entries_.size() && victim == entries_.size(); ++i) {
+    for (const auto& [rel, data] : files_) {
+      if (rel.starts_with("one/") && NeedsWorker(ring, rel, entries_[i].id, versions[rel])) {
+        victim = i;
+        break;
+      }
+    }
+  }
+  ASSERT_LT(victim, entries_.size()) << "no worker owns any part of an unreplicated file";
+  workers_[victim].Signal(SIGKILL);
+  workers_[victim].Stop();
   fs::rename(root_ + "/ufs", root_ + "/gone");
 
   auto reader = NewClient(c, 3);  // a fresh client: it learns of the dead worker by trying it
@@ -229,7 +242,7 @@ TEST_F(ReplicaFailoverTest, ReplicatedReadsSurviveAKilledHolderWithTheStoreGone)
       EXPECT_TRUE(*got == data) << rel;
       continue;
     }
-    bool needs = NeedsWorker(ring, rel, entries_[0].id, versions[rel]);
+    bool needs = NeedsWorker(ring, rel, entries_[victim].id, versions[rel]);
     one_expected_to_fail += needs;
     if (!got) {
       ++one_failed;
