@@ -158,6 +158,29 @@ TEST_F(FuseWriteTest, AReadWriteDescriptorCommitsAtEachFsyncAndClose) {
   EXPECT_EQ(errno, EEXIST);
 }
 
+// git's lock and temporary files: created, maybe left empty, then removed or
+// renamed while (or just after) being open.
+TEST_F(FuseWriteTest, FilesRemovedOrRenamedWhileOpenForWriting) {
+  const std::string lock = data_ + "/config.lock";
+  for (int i = 0; i < 3; ++i) {
+    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_GE(fd, 0) << "round " << i << ": " << std::strerror(errno);
+    ASSERT_EQ(::close(fd), 0);
+    // Not in the store yet (an empty new file is committed at its last
+    // close); removing it still works, and it is never committed after.
+    EXPECT_EQ(::unlink(lock.c_str()), 0) << std::strerror(errno);
+  }
+  // Written and renamed before the close: the bytes follow the new name.
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::write(fd, "first ", 6), 6);
+  ASSERT_EQ(::rename(lock.c_str(), (data_ + "/config").c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(::write(fd, "second", 6), 6);
+  ASSERT_EQ(::close(fd), 0);
+  EXPECT_EQ(Contents(store_ + "/config"), "first second");
+  EXPECT_EQ(Contents(store_ + "/config.lock"), "<absent>");
+}
+
 // Issue 32 item 9: every truncate the buffer can express; a no-op always.
 TEST_F(FuseWriteTest, TruncatesOfFilesBeingWrittenAndOfStoredFiles) {
   // A write-only new file: ftruncate to its size is a no-op, beyond it zeros.
@@ -255,6 +278,39 @@ TEST_F(FuseWriteTest, RsyncCopiesATreeByDefaultAndInPlace) {
   EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/rs'", &out), 0) << out;
   ASSERT_EQ(Sh("rsync -rc --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
   EXPECT_EQ(out.find(".bin"), std::string::npos) << out;
+}
+
+// Issue 32 item 10: archive and copy tools, and git, write trees into the mount.
+TEST_F(FuseWriteTest, TarCpAndGitCloneWriteTreesIntoTheMount) {
+  const std::string src = dir_ + "/tree";
+  uint64_t seed = 7;
+  for (std::string rel : {"a.txt", "sub/b.bin", "sub/deep/c.bin", "with space/d"}) {
+    ASSERT_TRUE(WriteFile(src + "/" + rel, RandomBytes(1000 * seed, seed)).ok());
+    ++seed;
+  }
+  std::string out;
+  // A sparse file: cp copies its hole as a gap (a seek past the end).
+  ASSERT_EQ(Sh("truncate -s 3M '" + src + "/sparse' && printf tail >> '" + src + "/sparse'", &out), 0) << out;
+  ASSERT_EQ(Sh("tar cf '" + dir_ + "/tree.tar' -C '" + src + "' .", &out), 0) << out;
+
+  ASSERT_EQ(Sh("mkdir '" + data_ + "/untar' && tar xf '" + dir_ + "/tree.tar' -C '" + data_ + "/untar'", &out), 0)
+      << out << FuseLog();
+  EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/untar'", &out), 0) << out;
+
+  ASSERT_EQ(Sh("cp -a '" + src + "' '" + data_ + "/cp'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/cp'", &out), 0) << out;
+
+  // git clone: lock files, temporary objects written and read back, renames.
+  const std::string repo = dir_ + "/repo";
+  ASSERT_EQ(Sh("git init -q '" + repo + "' && cp -a '" + src + "'/. '" + repo + "' && cd '" + repo +
+                   "' && git add -A && git -c user.name=t -c user.email=t@t commit -qm one",
+               &out),
+            0)
+      << out;
+  ASSERT_EQ(Sh("git clone -q '" + repo + "' '" + data_ + "/clone'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Sh("cd '" + data_ + "/clone' && git fsck --strict && git status --porcelain", &out), 0) << out;
+  EXPECT_EQ(out.find(" M "), std::string::npos) << out;
+  EXPECT_EQ(Sh("diff -r -x .git '" + src + "' '" + store_ + "/clone'", &out), 0) << out;
 }
 
 // Issue 32 item 11: the errno of names and paths too long, and extended

@@ -37,11 +37,12 @@ struct ShoalFs::FileHandle {
   std::unique_ptr<StagedFile> staged;  // staged: made at the first change (an existing file is copied in)
   bool writing = false;                // opened for writing (streamed or staged)
   bool streamed = false;
-  bool append = false;   // O_APPEND: every write goes to the end
-  bool is_new = false;   // created by this open (or O_TRUNC): no store bytes to copy in
-  bool dirty = false;    // staged: changed since the last commit
-  int64_t mtime_ns = 0;  // the last change, shown while it is being written
-  std::mutex write_mu;   // writes, truncates, commits and staged reads
+  bool append = false;    // O_APPEND: every write goes to the end
+  bool is_new = false;    // created by this open (or O_TRUNC): no store bytes to copy in
+  bool dirty = false;     // staged: changed since the last commit
+  bool unlinked = false;  // removed while open: never committed again
+  int64_t mtime_ns = 0;   // the last change, shown while it is being written
+  std::mutex write_mu;    // writes, truncates, commits and staged reads
   bool committed = false;
   Status commit_status;
   Status failed;  // a write failed or was refused: the commit aborts instead

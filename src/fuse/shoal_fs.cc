@@ -131,6 +131,13 @@ Result<FsEntry> ShoalFs::Lookup(uint64_t parent, std::string_view name) {
   auto st = StatPath(*r);
   if (!st) {
     if (st.error().code() != Code::kNotFound) return Err(st.error());
+    // A new file being written here is not in the store until its commit.
+    if (auto ino = inodes_.Find(parent, name)) {
+      if (auto e = WritingAttr(*ino, *r)) {
+        e->ino = inodes_.Lookup(parent, name, false);
+        return *e;
+      }
+    }
     FsEntry negative;
     negative.timeout_s = r->place.rule.timeout_s;
     return negative;

@@ -173,6 +173,8 @@ class ShoalFs {
   Status Stage(FileHandle& h);  // the handle's buffer, made (and filled) at its first use
   Status Resize(FileHandle& h, uint64_t size);
   static uint64_t WritingSize(const FileHandle& h);
+  // Commit's work; unlocks `writing_lock` (writing_mu_) before the upload.
+  Status CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std::mutex>& writing_lock);
   Status ResizeStored(const Resolved& r, uint64_t size);
   struct stat Attr(uint64_t ino, const FileStatus& st, const CacheRule& rule) const;
   Result<FileStatus> StatPath(const Resolved& r) const;

@@ -219,6 +219,17 @@ Status ShoalFs::Commit(uint64_t fh, bool at_flush) {
   // Lock order: writing_mu_, then the handle's write_mu (as WritingAttr).
   std::unique_lock writing_lock(writing_mu_);
   std::lock_guard lock(h->write_mu);
+  return CommitLocked(h, at_flush, writing_lock);
+}
+
+Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std::mutex>& writing_lock) {
+  if (h->unlinked) {
+    // Removed while open: what it holds has no name to be committed under.
+    if (h->writer) h->writer->Abort();
+    h->writer.reset();
+    h->dirty = false;
+    return {};
+  }
   if (h->streamed) {
     if (h->committed) return h->commit_status;
     if (at_flush && h->writer->size() == 0) return {};
@@ -343,7 +354,19 @@ Status ShoalFs::ResizeStored(const Resolved& r, uint64_t size) {
 Status ShoalFs::Unlink(uint64_t parent, std::string_view name) {
   auto r = WritableChild(parent, name);
   if (!r) return r.error();
-  SHOAL_RETURN_IF_ERROR(client_.Delete(r->ns));
+  // A file open for writing here is not committed after this (a new one
+  // may not have reached the store yet: mkstemp, then unlink).
+  bool open_here = false;
+  if (auto ino = inodes_.Find(parent, name)) {
+    std::lock_guard writing_lock(writing_mu_);
+    if (auto it = writing_.find(*ino); it != writing_.end()) {
+      std::lock_guard lock(it->second->write_mu);
+      it->second->unlinked = true;
+      open_here = !it->second->committed;
+    }
+  }
+  Status st = client_.Delete(r->ns);
+  if (!st.ok() && !(open_here && st.code() == Code::kNotFound)) return st;
   inodes_.Remove(parent, name);
   return {};
 }
@@ -381,7 +404,23 @@ Status ShoalFs::Rename(uint64_t parent, std::string_view name, uint64_t new_pare
     if (st) return Status(Code::kAlreadyExists, to->ns + " exists");
     if (st.error().code() != Code::kNotFound) return st.error();
   }
+  // A file open for writing here is committed first (the store renames
+  // what it holds) and goes on under its new name.
+  std::unique_lock writing_lock(writing_mu_);
+  FileHandle* h = nullptr;
+  if (auto ino = inodes_.Find(parent, name)) {
+    if (auto it = writing_.find(*ino); it != writing_.end()) h = it->second;
+  }
+  std::unique_lock<std::mutex> handle_lock;
+  if (h) {
+    handle_lock = std::unique_lock(h->write_mu);
+    if (h->dirty || (h->streamed && !h->committed)) {
+      SHOAL_RETURN_IF_ERROR(CommitLocked(h, false, writing_lock));
+    }
+  }
+  if (writing_lock.owns_lock()) writing_lock.unlock();
   SHOAL_RETURN_IF_ERROR(client_.Rename(from->ns, to->ns));
+  if (h) h->ns = to->ns;
   inodes_.Move(parent, name, new_parent, new_name);
   return {};
 }
