@@ -267,7 +267,7 @@ TEST_F(FuseWriteTest, RsyncCopiesATreeByDefaultAndInPlace) {
   ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out << FuseLog();
   EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/rs'", &out), 0) << out;
   // Checksums of every file agree: rsync finds nothing to send.
-  ASSERT_EQ(Sh("rsync -rc --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
+  ASSERT_EQ(Sh("rsync -ac --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
   EXPECT_EQ(out.find(".bin"), std::string::npos) << out;
 
   // --inplace: changed files are rewritten where they are, grown and cut.
@@ -276,7 +276,7 @@ TEST_F(FuseWriteTest, RsyncCopiesATreeByDefaultAndInPlace) {
   ASSERT_TRUE(WriteFile(src + "/new.bin", RandomBytes(7000, 97)).ok());
   ASSERT_EQ(Sh("rsync -a --inplace '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out << FuseLog();
   EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/rs'", &out), 0) << out;
-  ASSERT_EQ(Sh("rsync -rc --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
+  ASSERT_EQ(Sh("rsync -ac --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
   EXPECT_EQ(out.find(".bin"), std::string::npos) << out;
 }
 
