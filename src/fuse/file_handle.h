@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "fuse/shoal_fs.h"
+#include "fuse/staged_file.h"
 #include "shoal/client.h"
 
 namespace shoal::fuse {
@@ -23,10 +24,25 @@ struct ShoalFs::FileHandle {
   std::atomic<bool> read_seen{false};    // a read reached the mount through this handle
   std::mutex seq_mu;
   std::atomic<uint64_t> next{0};
-  // Writing a new file: one Writer, committed (Close) at the first flush or
-  // fsync; its result is every later flush's answer.
-  std::unique_ptr<Writer> writer;
-  std::mutex write_mu;
+  // Writing. Two ways, chosen at open (shoal_fs_write.cc):
+  //  - streamed: a new (or O_TRUNC) file opened write-only goes straight to
+  //    one Writer as the program writes, in order (a gap ahead is written as
+  //    zeros); committed (Close) at the first flush with data or fsync, whose
+  //    result is every later flush's answer;
+  //  - staged: every other writing open (read-write, O_APPEND, rewriting an
+  //    existing file) writes into a local StagedFile, read back and resized
+  //    at will, uploaded through a new Writer at each flush or fsync that
+  //    follows a change, and at the last close.
+  std::unique_ptr<Writer> writer;      // streamed; staged: the one made at open, used by the first commit
+  std::unique_ptr<StagedFile> staged;  // staged: made at the first change (an existing file is copied in)
+  bool writing = false;                // opened for writing (streamed or staged)
+  bool streamed = false;
+  bool append = false;    // O_APPEND: every write goes to the end
+  bool is_new = false;    // created by this open (or O_TRUNC): no store bytes to copy in
+  bool dirty = false;     // staged: changed since the last commit
+  bool unlinked = false;  // removed while open: never committed again
+  int64_t mtime_ns = 0;   // the last change, shown while it is being written
+  std::mutex write_mu;    // writes, truncates, commits and staged reads
   bool committed = false;
   Status commit_status;
   Status failed;  // a write failed or was refused: the commit aborts instead
@@ -34,8 +50,9 @@ struct ShoalFs::FileHandle {
 
 // A hash of a file version for InodeTable::SwapPageVersion (never 0).
 uint64_t VersionHash(const std::string& version);
-// A refusal of what the writer cannot do (kNotSupported), logged with the reason.
-Status Refuse(const std::string& ns, const std::string& what);
+// A refusal of what the design cannot do (kNotSupported), logged: "NS: WHAT
+// is not supported (INSTEAD)", where INSTEAD says why and what to do.
+Status Refuse(const std::string& ns, const std::string& what, const std::string& instead);
 // A name the kernel can be given: non-empty, no '/', no NUL, at most 255 bytes.
 bool ValidName(std::string_view name);
 

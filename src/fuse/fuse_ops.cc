@@ -51,6 +51,15 @@ void ReplyError(fuse_req_t req, const Status& s, std::string_view op) {
   fuse_reply_err(req, e);
 }
 
+// A name over NAME_MAX, or a path past PATH_MAX: ENAMETOOLONG, before the
+// store is asked (the kernel passes names of up to 1024 bytes).
+bool RefusedName(fuse_req_t req, fuse_ino_t parent, const char* name, std::string_view op) {
+  if (!Fs(req).NameTooLong(parent, name)) return false;
+  spdlog::debug("{}: name too long ({} bytes)", op, std::strlen(name));
+  fuse_reply_err(req, ENAMETOOLONG);
+  return true;
+}
+
 fuse_entry_param ToParam(const FsEntry& e) {
   fuse_entry_param p{};
   p.ino = e.ino;
@@ -82,6 +91,7 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
 }
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  if (RefusedName(req, parent, name, "lookup")) return;
   auto e = Fs(req).Lookup(parent, name);
   if (!e) return ReplyError(req, e.error(), "lookup");
   if (e->ino == 0 && e->timeout_s <= 0) return (void)fuse_reply_err(req, ENOENT);
@@ -143,6 +153,7 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
 }
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t, fuse_file_info* fi) {
+  if (RefusedName(req, parent, name, "create")) return;
   auto c = Fs(req).Create(parent, name, fi->flags);
   if (!c) return ReplyError(req, c.error(), "create");
   fi->fh = c->open.fh;
@@ -172,12 +183,14 @@ void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
 }
 
 void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  if (RefusedName(req, parent, name, "unlink")) return;
   auto st = Fs(req).Unlink(parent, name);
   if (!st.ok()) return ReplyError(req, st, "unlink");
   fuse_reply_err(req, 0);
 }
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
+  if (RefusedName(req, parent, name, "mkdir")) return;
   auto e = Fs(req).Mkdir(parent, name);
   if (!e) return ReplyError(req, e.error(), "mkdir");
   auto p = ToParam(*e);
@@ -185,6 +198,7 @@ void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
 }
 
 void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  if (RefusedName(req, parent, name, "rmdir")) return;
   auto st = Fs(req).Rmdir(parent, name);
   if (!st.ok()) return ReplyError(req, st, "rmdir");
   fuse_reply_err(req, 0);
@@ -198,6 +212,7 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
                              "rename with flags " + std::to_string(flags) + " (RENAME_EXCHANGE, RENAME_WHITEOUT)"),
                       "rename");
   }
+  if (RefusedName(req, parent, name, "rename") || RefusedName(req, new_parent, new_name, "rename")) return;
   auto st = Fs(req).Rename(parent, name, new_parent, new_name, flags & RENAME_NOREPLACE);
   if (!st.ok()) return ReplyError(req, st, "rename");
   fuse_reply_err(req, 0);
@@ -292,12 +307,11 @@ void OpStatFs(fuse_req_t req, fuse_ino_t) {
   fuse_reply_statfs(req, &v);
 }
 
-// No extended attributes: every name is absent, the list is empty.
-void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENODATA); }
-void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
-  if (size == 0) return (void)fuse_reply_xattr(req, 0);
-  fuse_reply_buf(req, nullptr, 0);
-}
+// No extended attributes. ENOSYS tells the kernel so once: it then answers
+// EOPNOTSUPP itself without asking again, which spares `ls -l` a round trip
+// per file (its ACL and security label look-ups).
+void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENOSYS); }
+void OpListXattr(fuse_req_t req, fuse_ino_t, size_t) { fuse_reply_err(req, ENOSYS); }
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops{};
@@ -378,7 +392,9 @@ void BlockStopSignals() {
 
 Status RunFuseMount(Client& client, const FuseMountOptions& o) {
   SHOAL_RETURN_IF_ERROR(CheckMountpoint(o.mountpoint));
-  auto fs = ShoalFs::Make(client, ShoalFs::Options{o.base});
+  ShoalFs::Options fs_options;
+  fs_options.base = o.base;
+  auto fs = ShoalFs::Make(client, fs_options);
   if (!fs) return fs.error();
 
   Session session{fs->get(), o.on_ready};

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <functional>
 
 namespace shoal::fuse {
@@ -40,9 +41,10 @@ struct ShoalFs::DirHandle {
   std::vector<FsDirEntry> entries;
 };
 
-ShoalFs::ShoalFs(Client& client, MountView view)
+ShoalFs::ShoalFs(Client& client, MountView view, Options options)
     : client_(client),
       view_(std::move(view)),
+      options_(std::move(options)),
       uid_(::getuid()),
       gid_(::getgid()),
       start_ns_(
@@ -54,7 +56,12 @@ ShoalFs::~ShoalFs() = default;
 Result<std::unique_ptr<ShoalFs>> ShoalFs::Make(Client& client, const Options& options) {
   auto view = MountView::Make(client.Mounts(), options.base);
   if (!view) return Err(view.error());
-  return std::unique_ptr<ShoalFs>(new ShoalFs(client, std::move(*view)));
+  Options o = options;
+  if (o.staging_dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    o.staging_dir = tmp && *tmp ? tmp : "/tmp";
+  }
+  return std::unique_ptr<ShoalFs>(new ShoalFs(client, std::move(*view), std::move(o)));
 }
 
 Result<ShoalFs::Resolved> ShoalFs::Resolve(uint64_t ino) const {
@@ -74,6 +81,14 @@ Result<ShoalFs::Resolved> ShoalFs::ResolveChild(uint64_t parent, std::string_vie
   r.ns = view_.NsPath(rel->empty() ? std::string(name) : *rel + "/" + std::string(name));
   r.place = view_.Classify(r.ns);
   return r;
+}
+
+bool ShoalFs::NameTooLong(uint64_t parent, std::string_view name) const {
+  constexpr size_t kNameMax = 255, kPathMax = 4095;
+  if (name.size() > kNameMax) return true;
+  auto rel = inodes_.Path(parent);
+  if (!rel) return false;  // answered as a stale inode later
+  return view_.NsPath(*rel).size() + 1 + name.size() > kPathMax;
 }
 
 struct stat ShoalFs::Attr(uint64_t ino, const FileStatus& st, const CacheRule& rule) const {
@@ -116,6 +131,13 @@ Result<FsEntry> ShoalFs::Lookup(uint64_t parent, std::string_view name) {
   auto st = StatPath(*r);
   if (!st) {
     if (st.error().code() != Code::kNotFound) return Err(st.error());
+    // A new file being written here is not in the store until its commit.
+    if (auto ino = inodes_.Find(parent, name)) {
+      if (auto e = WritingAttr(*ino, *r)) {
+        e->ino = inodes_.Lookup(parent, name, false);
+        return *e;
+      }
+    }
     FsEntry negative;
     negative.timeout_s = r->place.rule.timeout_s;
     return negative;
@@ -157,14 +179,10 @@ Status ShoalFs::Access(uint64_t ino, int mask) {
 Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
   auto r = Resolve(ino);
   if (!r) return Err(r.error());
-  const int acc = flags & O_ACCMODE;
-  if (acc != O_RDONLY || (flags & (O_TRUNC | O_APPEND))) {
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_APPEND))) {
     if (r->place.rule.read_only) return Err(Code::kReadOnly, r->ns + " is on a read-only mount");
-    // Truncated to 0 and written from the start: a new file replacing it.
-    if (acc == O_WRONLY && (flags & O_TRUNC) && !(flags & O_APPEND)) return OpenWriter(ino, *r, flags);
-    return Err(Refuse(r->ns, (flags & O_APPEND) ? "appending to an existing file"
-                             : acc == O_RDONLY  ? "truncating on a read-only open"
-                                                : "writing into an existing file without truncating it"));
+    if (r->place.kind != MountView::Kind::kInMount) return Err(Code::kIsDirectory, r->ns + " is a directory");
+    return OpenWriter(ino, *r, flags, false);
   }
   if (r->place.kind != MountView::Kind::kInMount) return Err(Code::kIsDirectory, r->ns + " is a directory");
   // When the kernel served the last open from its page cache, this one most
@@ -191,6 +209,7 @@ Result<FsOpen> ShoalFs::Open(uint64_t ino, int flags) {
 
 Result<size_t> ShoalFs::Read(uint64_t fh, uint64_t offset, std::span<char> out) {
   auto* h = reinterpret_cast<FileHandle*>(fh);
+  if (h->writing) return ReadWriting(*h, offset, out);
   if (!h->read_seen.load(std::memory_order_relaxed)) h->read_seen.store(true, std::memory_order_relaxed);
   if (offset == h->next.load(std::memory_order_relaxed)) {
     std::unique_lock seq(h->seq_mu, std::try_to_lock);
@@ -217,11 +236,16 @@ Result<size_t> ShoalFs::Read(uint64_t fh, uint64_t offset, std::span<char> out) 
 }
 
 void ShoalFs::Release(uint64_t fh) {
-  // A new file not committed by a flush yet (an empty one) is committed now;
-  // the kernel takes no answer from release, so a failure is only logged.
+  // A file changed since its last commit (or a new, empty one) is committed
+  // now; the kernel takes no answer from release, so a failure is only logged.
   auto* h = reinterpret_cast<FileHandle*>(fh);
-  if (h->writer) (void)Commit(fh, false);
-  if (h->file) inodes_.SetPagesHeld(h->ino, h->keep_cache && !h->read_seen.load(std::memory_order_relaxed));
+  if (h->writing) {
+    (void)Commit(fh, false);
+    std::lock_guard lock(writing_mu_);
+    if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h) writing_.erase(it);
+  } else if (h->file) {
+    inodes_.SetPagesHeld(h->ino, h->keep_cache && !h->read_seen.load(std::memory_order_relaxed));
+  }
   delete h;
 }
 

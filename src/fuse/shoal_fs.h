@@ -62,20 +62,30 @@ class ShoalFs {
  public:
   struct Options {
     std::string base = "/";  // the namespace path shown at the mount's root
+    // Where files being written at any offset are buffered (file_handle.h);
+    // "" is $TMPDIR, else /tmp.
+    std::string staging_dir;
+    // The largest existing file rewritten in place (opened for writing
+    // without O_TRUNC, or truncated to another non-zero size): it is copied
+    // into the local buffer first.
+    uint64_t max_rewrite_bytes = 16ull << 30;
   };
 
   static Result<std::unique_ptr<ShoalFs>> Make(Client& client, const Options& options);
   ~ShoalFs();
 
   Result<FsEntry> Lookup(uint64_t parent, std::string_view name);
+  // A name over 255 bytes, or a namespace path it would make over 4095
+  // (PATH_MAX, with its NUL): the kernel's ENAMETOOLONG.
+  bool NameTooLong(uint64_t parent, std::string_view name) const;
   Result<FsEntry> GetAttr(uint64_t ino);
   void Forget(uint64_t ino, uint64_t n) { inodes_.Forget(ino, n); }
   Status Access(uint64_t ino, int mask);
 
-  // Opens a file for reading. Writing modes answer kReadOnly on read-only
-  // mounts and kNotSupported elsewhere.
+  // Opens a file: for reading, or for writing (shoal_fs_write.cc).
   Result<FsOpen> Open(uint64_t ino, int flags);
-  // Reads up to out.size() bytes at `offset` (fewer only at the end of the file).
+  // Reads up to out.size() bytes at `offset` (fewer only at the end of the
+  // file); a handle open for reading and writing reads what it wrote.
   Result<size_t> Read(uint64_t fh, uint64_t offset, std::span<char> out);
   void Release(uint64_t fh);
   // Forgets a handle the kernel never got (an interrupted open or create):
@@ -83,10 +93,14 @@ class ShoalFs {
   void Discard(uint64_t fh);
 
   // Writes, through Client::Create -> Writer and the client's Delete, Mkdir,
-  // Rmdir and Rename (shoal_fs_write.cc). Read-only mounts answer kReadOnly;
-  // what the writer cannot do (writing at another offset than the end,
-  // appending to or truncating an existing file to a non-zero size) answers
-  // kNotSupported and is logged.
+  // Rmdir and Rename (shoal_fs_write.cc). Read-only mounts answer kReadOnly.
+  // A file opened write-only as new (or with O_TRUNC) is streamed to the
+  // writer in order; every other writing open (read-write, O_APPEND, an
+  // existing file without O_TRUNC) goes through a local buffer (StagedFile)
+  // that may be written anywhere, read back and resized, and is uploaded at
+  // each commit after a change. What cannot be done (writing behind the end
+  // of a streamed file, or after its commit; rewriting an existing file over
+  // max_rewrite_bytes) answers kNotSupported and is logged.
   //
   // A new file, open for writing; `flags` are open(2)'s.
   struct Created {
@@ -97,19 +111,23 @@ class ShoalFs {
   // Appends `data`, which must start where the file ends.
   Result<size_t> Write(uint64_t fh, uint64_t offset, std::span<const char> data);
   // fsync(2), close(2) (the kernel's flush, `at_flush`) and the last close
-  // (release) commit a new file: its durability point; later ones answer
-  // the same. A flush before anything is written commits nothing: shells
-  // open a file, dup it onto stdout and close the first descriptor before
-  // writing. So close(2) reports a failed commit unless the file is empty.
+  // (release) commit the file: its durability point. A streamed file is
+  // committed once (later calls answer the same); a buffered one again after
+  // each change. A flush before anything is written to a new file commits
+  // nothing: shells open a file, dup it onto stdout and close the first
+  // descriptor before writing. So close(2) reports a failed commit unless
+  // the file is empty.
   Status Commit(uint64_t fh, bool at_flush);
   Status Unlink(uint64_t parent, std::string_view name);
   Result<FsEntry> Mkdir(uint64_t parent, std::string_view name);
   Status Rmdir(uint64_t parent, std::string_view name);
   Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
                 bool no_replace);
-  // setattr: a truncate to 0 (an empty file) is done; modes, owners and
-  // times are not kept by the stores: accepted, with no effect. A truncate
-  // to another size answers kNotSupported.
+  // setattr: a truncate to the current size is a no-op; one of a file open
+  // for writing resizes it (a streamed one only grows, with zeros, unless
+  // nothing was written yet); one of a stored file rewrites it (0: a new
+  // empty file). Modes, owners and times are not kept by the stores:
+  // accepted, with no effect.
   struct AttrChange {
     bool size = false;
     uint64_t new_size = 0;
@@ -137,7 +155,7 @@ class ShoalFs {
   struct FileHandle;
   struct DirHandle;
 
-  ShoalFs(Client& client, MountView view);
+  ShoalFs(Client& client, MountView view, Options options);
   // The namespace path of `ino` and where it lies; kNotFound for an inode
   // the table no longer knows (or detached), which the kernel gets as ESTALE.
   struct Resolved {
@@ -148,12 +166,22 @@ class ShoalFs {
   Result<Resolved> ResolveChild(uint64_t parent, std::string_view name) const;
   // The namespace path of a child to be written: inside a writable mount.
   Result<Resolved> WritableChild(uint64_t parent, std::string_view name) const;
-  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags);
+  // `created`: by create(2), a new name.
+  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created);
+  Result<size_t> ReadWriting(FileHandle& h, uint64_t offset, std::span<char> out);
+  // REQUIRES: the handle's write_mu is held.
+  Status Stage(FileHandle& h);  // the handle's buffer, made (and filled) at its first use
+  Status Resize(FileHandle& h, uint64_t size);
+  static uint64_t WritingSize(const FileHandle& h);
+  // Commit's work; unlocks `writing_lock` (writing_mu_) before the upload.
+  Status CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std::mutex>& writing_lock);
+  Status ResizeStored(const Resolved& r, uint64_t size);
   struct stat Attr(uint64_t ino, const FileStatus& st, const CacheRule& rule) const;
   Result<FileStatus> StatPath(const Resolved& r) const;
 
   Client& client_;
   MountView view_;
+  Options options_;
   InodeTable inodes_;
   uid_t uid_;
   gid_t gid_;

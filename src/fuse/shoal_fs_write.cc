@@ -1,17 +1,40 @@
-// ShoalFs writes: new files written sequentially through Client::Create ->
-// Writer (committed at the first flush or fsync: close(2) reports its
-// error), and unlink, mkdir, rmdir and rename through the client.
+// ShoalFs writes: files written through Client::Create -> Writer, streamed
+// as the program writes or staged in a local buffer first (file_handle.h
+// says which and when each commits), and unlink, mkdir, rmdir and rename
+// through the client.
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+
+#include <array>
+#include <chrono>
 
 #include "fuse/file_handle.h"
 #include "fuse/shoal_fs.h"
 
 namespace shoal::fuse {
+namespace {
 
-Status Refuse(const std::string& ns, const std::string& what) {
-  Status s(Code::kNotSupported,
-           ns + ": " + what + " is not supported (files are written once, sequentially, as new files)");
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Appends `n` zero bytes to a streamed file (a gap ahead of the end, or a
+// truncate that extends it).
+Status WriteZeros(Writer& w, uint64_t n) {
+  static const std::array<char, 64 * 1024> zeros{};
+  while (n > 0) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n, zeros.size()));
+    SHOAL_RETURN_IF_ERROR(w.Write(std::span<const char>(zeros.data(), k)));
+    n -= k;
+  }
+  return {};
+}
+
+}  // namespace
+
+Status Refuse(const std::string& ns, const std::string& what, const std::string& instead) {
+  Status s(Code::kNotSupported, ns + ": " + what + " is not supported" + (instead.empty() ? "" : " (" + instead + ")"));
   spdlog::warn("refused: {}", s.message());
   return s;
 }
@@ -26,15 +49,37 @@ Result<ShoalFs::Resolved> ShoalFs::WritableChild(uint64_t parent, std::string_vi
   return r;
 }
 
-Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags) {
-  if ((flags & O_ACCMODE) != O_WRONLY) return Err(Refuse(r.ns, "opening for reading and writing at once"));
-  if (flags & O_APPEND) return Err(Refuse(r.ns, "appending"));
-  auto w = client_.Create(r.ns, CreateOptions{.overwrite = !(flags & O_EXCL)});
-  if (!w) return Err(w.error());
+Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created) {
   auto h = std::make_unique<FileHandle>();
   h->ino = ino;
   h->ns = r.ns;
-  h->writer = std::move(*w);
+  h->writing = true;
+  h->append = flags & O_APPEND;
+  h->is_new = created || (flags & O_TRUNC);
+  h->mtime_ns = NowNs();
+  if (h->is_new) {
+    // A new file (or one replacing the old): the writer now, so that what
+    // the store refuses (O_EXCL on an existing name, a directory) fails the open.
+    auto w = client_.Create(r.ns, CreateOptions{.overwrite = !(flags & O_EXCL)});
+    if (!w) return Err(w.error());
+    h->writer = std::move(*w);
+    h->streamed = (flags & O_ACCMODE) == O_WRONLY && !h->append;
+    h->dirty = !h->streamed;  // a staged new file is committed even if nothing is written
+  } else {
+    // Rewriting an existing file in place: its bytes are copied into the
+    // buffer at the first change; until then reads come from the store.
+    OpenOptions o;
+    o.prefetch = 0;
+    auto f = client_.OpenFile(r.ns, o);
+    if (!f) return Err(f.error());
+    if ((*f)->status().size > options_.max_rewrite_bytes) {
+      return Err(Refuse(
+          r.ns, "writing into an existing file of " + std::to_string((*f)->status().size) + " bytes without O_TRUNC",
+          "it would be copied to the local buffer first; the limit is " + std::to_string(options_.max_rewrite_bytes) +
+              " bytes: write a new file instead"));
+    }
+    h->file = std::move(*f);
+  }
   FsOpen o;
   {
     std::lock_guard lock(writing_mu_);
@@ -44,12 +89,35 @@ Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags) {
   return o;
 }
 
+Status ShoalFs::Stage(FileHandle& h) {
+  if (h.staged) return {};
+  auto s = StagedFile::Make(options_.staging_dir);
+  if (!s) return s.error();
+  if (h.streamed) {
+    // Nothing has reached the writer yet: the file continues staged.
+    h.streamed = false;
+    h.dirty = true;
+  } else if (!h.is_new && h.file) {
+    if (auto st = (*s)->Fill(*h.file); !st.ok()) {
+      return Status(st.code(), "copying " + h.ns + " into the local buffer to rewrite it: " + st.message());
+    }
+  }
+  h.staged = std::move(*s);
+  return {};
+}
+
 void ShoalFs::Discard(uint64_t fh) {
   std::unique_ptr<FileHandle> h(reinterpret_cast<FileHandle*>(fh));
-  if (!h->writer) return;
+  if (!h->writing) return;
   std::lock_guard lock(writing_mu_);
   if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h.get()) writing_.erase(it);
-  h->writer->Abort();
+  if (h->writer) h->writer->Abort();
+}
+
+uint64_t ShoalFs::WritingSize(const FileHandle& h) {
+  if (h.staged) return h.staged->size();
+  if (h.streamed || h.is_new) return h.writer ? h.writer->size() : 0;
+  return h.file ? h.file->status().size : 0;
 }
 
 std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
@@ -60,11 +128,12 @@ std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
   std::lock_guard write_lock(h->write_mu);
   FileStatus st;
   st.path = r.ns;
-  st.size = h->writer->size();
+  st.size = WritingSize(*h);
+  st.mtime_ns = h->mtime_ns;
   FsEntry e;
   e.ino = ino;
   e.attr = Attr(ino, st, r.place.rule);
-  e.timeout_s = 0;  // it grows
+  e.timeout_s = 0;  // it changes
   return e;
 }
 
@@ -75,7 +144,7 @@ Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name,
   // The inode first (as lookup would make it), then the writer; a failed
   // writer gives the lookup back.
   c.entry.ino = inodes_.Lookup(parent, name, false);
-  auto o = OpenWriter(c.entry.ino, *r, flags);
+  auto o = OpenWriter(c.entry.ino, *r, flags, true);
   if (!o) {
     inodes_.Forget(c.entry.ino, 1);
     return Err(o.error());
@@ -90,57 +159,214 @@ Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name,
 
 Result<size_t> ShoalFs::Write(uint64_t fh, uint64_t offset, std::span<const char> data) {
   auto* h = reinterpret_cast<FileHandle*>(fh);
-  if (!h->writer) return Err(Code::kInvalidArgument, h->ns + " is not open for writing");
+  if (!h->writing) return Err(Code::kInvalidArgument, h->ns + " is not open for writing");
   std::lock_guard lock(h->write_mu);
-  if (h->committed) {
-    return Err(Refuse(h->ns, "writing after fsync or close (the file was committed then)"));
-  }
   if (!h->failed.ok()) return Err(h->failed);
-  if (offset != h->writer->size()) {
-    // The file would not hold what the program wrote: nothing of it becomes visible.
-    h->failed = Refuse(h->ns, "writing at offset " + std::to_string(offset) + " (the file ends at " +
-                                  std::to_string(h->writer->size()) + ")");
-    return Err(h->failed);
+  if (h->streamed) {
+    if (h->committed) {
+      return Err(Refuse(h->ns, "writing after fsync or close through a write-only descriptor",
+                        "the file was committed then; open it O_RDWR to keep writing after a close"));
+    }
+    const uint64_t end = h->writer->size();
+    if (offset != end && end == 0) {
+      if (auto st = Stage(*h); !st.ok()) return Err(st);
+    } else if (offset < end) {
+      // The file would not hold what the program wrote: nothing of it becomes visible.
+      h->failed = Refuse(
+          h->ns,
+          "writing at offset " + std::to_string(offset) + " of a write-only file that ends at " + std::to_string(end),
+          "write-only files are streamed in order; open it O_RDWR to write anywhere");
+      return Err(h->failed);
+    } else {
+      Status st = WriteZeros(*h->writer, offset - end);  // a gap ahead reads as zeros
+      if (st.ok()) st = h->writer->Write(data);
+      if (!st.ok()) {
+        h->failed = st;
+        return Err(st);
+      }
+      h->mtime_ns = NowNs();
+      return data.size();
+    }
   }
-  if (auto st = h->writer->Write(data); !st.ok()) {
+  if (auto st = Stage(*h); !st.ok()) return Err(st);
+  if (auto st = h->staged->WriteAt(h->append ? h->staged->size() : offset, data); !st.ok()) {
     h->failed = st;
     return Err(st);
   }
+  h->dirty = true;
+  h->mtime_ns = NowNs();
   return data.size();
+}
+
+Result<size_t> ShoalFs::ReadWriting(FileHandle& h, uint64_t offset, std::span<char> out) {
+  std::lock_guard lock(h.write_mu);
+  if (h.staged) return h.staged->ReadAt(offset, out);
+  if (h.streamed) return Err(Code::kInvalidArgument, h.ns + " is open write-only");
+  if (h.is_new || !h.file) return size_t{0};  // nothing written yet
+  size_t done = 0;
+  while (done < out.size()) {
+    auto n = h.file->Pread(offset + done, out.subspan(done));
+    if (!n) return Err(n.error());
+    if (*n == 0) break;
+    done += *n;
+  }
+  return done;
 }
 
 Status ShoalFs::Commit(uint64_t fh, bool at_flush) {
   auto* h = reinterpret_cast<FileHandle*>(fh);
-  if (!h->writer) return {};
+  if (!h->writing) return {};
   // Lock order: writing_mu_, then the handle's write_mu (as WritingAttr).
   std::unique_lock writing_lock(writing_mu_);
   std::lock_guard lock(h->write_mu);
-  if (h->committed) return h->commit_status;
-  if (at_flush && h->writer->size() == 0) return {};
-  h->committed = true;
-  if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h) writing_.erase(it);
+  return CommitLocked(h, at_flush, writing_lock);
+}
+
+Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std::mutex>& writing_lock) {
+  if (h->unlinked) {
+    // Removed while open: what it holds has no name to be committed under.
+    if (h->writer) h->writer->Abort();
+    h->writer.reset();
+    h->dirty = false;
+    return {};
+  }
+  if (h->streamed) {
+    if (h->committed) return h->commit_status;
+    if (at_flush && h->writer->size() == 0) return {};
+    h->committed = true;
+    if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h) writing_.erase(it);
+  } else {
+    // Staged: committed again after each change; the handle keeps answering
+    // the file's attributes until its last close.
+    if (!h->dirty) return h->commit_status;
+    if (at_flush && h->is_new && !h->committed && WritingSize(*h) == 0) return {};
+  }
   writing_lock.unlock();
   if (!h->failed.ok()) {
-    h->writer->Abort();
+    if (h->writer) h->writer->Abort();
+    h->dirty = false;
     h->commit_status = Status(h->failed.code(), h->failed.message() + "; the file was not written");
     spdlog::warn("{}: not written: {}", h->ns, h->failed.message());
     return h->commit_status;
   }
+  if (!h->streamed) {
+    h->dirty = false;
+    h->committed = true;
+    if (!h->writer) {
+      auto w = client_.Create(h->ns);
+      if (!w) {
+        h->commit_status = w.error();
+        spdlog::error("writing {} failed: {}", h->ns, w.error().message());
+        return h->commit_status;
+      }
+      h->writer = std::move(*w);
+    }
+    if (h->staged) {
+      if (auto st = h->staged->Upload(*h->writer); !st.ok()) {
+        h->writer->Abort();
+        h->writer.reset();
+        h->commit_status = st;
+        spdlog::error("writing {} failed: {}", h->ns, st.message());
+        return h->commit_status;
+      }
+    }
+  }
   auto st = h->writer->Close();
+  if (!h->streamed) h->writer.reset();
   if (!st) {
     h->commit_status = st.error();
     spdlog::error("writing {} failed: {}", h->ns, st.error().message());
     return h->commit_status;
   }
+  h->commit_status = {};
   // The kernel's pages of the file are the bytes just written: keep them.
   inodes_.SwapPageVersion(h->ino, VersionHash(st->version));
+  return {};
+}
+
+Status ShoalFs::Resize(FileHandle& h, uint64_t size) {
+  if (h.streamed) {
+    if (h.committed) {
+      return Refuse(h.ns, "resizing after fsync or close through a write-only descriptor",
+                    "open it O_RDWR to change it after a close");
+    }
+    const uint64_t end = h.writer->size();
+    if (size == end) return {};
+    if (end != 0) {
+      if (size < end) {
+        return Refuse(h.ns,
+                      "cutting a write-only file being written from " + std::to_string(end) + " to " +
+                          std::to_string(size) + " bytes",
+                      "write-only files are streamed in order; open it O_RDWR to resize it freely");
+      }
+      if (auto st = WriteZeros(*h.writer, size - end); !st.ok()) {
+        h.failed = st;
+        return st;
+      }
+      h.mtime_ns = NowNs();
+      return {};
+    }
+  }
+  if (size == WritingSize(h) && !h.streamed) return {};  // a no-op
+  SHOAL_RETURN_IF_ERROR(Stage(h));
+  SHOAL_RETURN_IF_ERROR(h.staged->Truncate(size));
+  h.dirty = true;
+  h.mtime_ns = NowNs();
+  return {};
+}
+
+// Truncating a file no descriptor of this mount is writing: the same size is
+// a no-op, 0 a new empty file, any other size a rewrite through a buffer.
+Status ShoalFs::ResizeStored(const Resolved& r, uint64_t size) {
+  auto st = client_.Stat(r.ns);
+  if (!st) return st.error();
+  if (st->is_dir) return Status(Code::kIsDirectory, r.ns + " is a directory");
+  if (st->size == size) return {};
+  auto w = client_.Create(r.ns);
+  if (!w) return w.error();
+  if (size != 0) {
+    if (std::min(st->size, size) > options_.max_rewrite_bytes) {
+      (*w)->Abort();
+      return Refuse(r.ns, "truncating a file of " + std::to_string(st->size) + " bytes to " + std::to_string(size),
+                    "it would be copied to the local buffer first; the limit is " +
+                        std::to_string(options_.max_rewrite_bytes) + " bytes");
+    }
+    FileHandle h;
+    h.ns = r.ns;
+    OpenOptions o;
+    o.prefetch = 0;
+    auto f = client_.OpenFile(r.ns, o);
+    if (!f) return f.error();
+    h.file = std::move(*f);
+    Status done = Stage(h);
+    if (done.ok()) done = h.staged->Truncate(size);
+    if (done.ok()) done = h.staged->Upload(**w);
+    if (!done.ok()) {
+      (*w)->Abort();
+      return done;
+    }
+  }
+  auto closed = (*w)->Close();
+  if (!closed) return closed.error();
   return {};
 }
 
 Status ShoalFs::Unlink(uint64_t parent, std::string_view name) {
   auto r = WritableChild(parent, name);
   if (!r) return r.error();
-  SHOAL_RETURN_IF_ERROR(client_.Delete(r->ns));
+  // A file open for writing here is not committed after this (a new one
+  // may not have reached the store yet: mkstemp, then unlink).
+  bool open_here = false;
+  if (auto ino = inodes_.Find(parent, name)) {
+    std::lock_guard writing_lock(writing_mu_);
+    if (auto it = writing_.find(*ino); it != writing_.end()) {
+      std::lock_guard lock(it->second->write_mu);
+      it->second->unlinked = true;
+      open_here = !it->second->committed;
+    }
+  }
+  Status st = client_.Delete(r->ns);
+  if (!st.ok() && !(open_here && st.code() == Code::kNotFound)) return st;
   inodes_.Remove(parent, name);
   return {};
 }
@@ -178,7 +404,23 @@ Status ShoalFs::Rename(uint64_t parent, std::string_view name, uint64_t new_pare
     if (st) return Status(Code::kAlreadyExists, to->ns + " exists");
     if (st.error().code() != Code::kNotFound) return st.error();
   }
+  // A file open for writing here is committed first (the store renames
+  // what it holds) and goes on under its new name.
+  std::unique_lock writing_lock(writing_mu_);
+  FileHandle* h = nullptr;
+  if (auto ino = inodes_.Find(parent, name)) {
+    if (auto it = writing_.find(*ino); it != writing_.end()) h = it->second;
+  }
+  std::unique_lock<std::mutex> handle_lock;
+  if (h) {
+    handle_lock = std::unique_lock(h->write_mu);
+    if (h->dirty || (h->streamed && !h->committed)) {
+      SHOAL_RETURN_IF_ERROR(CommitLocked(h, false, writing_lock));
+    }
+  }
+  if (writing_lock.owns_lock()) writing_lock.unlock();
   SHOAL_RETURN_IF_ERROR(client_.Rename(from->ns, to->ns));
+  if (h) h->ns = to->ns;
   inodes_.Move(parent, name, new_parent, new_name);
   return {};
 }
@@ -188,18 +430,22 @@ Result<FsEntry> ShoalFs::SetAttr(uint64_t ino, const AttrChange& change, uint64_
   if (!r) return Err(r.error());
   if (r->place.rule.read_only) return Err(Code::kReadOnly, r->ns + " is on a read-only mount");
   if (change.size) {
-    if (change.new_size != 0) return Err(Refuse(r->ns, "truncating to " + std::to_string(change.new_size) + " bytes"));
     auto* h = fh ? reinterpret_cast<FileHandle*>(fh) : nullptr;
-    if (h && h->writer) {
-      // ftruncate(fd, 0) on a file being written: fine while nothing is written.
+    if (h && h->writing) {
       std::lock_guard lock(h->write_mu);
-      if (h->writer->size() != 0) return Err(Refuse(r->ns, "truncating a file being written"));
-    } else if (!WritingAttr(ino, *r)) {
-      // truncate to 0: the file becomes a new, empty one.
-      auto w = client_.Create(r->ns);
-      if (!w) return Err(w.error());
-      auto st = (*w)->Close();
-      if (!st) return Err(st.error());
+      SHOAL_RETURN_IF_ERROR(Resize(*h, change.new_size));
+    } else {
+      // truncate(2) by path: a descriptor of this mount writing the file
+      // takes it (kept from release by writing_mu_), else the store's file.
+      std::unique_lock writing_lock(writing_mu_);
+      auto it = writing_.find(ino);
+      if (it != writing_.end()) {
+        std::lock_guard lock(it->second->write_mu);
+        SHOAL_RETURN_IF_ERROR(Resize(*it->second, change.new_size));
+      } else {
+        writing_lock.unlock();
+        SHOAL_RETURN_IF_ERROR(ResizeStored(*r, change.new_size));
+      }
     }
   }
   // Modes, owners and times: not kept by the stores; accepted with no

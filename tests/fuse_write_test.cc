@@ -1,0 +1,371 @@
+// Writing through the FUSE mount with real programs (Python, rsync, fio, tar,
+// cp, git) over `shoal up --ufs DIR --fuse MNT`: the store is a local
+// directory, so what reached it is read back with ordinary files.
+// Skipped only where /dev/fuse is absent.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "tests/cli_helpers.h"
+#include "tests/harness/harness_util.h"
+#include "tests/harness/shoal_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+bool Mounted(const std::string& mp) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + mp + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A file's bytes, or "<absent>".
+std::string Contents(const std::string& path) {
+  if (!fs::exists(path)) return "<absent>";
+  return Slurp(path);
+}
+
+// `sh -c CMD`: its exit code, with stdout and stderr in *out.
+int Sh(const std::string& cmd, std::string* out = nullptr, std::chrono::seconds timeout = 300s) {
+  Run r = Command({"sh", "-c", cmd + " 2>&1"}, timeout);
+  if (out) *out = r.out;
+  return r.exit_code;
+}
+
+class FuseWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access("/dev/fuse", R_OK | W_OK) != 0) GTEST_SKIP() << "no usable /dev/fuse on this machine";
+    auto scratch = MakeScratchDir("fuse-write", "the FUSE write test");
+    ASSERT_TRUE(scratch) << scratch.error().ToString();
+    scratch_ = *scratch;
+    dir_ = scratch_->path;
+    store_ = dir_ + "/store";
+    mnt_ = dir_ + "/mnt";
+    fs::create_directories(store_);
+    fs::create_directories(mnt_);
+    up_.emplace(LaunchUp({"--ufs", store_, "--workers", "2", "--state-dir", dir_ + "/state", "--fuse", mnt_},
+                         dir_ + "/up.err"));
+    ASSERT_TRUE(up_->ready) << up_->err();
+    ASSERT_TRUE(Mounted(mnt_));
+    data_ = mnt_ + "/data";
+  }
+
+  void TearDown() override {
+    if (up_ && up_->ready) {
+      up_->proc.Signal(SIGINT);  // unmounts, then stops the workers
+      if (up_->proc.Wait(60s) == -1) up_->proc.Stop();
+    }
+    if (!mnt_.empty() && Mounted(mnt_)) ::umount2(mnt_.c_str(), MNT_DETACH);
+  }
+
+  std::string FuseLog() const { return Slurp(dir_ + "/state/fuse.log"); }
+
+  std::shared_ptr<ScratchDir> scratch_;
+  std::string dir_, store_, mnt_, data_;
+  std::optional<Up> up_;
+};
+
+// Issue 32 item 8: a new file opened for reading and writing.
+TEST_F(FuseWriteTest, PythonOpenForReadingAndWritingWritesSeeksAndReadsBack) {
+  const std::string script = R"PY(
+import os, sys
+d = sys.argv[1]
+with open(d + "/new", "w+") as f:
+    f.write("hello world")
+    f.seek(6)
+    f.write("WORLD")
+    f.seek(0)
+    got = f.read()
+    assert got == "hello WORLD", got
+with open(d + "/new", "r+") as f:  # an existing file, rewritten in place
+    assert f.read(5) == "hello"
+    f.seek(0)
+    f.write("J")
+    f.seek(0)
+    got = f.read()
+    assert got == "Jello WORLD", got
+with open(d + "/new", "a") as f:
+    f.write("!")
+with open(d + "/new") as f:
+    got = f.read()
+    assert got == "Jello WORLD!", got
+fd = os.open(d + "/rdonly-creat", os.O_RDONLY | os.O_CREAT, 0o644)
+assert os.read(fd, 10) == b""
+os.close(fd)
+big = os.urandom(3 << 20)
+with open(d + "/big", "w+b") as f:
+    f.write(big)
+    f.seek(1000)
+    f.write(b"x" * 5000)
+    f.seek(0)
+    got = f.read()
+    want = big[:1000] + b"x" * 5000 + big[6000:]
+    assert got == want
+    f.truncate(2 << 20)
+with open(d + "/big.want", "wb") as f:
+    f.write(want[: 2 << 20])
+print("ok")
+)PY";
+  ASSERT_TRUE(WriteFile(dir_ + "/t.py", script).ok());
+  std::string out;
+  ASSERT_EQ(Sh("/usr/bin/python3 '" + dir_ + "/t.py' '" + data_ + "'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Contents(store_ + "/new"), "Jello WORLD!");
+  EXPECT_EQ(Contents(store_ + "/rdonly-creat"), "");
+  EXPECT_TRUE(Contents(store_ + "/big") == Contents(store_ + "/big.want"));
+  EXPECT_EQ(fs::file_size(store_ + "/big"), 2u << 20);
+}
+
+// mkstemp's open (O_RDWR | O_CREAT | O_EXCL), written across fsync and close
+// of a duplicate: each commit holds what was written until then.
+TEST_F(FuseWriteTest, AReadWriteDescriptorCommitsAtEachFsyncAndClose) {
+  const std::string path = data_ + "/tmp.XXXXXX";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  ASSERT_EQ(::fsync(fd), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/tmp.XXXXXX"), "abc");
+  int dup = ::dup(fd);
+  ASSERT_EQ(::close(dup), 0);
+  ASSERT_EQ(::pwrite(fd, "XYZ", 3, 1), 3);  // after a commit: written again
+  char buf[8] = {};
+  ASSERT_EQ(::pread(fd, buf, sizeof buf, 0), 4);
+  EXPECT_EQ(std::string(buf, 4), "aXYZ");
+  struct stat st;
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_size, 4);
+  ASSERT_EQ(::close(fd), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/tmp.XXXXXX"), "aXYZ");
+  // O_EXCL on the existing name: EEXIST.
+  EXPECT_EQ(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600), -1);
+  EXPECT_EQ(errno, EEXIST);
+}
+
+// git's lock and temporary files: created, maybe left empty, then removed or
+// renamed while (or just after) being open.
+TEST_F(FuseWriteTest, FilesRemovedOrRenamedWhileOpenForWriting) {
+  const std::string lock = data_ + "/config.lock";
+  for (int i = 0; i < 3; ++i) {
+    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_GE(fd, 0) << "round " << i << ": " << std::strerror(errno);
+    ASSERT_EQ(::close(fd), 0);
+    // Not in the store yet (an empty new file is committed at its last
+    // close); removing it still works, and it is never committed after.
+    EXPECT_EQ(::unlink(lock.c_str()), 0) << std::strerror(errno);
+  }
+  // Written and renamed before the close: the bytes follow the new name.
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::write(fd, "first ", 6), 6);
+  ASSERT_EQ(::rename(lock.c_str(), (data_ + "/config").c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(::write(fd, "second", 6), 6);
+  ASSERT_EQ(::close(fd), 0);
+  EXPECT_EQ(Contents(store_ + "/config"), "first second");
+  EXPECT_EQ(Contents(store_ + "/config.lock"), "<absent>");
+}
+
+// Issue 32 item 9: every truncate the buffer can express; a no-op always.
+TEST_F(FuseWriteTest, TruncatesOfFilesBeingWrittenAndOfStoredFiles) {
+  // A write-only new file: ftruncate to its size is a no-op, beyond it zeros.
+  int fd = ::open((data_ + "/w").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::write(fd, "0123456789", 10), 10);
+  EXPECT_EQ(::ftruncate(fd, 10), 0) << errno;
+  EXPECT_EQ(::ftruncate(fd, 15), 0) << errno;
+  ASSERT_EQ(::pwrite(fd, "end", 3, 20), 3);  // a gap ahead: zeros
+  ASSERT_EQ(::close(fd), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/w"), std::string("0123456789") + std::string(10, '\0') + "end");
+
+  // fio's layout: created write-only, sized first, then written.
+  fd = ::open((data_ + "/layout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::ftruncate(fd, 1000), 0) << errno;
+  ASSERT_EQ(::pwrite(fd, "mid", 3, 500), 3);
+  ASSERT_EQ(::close(fd), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/layout"), std::string(500, '\0') + "mid" + std::string(497, '\0'));
+
+  // Read-write: cut and grown before the first close.
+  fd = ::open((data_ + "/rw").c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::write(fd, std::string(100, 'a').data(), 100), 100);
+  ASSERT_EQ(::ftruncate(fd, 50), 0) << errno;
+  ASSERT_EQ(::ftruncate(fd, 80), 0) << errno;
+  ASSERT_EQ(::close(fd), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/rw"), std::string(50, 'a') + std::string(30, '\0'));
+
+  // truncate(2) of a stored file: same size (nothing changes), cut, grown.
+  ASSERT_TRUE(WriteFile(store_ + "/stored", "stored bytes").ok());
+  const auto mtime = fs::last_write_time(store_ + "/stored");
+  EXPECT_EQ(::truncate((data_ + "/stored").c_str(), 12), 0) << errno;
+  EXPECT_EQ(fs::last_write_time(store_ + "/stored"), mtime);
+  EXPECT_EQ(::truncate((data_ + "/stored").c_str(), 6), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/stored"), "stored");
+  EXPECT_EQ(::truncate((data_ + "/stored").c_str(), 8), 0) << errno;
+  EXPECT_EQ(Contents(store_ + "/stored"), std::string("stored") + std::string(2, '\0'));
+  struct stat st;
+  ASSERT_EQ(::stat((data_ + "/stored").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8);
+
+  // What a streamed file cannot do: cut below what already went to the store.
+  fd = ::open((data_ + "/cut").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << errno;
+  ASSERT_EQ(::write(fd, "0123456789", 10), 10);
+  EXPECT_EQ(::ftruncate(fd, 5), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(::close(fd), 0);  // the refused cut changed nothing: the ten bytes are written
+  EXPECT_EQ(Contents(store_ + "/cut"), "0123456789");
+  EXPECT_NE(FuseLog().find("open it O_RDWR"), std::string::npos) << FuseLog();
+}
+
+TEST_F(FuseWriteTest, FioWriteJobsVerify) {
+  ASSERT_EQ(Sh("command -v fio >/dev/null"), 0) << "fio is missing: run scripts/bootstrap";
+  fs::create_directories(store_ + "/fio");
+  for (std::string job : {"--name=seq --rw=write", "--name=rnd --rw=randwrite --bs=4k",
+                          "--name=rw --rw=randrw --bs=16k --verify_backlog=16"}) {
+    std::string out;
+    std::string cmd = "fio --directory='" + data_ + "/fio' --size=4m --nrfiles=2 --bs=64k --verify=crc32c " + job;
+    EXPECT_EQ(Sh(cmd, &out), 0) << cmd << "\n" << out << FuseLog();
+    EXPECT_EQ(out.find("verify failed"), std::string::npos) << out;
+    EXPECT_NE(out.find("WRITE:"), std::string::npos) << out;
+  }
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(store_ + "/fio")) {
+    EXPECT_EQ(e.file_size(), 2u << 20) << e.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 6u);
+}
+
+// Issue 32 item 10 and the review's check: rsync in its default mode (a
+// temporary file, then rename) and with --inplace.
+TEST_F(FuseWriteTest, RsyncCopiesATreeByDefaultAndInPlace) {
+  ASSERT_EQ(Sh("command -v rsync >/dev/null"), 0) << "rsync is missing: run scripts/bootstrap";
+  const std::string src = dir_ + "/src";
+  std::map<std::string, size_t> files = {{"a.bin", 0},           {"b.bin", 1},
+                                         {"sub/c.bin", 300'000}, {"sub/deep/d.bin", 3 << 20},
+                                         {"with space", 10},     {"ünïcødé", 4096}};
+  uint64_t seed = 1;
+  for (const auto& [rel, size] : files) ASSERT_TRUE(WriteFile(src + "/" + rel, RandomBytes(size, seed++)).ok());
+  std::string out;
+  ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/rs'", &out), 0) << out;
+  // Checksums of every file agree: rsync finds nothing to send.
+  ASSERT_EQ(Sh("rsync -ac --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
+  EXPECT_EQ(out.find(".bin"), std::string::npos) << out;
+
+  // --inplace: changed files are rewritten where they are, grown and cut.
+  ASSERT_TRUE(WriteFile(src + "/sub/c.bin", RandomBytes(200'000, 99)).ok());
+  ASSERT_TRUE(WriteFile(src + "/b.bin", RandomBytes(5000, 98)).ok());
+  ASSERT_TRUE(WriteFile(src + "/new.bin", RandomBytes(7000, 97)).ok());
+  ASSERT_EQ(Sh("rsync -a --inplace '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/rs'", &out), 0) << out;
+  ASSERT_EQ(Sh("rsync -ac --dry-run --out-format='%n' '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
+  EXPECT_EQ(out.find(".bin"), std::string::npos) << out;
+}
+
+// Issue 32 item 10: archive and copy tools, and git, write trees into the mount.
+TEST_F(FuseWriteTest, TarCpAndGitCloneWriteTreesIntoTheMount) {
+  const std::string src = dir_ + "/tree";
+  uint64_t seed = 7;
+  for (std::string rel : {"a.txt", "sub/b.bin", "sub/deep/c.bin", "with space/d"}) {
+    ASSERT_TRUE(WriteFile(src + "/" + rel, RandomBytes(1000 * seed, seed)).ok());
+    ++seed;
+  }
+  std::string out;
+  // A sparse file: cp copies its hole as a gap (a seek past the end).
+  ASSERT_EQ(Sh("truncate -s 3M '" + src + "/sparse' && printf tail >> '" + src + "/sparse'", &out), 0) << out;
+  ASSERT_EQ(Sh("tar cf '" + dir_ + "/tree.tar' -C '" + src + "' .", &out), 0) << out;
+
+  ASSERT_EQ(Sh("mkdir '" + data_ + "/untar' && tar xf '" + dir_ + "/tree.tar' -C '" + data_ + "/untar'", &out), 0)
+      << out << FuseLog();
+  EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/untar'", &out), 0) << out;
+
+  ASSERT_EQ(Sh("cp -a '" + src + "' '" + data_ + "/cp'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Sh("diff -r '" + src + "' '" + store_ + "/cp'", &out), 0) << out;
+
+  // git clone: lock files, temporary objects written and read back, renames.
+  const std::string repo = dir_ + "/repo";
+  ASSERT_EQ(Sh("git init -q '" + repo + "' && cp -a '" + src + "'/. '" + repo + "' && cd '" + repo +
+                   "' && git add -A && git -c user.name=t -c user.email=t@t commit -qm one",
+               &out),
+            0)
+      << out;
+  ASSERT_EQ(Sh("git clone -q '" + repo + "' '" + data_ + "/clone'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Sh("cd '" + data_ + "/clone' && git fsck --strict && git status --porcelain", &out), 0) << out;
+  EXPECT_EQ(out.find(" M "), std::string::npos) << out;
+  EXPECT_EQ(Sh("diff -r -x .git '" + src + "' '" + store_ + "/clone'", &out), 0) << out;
+}
+
+// Issue 32 item 11: the errno of names and paths too long, and extended
+// attributes answered once for the whole mount.
+TEST_F(FuseWriteTest, LongNamesAndPathsAreEnametoolongAndXattrsAreNotSupported) {
+  const std::string long_name(256, 'n');
+  EXPECT_EQ(::open((data_ + "/" + long_name).c_str(), O_WRONLY | O_CREAT, 0644), -1);
+  EXPECT_EQ(errno, ENAMETOOLONG);
+  struct stat st;
+  EXPECT_EQ(::stat((data_ + "/" + long_name).c_str(), &st), -1);
+  EXPECT_EQ(errno, ENAMETOOLONG);
+  EXPECT_EQ(::mkdir((data_ + "/" + long_name).c_str(), 0755), -1);
+  EXPECT_EQ(errno, ENAMETOOLONG);
+  const std::string name255(255, 'm');
+  int fd = ::open((data_ + "/" + name255).c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0) << errno;  // 255 bytes is fine
+  EXPECT_EQ(::write(fd, "x", 1), 1);
+  EXPECT_EQ(::close(fd), 0);
+  EXPECT_EQ(::rename((data_ + "/" + name255).c_str(), (data_ + "/" + long_name).c_str()), -1);
+  EXPECT_EQ(errno, ENAMETOOLONG);
+  EXPECT_TRUE(fs::exists(store_ + "/" + name255));
+
+  // Directories nested by relative opens until the namespace path
+  // (/data/...) would pass PATH_MAX: that level is ENAMETOOLONG.
+  const std::string level(200, 'd');
+  int dir = ::open(data_.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dir, 0) << errno;
+  size_t path_len = std::string("/data").size();
+  int depth = 0;
+  for (;;) {
+    path_len += 1 + level.size();
+    int rc = ::mkdirat(dir, level.c_str(), 0755);
+    if (path_len > 4095) {
+      EXPECT_EQ(rc, -1);
+      EXPECT_EQ(errno, ENAMETOOLONG) << "at depth " << depth;
+      break;
+    }
+    ASSERT_EQ(rc, 0) << "at depth " << depth << ": " << std::strerror(errno);
+    int next = ::openat(dir, level.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(next, 0) << errno;
+    ::close(dir);
+    dir = next;
+    ++depth;
+  }
+  ::close(dir);
+  EXPECT_EQ(depth, 20);
+
+  // No extended attributes: EOPNOTSUPP, from the daemon once, then from the kernel.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(::getxattr((data_ + "/" + name255).c_str(), "user.x", nullptr, 0), -1);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+    EXPECT_EQ(::listxattr((data_ + "/" + name255).c_str(), nullptr, 0), -1);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+  }
+}
+
+}  // namespace
+}  // namespace shoal::testing
