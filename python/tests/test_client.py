@@ -4,6 +4,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import random
 import sys
 import tarfile
 import threading
@@ -194,6 +195,30 @@ def test_read_many_and_readinto_many_return_each_files_bytes(cluster, client):
     assert arr.tobytes() == big[2 * 1024 * 1024 - 500:2 * 1024 * 1024 + 500]
     assert view.tobytes() == small
     assert client.readinto_many([]) == []
+
+
+def test_read_many_matches_a_read_loop_in_any_order_and_batch_size(cluster, client):
+    # read_many opens a group of files (about 1 MiB of them) while it copies the last one: the bytes
+    # must come back in the order asked whatever the grouping, at every batch size the datasets use.
+    names = [n for n in cluster.files if not n.startswith("big/")] * 3 + ["big/shard-1.bin", "train/empty.bin"]
+    random.Random(7).shuffle(names)
+    paths = [cluster.path(n) for n in names]
+    expected = [client.read(p) for p in paths]
+    assert expected == [cluster.files[n] for n in names]
+    for batch in (1, 8, 32, 64, len(paths)):
+        got = []
+        for i in range(0, len(paths), batch):
+            got += client.read_many(paths[i:i + batch])
+        assert got == expected, batch
+
+
+def test_read_many_error_in_a_later_group_names_its_path(cluster, client):
+    names = [n for n in cluster.files if n.startswith("train/")]
+    paths = [cluster.path(n) for n in names] * 2  # well past one group of opens
+    with pytest.raises(FileNotFoundError) as e:
+        client.read_many(paths[:150] + ["/data/train/0/missing.bin"] + paths[150:])
+    assert "/data/train/0/missing.bin" in str(e.value)
+    assert client.read_many(paths[:150]) == [cluster.files[n] for n in names * 2][:150]  # usable after
 
 
 def test_read_many_and_readinto_many_errors(cluster, client):
