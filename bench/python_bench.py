@@ -272,6 +272,197 @@ def python_processes_read(config, prefix, files, order, nprocs):
     return max(g[1] for g in got) - min(g[0] for g in got), sum(g[2] for g in got)
 
 
+BULK_FILES = 512  # of the small set, in a shuffled order (issue 32: 512 of 2,000 warm files)
+BULK_BATCHES = [1, 8, 32, 64]
+BULK_PASSES = 4  # over the BULK_FILES per measurement, after one untimed pass
+LOADER_WORKERS, LOADER_BATCH = 8, 32
+
+
+def sub_manifest(manifest, files, picked, path):
+    """A loadgen manifest of the files `picked` (indices into `files`): the native side reads exactly
+    the files Python reads."""
+    with open(manifest) as f:
+        header = f.readline()
+    with open(path, "w") as f:
+        f.write(header)
+        for i in picked:
+            name, size, h = files[i]
+            f.write(f"{name}\t{size}\t{h:016x}\n")
+
+
+def python_bulk_read(client, files, orders, batch, verify=False):
+    """One process, one thread: each order of `orders` read whole with a loop of Client.read (batch 0)
+    or Client.read_many in batches of `batch`; -> (secs summed over the orders after the first, bytes).
+    Sizes always checked; verify=True checks every file's xxh3 (an untimed pass)."""
+    import xxhash
+
+    secs = nbytes = 0
+    for e, order in enumerate(orders):
+        paths = [f"/data/{files[i][0]}" for i in order]
+        t0 = time.perf_counter()
+        if batch == 0:
+            got = [len(client.read(p)) for p in paths] if not verify else [client.read(p) for p in paths]
+        else:
+            got = []
+            for j in range(0, len(paths), batch):
+                part = client.read_many(paths[j:j + batch])
+                got += part if verify else [len(d) for d in part]
+        t = time.perf_counter() - t0
+        for i, g in zip(order, got):
+            name, size, h = files[i]
+            n = len(g) if verify else g
+            if n != size or (verify and xxhash.xxh3_64_intdigest(g) != h):
+                raise RuntimeError(f"{name}: read {n} bytes (batch {batch}), expected {size} with xxh3 {h:016x}")
+        if e > 0:
+            secs, nbytes = secs + t, nbytes + sum(files[i][1] for i in order)
+    return secs, nbytes
+
+
+class _LocalFiles:
+    """A map dataset over local files read with plain open(): the reference for the DataLoader rows."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with open(self.paths[i], "rb") as f:
+            return len(f.read())
+
+
+def loader_epochs(kind, config, data_dir, files, seed, epochs):
+    """A PyTorch DataLoader with LOADER_WORKERS forked workers and batches of LOADER_BATCH over the
+    small files in a shuffled order: `kind` "getitems" (ShoalMapDataset: one read_many per batch),
+    "getitem" (the same dataset without __getitems__: a loop of Client.read per batch) or "open"
+    (plain open() of the local source files, warm in the page cache). Items are the file sizes (the
+    transform), so the bytes are not pickled back to the parent; every epoch's sizes are checked.
+    -> (secs of the epochs after the first, bytes)."""
+    import torch.utils.data
+
+    import shoal
+    from shoal.torch import ShoalMapDataset
+
+    sizes = {f"/data/{n}": s for n, s, _ in files}
+    if kind == "open":
+        ds = _LocalFiles([os.path.join(data_dir, n) for n, _, _ in files])
+        expected = [s for _, s, _ in files]
+    else:
+        cls = ShoalMapDataset
+        if kind == "getitem":
+            class PerItem(ShoalMapDataset):
+                __getitems__ = None  # DataLoader then fetches a batch item by item (__getitem__)
+
+            cls = PerItem
+        ds = cls([f"/data/{n}" for n, _, _ in files], transform=len, client=shoal.Client(config))
+        expected = [sizes[p] for p in ds.paths]
+    g = torch.Generator()
+    g.manual_seed(seed)
+    loader = torch.utils.data.DataLoader(ds, batch_size=LOADER_BATCH, shuffle=True, generator=g,
+                                         num_workers=LOADER_WORKERS, persistent_workers=True,
+                                         multiprocessing_context="fork", collate_fn=list)
+    secs = nbytes = 0
+    try:
+        for e in range(epochs + 1):
+            t0 = time.perf_counter()
+            got = [n for b in loader for n in b]
+            t = time.perf_counter() - t0
+            if sorted(got) != sorted(expected):
+                raise RuntimeError(f"DataLoader ({kind}) returned wrong sizes")
+            if e > 0:
+                secs, nbytes = secs + t, nbytes + sum(got)
+    finally:
+        del loader  # its workers end with it
+    return secs, nbytes
+
+
+def bulk_rows(args, config, client, manifests, files, data_dir, work, add):
+    """The batch API beside the loop it replaces (1 process; 8 DataLoader worker processes), and
+    torch.load of a checkpoint beside a local file."""
+    small = files["small"]
+    picked = random.Random(5).sample(range(len(small)), min(BULK_FILES, len(small)))
+    sub = os.path.join(work, "bulk.manifest")
+    sub_manifest(manifests["small"], small, picked, sub)
+    log("bulk: verified pass of read and read_many")
+    python_bulk_read(client, small, [picked], 0, verify=True)
+    for b in BULK_BATCHES:
+        python_bulk_read(client, small, [picked], b, verify=True)
+    loadgen_run(args.build, sub, f"shoal:{config}:", "whole", 1, 1)  # verified
+    nfiles = len(picked)
+    for r in range(1, args.rounds + 1):
+        log(f"bulk round {r}/{args.rounds}")
+        rnd = random.Random(200 + r)
+        orders = [rnd.sample(picked, nfiles) for _ in range(BULK_PASSES + 1)]
+        sides = ["native", "loop"] + [f"b{b}" for b in BULK_BATCHES]
+        rnd.shuffle(sides)
+        for side in sides:
+            if side == "native":
+                s, b = loadgen_run(args.build, sub, f"shoal:{config}:", "whole", 1, 200 + r, epochs=BULK_PASSES + 1,
+                                   verify="first")
+                add("bulk_native", s, b, nfiles * BULK_PASSES)
+            else:
+                s, b = python_bulk_read(client, small, orders, 0 if side == "loop" else int(side[1:]))
+                add(f"bulk_{side}", s, b, nfiles * BULK_PASSES)
+        kinds = ["getitems", "getitem", "open"]
+        rnd.shuffle(kinds)
+        for kind in kinds:
+            s, b = loader_epochs(kind, config, data_dir, small, 300 + r, 2)
+            add(f"loader_{kind}", s, b, len(small) * 2)
+    checkpoint_rows(args, client, data_dir, add)
+
+
+CHECKPOINT_NAME = "ckpt/model.pt"
+
+
+def make_checkpoint(data_dir, total_bytes):
+    """A torch.save of a state dict of random float32 tensors, about total_bytes, in the data dir
+    (uploaded with the datasets): 100 tensors, as a model's layers."""
+    import torch
+
+    g = torch.Generator()
+    g.manual_seed(7)
+    n = max(1, total_bytes // 4 // 100)
+    state = {f"layer{i}.weight": torch.rand(n, generator=g) for i in range(100)}
+    path = os.path.join(data_dir, CHECKPOINT_NAME)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    torch.save(state, path)
+    return path
+
+
+def checkpoint_rows(args, client, data_dir, add):
+    """torch.load of the checkpoint: a local warm file (reference), torch.load(fs.open(path)) with the
+    default buffer, and shoal.torch.load; every load compared with the local one the first time."""
+    import fsspec
+    import torch
+
+    import shoal.torch
+
+    local = os.path.join(data_dir, CHECKPOINT_NAME)
+    size = os.path.getsize(local)
+    fs = fsspec.filesystem("shoal", config=client.config)
+    shoal_path = f"/data/{CHECKPOINT_NAME}"
+    client.warm(shoal_path)
+    loads = {
+        "local": lambda: torch.load(local),
+        "fsspec": lambda: torch.load(fs.open(shoal_path)),
+        "shoal_load": lambda: shoal.torch.load(shoal_path, client=client),
+    }
+    ref = loads["local"]()
+    for name, load in loads.items():
+        got = load()
+        if got.keys() != ref.keys() or not all(torch.equal(got[k], ref[k]) for k in ref):
+            raise RuntimeError(f"torch.load ({name}) of the checkpoint differs from the local file")
+    for r in range(1, args.rounds + 1):
+        log(f"checkpoint round {r}/{args.rounds}")
+        names = list(loads)
+        random.Random(400 + r).shuffle(names)
+        for name in names:
+            t0 = time.perf_counter()
+            loads[name]()
+            add(f"ckpt_{name}", time.perf_counter() - t0, size, 1)
+
+
 def boto3_read(endpoint, files, order, readers):
     """Whole files with boto3 GetObject, one client shared by `readers` threads; verified."""
     import boto3
@@ -360,6 +551,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", help="also write the markdown section to this file")
     ap.add_argument("--warm-only", action="store_true", help="only the warm rows (no cold epochs): for profiling")
+    ap.add_argument("--bulk-only", action="store_true",
+                    help="only the batch-API and torch.load rows (read_many vs read, DataLoader, checkpoint)")
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--cache-fs", choices=["here", "ext4"], default="here",
                     help="the workers' caches under the work dir (here), or on a journaled ext4 made for the run")
@@ -389,13 +582,17 @@ def main():
 
             log("making datasets")
             gen("small", small_n, "110KiB", "150KiB", 31)
-            gen("large", large_n, large_size, large_size, 32)
-            for r in range(1, args.rounds + 1):
-                gen(f"cold{r}", cold_n, "110KiB", "150KiB", 40 + r)
+            if not args.bulk_only:
+                gen("large", large_n, large_size, large_size, 32)
+                for r in range(1, args.rounds + 1):
+                    gen(f"cold{r}", cold_n, "110KiB", "150KiB", 40 + r)
+            log("making the checkpoint")
+            make_checkpoint(data, (100 << 20) if args.quick else (500 << 20))
+            manifests_and_ckpt = list(manifests) + [os.path.dirname(CHECKPOINT_NAME)]
             os.mkdir(os.path.join(work, "s3"))
             s3_endpoint = servers.start_s3rver(ROOT, os.path.join(work, "s3"))
             log("uploading to s3rver")
-            upload(s3_endpoint, data, list(manifests))
+            upload(s3_endpoint, data, manifests_and_ckpt)
             port = s3_endpoint.rsplit(":", 1)[1]
             def start_site(delay):
                 """A WAN emulator with this first-byte delay in front of s3rver, and a cluster behind it."""
@@ -411,7 +608,7 @@ def main():
                      "path_style=true"], name=f"shoal-up-{delay}")
                 return endpoint, stats, config, shoal.Client(config)
 
-            sites = {d: start_site(d) for d in COLD_DELAYS}
+            sites = {d: start_site(d) for d in (COLD_DELAYS[:1] if args.bulk_only else COLD_DELAYS)}
             _, _, config, client = sites[COLD_DELAYS[0]]
             files = {p: load_manifest(m) for p, m in manifests.items()}
             res = {}
@@ -422,42 +619,48 @@ def main():
 
             log("warming small and large")
             loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL, 1)
-            loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
-            # Every byte Python reads is checked once in this run (untimed); the timed warm epochs
-            # below read without a per-read checksum on both sides (loadgen --verify first).
-            python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL)
-            python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL, batched=True)
-            python_shoal_read(client, "/data", files["large"], list(range(large_n)), READERS_LARGE)
-            for r in range(1, args.rounds + 1):
-                log(f"warm round {r}/{args.rounds}")
-                # Epochs in a fresh random order each, as loadgen's epochs are; like loadgen, Python reads
-                # them one after another (all readers finish an epoch before the next starts) and its
-                # first epoch is not timed, as loadgen's is not.
-                rnd = random.Random(r)
-                epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(warm_epochs + 1)]
-                epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(warm_epochs + 1)]
-                sides = ["native", "python"] if r % 2 else ["python", "native"]
-                for side in sides:
-                    if side == "native":
-                        s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
-                                           r, epochs=warm_epochs + 1, verify="first")
-                        add("warm_small_native", s, b, small_n * warm_epochs)
-                        s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
-                                           epochs=warm_epochs + 1, verify="first")
-                        add("warm_large_native", s, b, large_n * warm_epochs)
-                    else:
-                        s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL)
-                        add("warm_small_python", s, b, small_n * warm_epochs)
-                        s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL, batched=True)
-                        add("warm_small_python_batched", s, b, small_n * warm_epochs)
-                        s, b = python_processes_read(config, "/data", files["small"],
-                                                     [i for e in epochs_small[1:] for i in e], READERS_SMALL)
-                        add("warm_small_python_procs", s, b, small_n * warm_epochs)
-                        s, b = python_epochs(client, files["large"], epochs_large, READERS_LARGE)
-                        add("warm_large_python", s, b, large_n * warm_epochs)
+            if args.bulk_only:
+                bulk_rows(args, config, client, manifests, files, data, work, add)
+            else:
+                loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
+                # Every byte Python reads is checked once in this run (untimed); the timed warm epochs
+                # below read without a per-read checksum on both sides (loadgen --verify first).
+                python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL)
+                python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL, batched=True)
+                python_shoal_read(client, "/data", files["large"], list(range(large_n)), READERS_LARGE)
+                for r in range(1, args.rounds + 1):
+                    log(f"warm round {r}/{args.rounds}")
+                    # Epochs in a fresh random order each, as loadgen's epochs are; like loadgen, Python reads
+                    # them one after another (all readers finish an epoch before the next starts) and its
+                    # first epoch is not timed, as loadgen's is not.
+                    rnd = random.Random(r)
+                    epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(warm_epochs + 1)]
+                    epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(warm_epochs + 1)]
+                    sides = ["native", "python"] if r % 2 else ["python", "native"]
+                    for side in sides:
+                        if side == "native":
+                            s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
+                                               r, epochs=warm_epochs + 1, verify="first")
+                            add("warm_small_native", s, b, small_n * warm_epochs)
+                            s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
+                                               epochs=warm_epochs + 1, verify="first")
+                            add("warm_large_native", s, b, large_n * warm_epochs)
+                        else:
+                            s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL)
+                            add("warm_small_python", s, b, small_n * warm_epochs)
+                            s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL, batched=True)
+                            add("warm_small_python_batched", s, b, small_n * warm_epochs)
+                            s, b = python_processes_read(config, "/data", files["small"],
+                                                         [i for e in epochs_small[1:] for i in e], READERS_SMALL)
+                            add("warm_small_python_procs", s, b, small_n * warm_epochs)
+                            s, b = python_epochs(client, files["large"], epochs_large, READERS_LARGE)
+                            add("warm_large_python", s, b, large_n * warm_epochs)
+
+                bulk_rows(args, config, client, manifests, files, data, work, add)
 
             egress = {}
-            for delay, (proxy_endpoint, stats_addr, _, site_client) in ([] if args.warm_only else sites.items()):
+            cold = [] if args.warm_only or args.bulk_only else sites.items()
+            for delay, (proxy_endpoint, stats_addr, _, site_client) in cold:
                 for r in range(1, args.rounds + 1):
                     prefix = f"cold{r}"
                     fl = files[prefix]
@@ -521,10 +724,12 @@ def report(res, egress, args):
         "|---|---|---|---|---|---|---|",
     ]
 
-    def row(workload, key, label, ref_key=None, ref_label="", eg=None):
+    def row(workload, key, label, ref_key=None, ref_label="", eg=None, ref2_key=None, ref2_label=""):
         if key not in res:
             return
         vs = f"{ratio(key, ref_key, 1):.2f}× {ref_label}" if ref_key else "reference"
+        if ref2_key:
+            vs += f"; {ratio(key, ref2_key, 1):.2f}× {ref2_label}"
         e = f"{median([x[0] for x in egress[eg]]):.2f}" if eg in egress else ""
         q = f"{median([x[1] for x in egress[eg]]):.2f}" if eg in egress else ""
         lines.append(f"| {workload} | {label} | {m(key, 0):.1f} | {m(key, 1):.1f} | {vs} | {e} | {q} |")
@@ -539,6 +744,23 @@ def report(res, egress, args):
     row("warm large shards (64 MiB, 4 readers)", "warm_large_native", "native client (loadgen)")
     row("warm large shards (64 MiB, 4 readers)", "warm_large_python", "Python readinto", "warm_large_native",
         "native (goal ≥ 0.8)")
+    w = f"warm small files, {BULK_FILES} of them shuffled, 1 process, 1 thread"
+    row(w, "bulk_native", "native client, a loop of OpenFile + Pread (loadgen, 1 reader)")
+    row(w, "bulk_loop", "Python, a loop of Client.read", "bulk_native", "native")
+    for b in BULK_BATCHES:
+        row(w, f"bulk_b{b}", f"Python, Client.read_many in batches of {b}", "bulk_loop",
+            "the read loop (goal ≥ 1.0; ≥ 0.8 at 32)" if b == 32 else "the read loop (goal ≥ 1.0)",
+            ref2_key="bulk_native", ref2_label="native")
+    w = f"warm small files, DataLoader: {LOADER_WORKERS} worker processes, batches of {LOADER_BATCH}"
+    row(w, "loader_open", "plain open() of the local source files (page cache)")
+    row(w, "loader_getitem", "ShoalMapDataset without __getitems__ (a read per item)", "loader_open", "open()")
+    row(w, "loader_getitems", "ShoalMapDataset (__getitems__: a read_many per batch)", "loader_getitem",
+        "the per-item loop (goal ≥ 1.0)", ref2_key="loader_open", ref2_label="open()")
+    w = "torch.load of a checkpoint (100 float32 tensors)"
+    row(w, "ckpt_local", "torch.load(local file, warm in the page cache)")
+    row(w, "ckpt_fsspec", "torch.load(fsspec.filesystem('shoal').open(path)), default buffer", "ckpt_local",
+        "local (goal ≥ 0.8)")
+    row(w, "ckpt_shoal_load", "shoal.torch.load(path)", "ckpt_local", "local (goal ≥ 0.8)")
     for d in COLD_DELAYS:
         w = f"cold first epoch, store {d} away (small files, 8 readers)"
         row(w, f"cold{d}_direct", "direct S3 (loadgen HTTP)", eg=f"{d}_direct")

@@ -5,10 +5,17 @@
     with fsspec.open("shoal:///data/train/x.jpg") as f: ...
 
 Paths are namespace paths ("/data/train/x.jpg", with or without "shoal://").
-Registered with fsspec when `shoal` is imported and through the package's
-fsspec.specs entry point. Writes (open "wb", pipe, put, cp, touch, mkdir, rm,
-mv) go through the client writer, write-through to the under-store; a mount
-configured read_only refuses them with PermissionError.
+fsspec finds the protocol through the package's fsspec.specs entry point, in an
+installed package (pyproject.toml) and in the build tree alike (CMake writes a
+shoal-VERSION.dist-info next to the package there), so `import shoal` is not
+needed first; importing shoal registers it too. Writes (open "wb", pipe, put,
+cp, touch, mkdir, rm, mv) go through the client writer, write-through to the
+under-store; a mount configured read_only refuses them with PermissionError.
+
+A filesystem pickles (and serialises with to_json) with the absolute path of the
+config it was opened with, never with config=None: unpickled in another process
+(a Dask or Ray worker, a DataLoader worker started by spawn) it talks to the same
+cluster, whatever SHOAL_CONFIG says there.
 """
 
 from __future__ import annotations
@@ -24,13 +31,38 @@ from .client import WRITE_BUFFER, Client
 
 
 class ShoalFileSystem(AbstractFileSystem):
+    """A Shoal cluster as an fsspec filesystem (protocol "shoal").
+
+    Reads go through the cluster's cache (``open`` gives a buffered, seekable
+    shoal.ShoalFile; ``cat_file`` reads a whole file or a range in one call); ``ls``
+    of "/" lists the mounts. Errors are the standard exceptions (FileNotFoundError,
+    PermissionError, ...), as in shoal.Client. Safe to share between threads and
+    across fork (the client opens a fresh connection set in a child).
+    """
+
     protocol = "shoal"
     root_marker = "/"
 
     def __init__(self, config=None, client=None, **kwargs):
-        """config: a Shoal config path (default $SHOAL_CONFIG); client: an existing shoal.Client."""
+        """config: a Shoal config path (default $SHOAL_CONFIG); client: an existing shoal.Client
+        (its config is the one pickled)."""
         super().__init__(config=config, **kwargs)
         self.client = client if client is not None else Client(config)
+
+    # fsspec keeps the arguments an instance was made with as storage_options (set after
+    # __init__), and pickles and serialises it from them. Stored here with the client's absolute
+    # config path in place of config=None or a client object, so that a copy in another process
+    # reaches this cluster.
+    @property
+    def storage_options(self):
+        return self._storage_options
+
+    @storage_options.setter
+    def storage_options(self, options):
+        options = dict(options)
+        options.pop("client", None)
+        options["config"] = self.client.config
+        self._storage_options = options
 
     @classmethod
     def _strip_protocol(cls, path):
