@@ -332,6 +332,20 @@ def test_errors_are_python_exceptions(client, path, exc):
         client.read(path)
 
 
+def test_open_default_buffer_is_read_buffer(cluster, client):
+    # A record reader's small header read fills READ_BUFFER (64 KiB) in one request; peek shows the
+    # buffer filled by one read.
+    name = "big/shard-1.bin"
+    with client.open(cluster.path(name)) as f:
+        f.seek(1024 * 1024 + 100)
+        got = f.peek(1)
+        assert len(got) == shoal.client.READ_BUFFER == 64 * 1024
+        assert got == cluster.files[name][1024 * 1024 + 100:][:64 * 1024]
+    with client.open(cluster.path(name), buffering=16384) as f:
+        f.seek(5000)
+        assert len(f.peek(1)) == 16384
+
+
 def test_open_directory_is_isadirectoryerror(client):
     with pytest.raises(IsADirectoryError):
         client.open("/data/train")
