@@ -27,6 +27,7 @@ from . import _shoal
 FileStatus = _shoal.FileStatus
 WorkerStatus = _shoal.WorkerStatus
 MountInfo = _shoal.MountInfo
+ClientStats = _shoal.ClientStats
 WRITE_BUFFER = 8 << 20  # a ShoalWriter's buffer: small writes are gathered into parts this size
 # A ShoalFile's default buffer. Record formats (a torch.save zip, tar, parquet) are read as a seek,
 # a small header read that fills the buffer, then the record's bytes, which io.BufferedReader
@@ -304,7 +305,7 @@ class Client:
         """The mount table (MountInfo)."""
         return self._client().mounts()
 
-    def stats(self):
+    def stats(self) -> ClientStats:
         """Counters of this process's client (bytes from workers, from the store, ...)."""
         return self._client().stats()
 

@@ -557,43 +557,75 @@ PYBIND11_MODULE(_shoal, m) {
   using namespace shoal::python;
   m.doc() = "Shoal's C++ client library; use the `shoal` package, not this module.";
 
-  py::class_<FileStatus>(m, "FileStatus")
-      .def_readonly("path", &FileStatus::path)
+  py::class_<FileStatus>(m, "FileStatus",
+                         "A file's or directory's status (Client.stat, Client.ls): its namespace path, size, "
+                         "mtime and version (the ETag, or \"<mtime_ns>-<size>\"; empty for a directory). Every "
+                         "byte a file opened at a version returns comes from that version.")
+      .def_readonly("path", &FileStatus::path, "The namespace path (\"/data/train/x.jpg\").")
       .def_readonly("is_dir", &FileStatus::is_dir)
-      .def_readonly("size", &FileStatus::size)
-      .def_readonly("mtime_ns", &FileStatus::mtime_ns)
-      .def_readonly("version", &FileStatus::version)
+      .def_readonly("size", &FileStatus::size, "Bytes (0 for a directory).")
+      .def_readonly("mtime_ns", &FileStatus::mtime_ns, "Modification time, nanoseconds since the epoch.")
+      .def_readonly("version", &FileStatus::version, "The ETag, or \"<mtime_ns>-<size>\"; \"\" for a directory.")
       .def("__repr__", &Repr);
 
-  py::class_<WorkerStatus>(m, "WorkerStatus")
-      .def_readonly("address", &WorkerStatus::address)
+  py::class_<WorkerStatus>(m, "WorkerStatus",
+                           "One worker of the cluster as this client sees it (Client.status()): whether it "
+                           "answers, and its cache's size and hits. A worker that is down has up=False and "
+                           "the reason in `error`; its other fields are then 0.")
+      .def_readonly("address", &WorkerStatus::address, "host:port")
       .def_readonly("up", &WorkerStatus::up)
-      .def_readonly("error", &WorkerStatus::error)
+      .def_readonly("error", &WorkerStatus::error, "Why it is down (\"\" when up).")
       .def_readonly("cache_used_bytes", &WorkerStatus::cache_used_bytes)
-      .def_readonly("cache_capacity_bytes", &WorkerStatus::cache_capacity_bytes)
-      .def_readonly("cache_effective_capacity_bytes", &WorkerStatus::cache_effective_capacity_bytes)
-      .def_readonly("hit_bytes", &WorkerStatus::hit_bytes)
-      .def_readonly("miss_bytes", &WorkerStatus::miss_bytes)
-      .def_readonly("ufs_read_bytes", &WorkerStatus::ufs_read_bytes)
-      .def_property_readonly("hit_ratio", &WorkerStatus::hit_ratio)
+      .def_readonly("cache_capacity_bytes", &WorkerStatus::cache_capacity_bytes, "As configured.")
+      .def_readonly("cache_effective_capacity_bytes", &WorkerStatus::cache_effective_capacity_bytes,
+                    "What its disks can hold now (less than configured when they fill).")
+      .def_readonly("hit_bytes", &WorkerStatus::hit_bytes, "Bytes served from its cache.")
+      .def_readonly("miss_bytes", &WorkerStatus::miss_bytes, "Bytes it had to fetch for a reader.")
+      .def_readonly("ufs_read_bytes", &WorkerStatus::ufs_read_bytes, "Bytes it read from the under-store.")
+      .def_property_readonly("hit_ratio", &WorkerStatus::hit_ratio, "hit_bytes / (hit_bytes + miss_bytes), 0 if none.")
       .def("__repr__", [](const WorkerStatus& w) {
         return "WorkerStatus(address='" + w.address + "', up=" + (w.up ? "True" : "False") + ")";
       });
 
-  py::class_<MountInfo>(m, "MountInfo")
-      .def_readonly("path", &MountInfo::path)
-      .def_readonly("ufs", &MountInfo::ufs)
-      .def_readonly("consistency", &MountInfo::consistency)
+  py::class_<MountInfo>(m, "MountInfo",
+                        "One entry of the mount table (Client.mounts()): a namespace path, the under-store "
+                        "URI it maps to, its consistency mode and whether it refuses writes.")
+      .def_readonly("path", &MountInfo::path, "The namespace path (\"/data\").")
+      .def_readonly("ufs", &MountInfo::ufs, "The under-store URI (\"s3://bucket/prefix/\").")
+      .def_readonly("consistency", &MountInfo::consistency, "\"immutable\", \"ttl=60s\" or \"always\".")
       .def_readonly("read_only", &MountInfo::read_only)
       .def("__repr__", [](const MountInfo& i) { return "MountInfo(path='" + i.path + "', ufs='" + i.ufs + "')"; });
 
-  py::class_<ClientStats>(m, "ClientStats")
-      .def_readonly("worker_read_bytes", &ClientStats::worker_read_bytes)
-      .def_readonly("fallback_read_bytes", &ClientStats::fallback_read_bytes)
-      .def_readonly("worker_failures", &ClientStats::worker_failures)
-      .def_readonly("local_read_bytes", &ClientStats::local_read_bytes)
-      .def_readonly("local_corrupt_reads", &ClientStats::local_corrupt_reads)
-      .def_readonly("local_file_bytes", &ClientStats::local_file_bytes);
+  // ClientStats' fields, in the order of include/shoal/client.h; its repr lists them all.
+  static const std::vector<std::pair<const char*, uint64_t ClientStats::*>> kStatsFields = {
+      {"worker_read_bytes", &ClientStats::worker_read_bytes},
+      {"fallback_read_bytes", &ClientStats::fallback_read_bytes},
+      {"worker_failures", &ClientStats::worker_failures},
+      {"local_read_bytes", &ClientStats::local_read_bytes},
+      {"local_corrupt_reads", &ClientStats::local_corrupt_reads},
+      {"cache_pushed_bytes", &ClientStats::cache_pushed_bytes},
+      {"cache_push_failures", &ClientStats::cache_push_failures},
+      {"write_backs", &ClientStats::write_backs},
+      {"write_back_fallbacks", &ClientStats::write_back_fallbacks},
+      {"fallback_throttled_waits", &ClientStats::fallback_throttled_waits},
+      {"fallback_rate_limited", &ClientStats::fallback_rate_limited},
+      {"hot_spread_reads", &ClientStats::hot_spread_reads},
+      {"local_file_bytes", &ClientStats::local_file_bytes},
+  };
+  py::class_<ClientStats> stats(m, "ClientStats",
+                                "Counters of this process's client since it was opened (Client.stats()), as "
+                                "include/shoal/client.h describes them: bytes read from workers "
+                                "(worker_read_bytes; local_read_bytes of them through the same-host short "
+                                "circuit), from the under-store when workers failed (fallback_read_bytes), "
+                                "failures, and the cache-through and write-back writers' counts.");
+  for (const auto& [name, field] : kStatsFields) stats.def_readonly(name, field);
+  stats.def("__repr__", [](const ClientStats& s) {
+    std::string out = "ClientStats(";
+    for (size_t i = 0; i < kStatsFields.size(); ++i) {
+      out += (i ? ", " : "") + std::string(kStatsFields[i].first) + "=" + std::to_string(s.*kStatsFields[i].second);
+    }
+    return out + ")";
+  });
 
   py::class_<FileHandle>(m, "File")
       .def_property_readonly("status", &FileHandle::status, py::return_value_policy::copy)
