@@ -290,6 +290,41 @@ def sub_manifest(manifest, files, picked, path):
             f.write(f"{name}\t{size}\t{h:016x}\n")
 
 
+def _bulk_child(config, files, orders, batch, results):
+    """python_bulk_read in a fresh interpreter (spawned): see bulk_in_fresh_process."""
+    try:
+        import shoal
+
+        results.send(python_bulk_read(shoal.Client(config), files, orders, batch) + (None,))
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        results.send((0, 0, repr(e)))
+
+
+def bulk_in_fresh_process(config, files, orders, batch):
+    """python_bulk_read in a new interpreter (multiprocessing spawn), whose memory allocator has seen
+    nothing but this reader. A process that has freed a large block (this one made the checkpoint)
+    has glibc thresholds raised high enough to hide what a batch's memory costs a reader that never
+    did: the issue-32 cliff of read_many did not show in this process at all."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_bulk_child, args=(config, files, orders, batch, sender))
+    p.start()
+    try:
+        if not receiver.poll(600):
+            raise RuntimeError("bulk reader process gave no result in 600 s")
+        secs, nbytes, err = receiver.recv()
+    finally:
+        p.join(timeout=60)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    if err:
+        raise RuntimeError(f"bulk reader process failed: {err}")
+    return secs, nbytes
+
+
 def python_bulk_read(client, files, orders, batch, verify=False):
     """One process, one thread: each order of `orders` read whole with a loop of Client.read (batch 0)
     or Client.read_many in batches of `batch`; -> (secs summed over the orders after the first, bytes).
@@ -318,6 +353,28 @@ def python_bulk_read(client, files, orders, batch, verify=False):
     return secs, nbytes
 
 
+_per_item_class = None
+
+
+def _PerItemDataset():
+    """ShoalMapDataset without __getitems__: DataLoader then fetches a batch item by item. A class of
+    this module (for spawned DataLoader workers), made on first use (torch is imported only then)."""
+    global _per_item_class
+    if _per_item_class is None:
+        from shoal.torch import ShoalMapDataset
+
+        _per_item_class = type("PerItemDataset", (ShoalMapDataset,), {"__getitems__": None,
+                                                                       "__module__": __name__})
+        globals()["PerItemDataset"] = _per_item_class
+    return _per_item_class
+
+
+def __getattr__(name):  # a spawned DataLoader worker unpickling PerItemDataset
+    if name == "PerItemDataset":
+        return _PerItemDataset()
+    raise AttributeError(name)
+
+
 class _LocalFiles:
     """A map dataset over local files read with plain open(): the reference for the DataLoader rows."""
 
@@ -333,10 +390,11 @@ class _LocalFiles:
 
 
 def loader_epochs(kind, config, data_dir, files, seed, epochs):
-    """A PyTorch DataLoader with LOADER_WORKERS forked workers and batches of LOADER_BATCH over the
+    """A PyTorch DataLoader with LOADER_WORKERS spawned workers (a fresh allocator each, see
+    bulk_in_fresh_process) and batches of LOADER_BATCH over the
     small files in a shuffled order: `kind` "getitems" (ShoalMapDataset: one read_many per batch),
     "getitem" (the same dataset without __getitems__: a loop of Client.read per batch) or "open"
-    (plain open() of the local source files, warm in the page cache). Items are the file sizes (the
+    (plain open() of the local source files, warm in the page cache). Items are the file sizes (the builtin len as
     transform), so the bytes are not pickled back to the parent; every epoch's sizes are checked.
     -> (secs of the epochs after the first, bytes)."""
     import torch.utils.data
@@ -349,19 +407,14 @@ def loader_epochs(kind, config, data_dir, files, seed, epochs):
         ds = _LocalFiles([os.path.join(data_dir, n) for n, _, _ in files])
         expected = [s for _, s, _ in files]
     else:
-        cls = ShoalMapDataset
-        if kind == "getitem":
-            class PerItem(ShoalMapDataset):
-                __getitems__ = None  # DataLoader then fetches a batch item by item (__getitem__)
-
-            cls = PerItem
+        cls = _PerItemDataset() if kind == "getitem" else ShoalMapDataset
         ds = cls([f"/data/{n}" for n, _, _ in files], transform=len, client=shoal.Client(config))
         expected = [sizes[p] for p in ds.paths]
     g = torch.Generator()
     g.manual_seed(seed)
     loader = torch.utils.data.DataLoader(ds, batch_size=LOADER_BATCH, shuffle=True, generator=g,
                                          num_workers=LOADER_WORKERS, persistent_workers=True,
-                                         multiprocessing_context="fork", collate_fn=list)
+                                         multiprocessing_context="spawn", collate_fn=list)
     secs = nbytes = 0
     try:
         for e in range(epochs + 1):
@@ -402,7 +455,7 @@ def bulk_rows(args, config, client, manifests, files, data_dir, work, add):
                                    verify="first")
                 add("bulk_native", s, b, nfiles * BULK_PASSES)
             else:
-                s, b = python_bulk_read(client, small, orders, 0 if side == "loop" else int(side[1:]))
+                s, b = bulk_in_fresh_process(config, small, orders, 0 if side == "loop" else int(side[1:]))
                 add(f"bulk_{side}", s, b, nfiles * BULK_PASSES)
         kinds = ["getitems", "getitem", "open"]
         rnd.shuffle(kinds)
@@ -430,37 +483,88 @@ def make_checkpoint(data_dir, total_bytes):
     return path
 
 
-def checkpoint_rows(args, client, data_dir, add):
-    """torch.load of the checkpoint: a local warm file (reference), torch.load(fs.open(path)) with the
-    default buffer, and shoal.torch.load; every load compared with the local one the first time."""
+def _checkpoint_loaders(config, local, shoal_path):
+    """name -> a function doing one torch.load of the checkpoint that way."""
     import fsspec
     import torch
 
+    import shoal
     import shoal.torch
 
-    local = os.path.join(data_dir, CHECKPOINT_NAME)
-    size = os.path.getsize(local)
-    fs = fsspec.filesystem("shoal", config=client.config)
-    shoal_path = f"/data/{CHECKPOINT_NAME}"
-    client.warm(shoal_path)
-    loads = {
+    client = shoal.Client(config)
+    fs = fsspec.filesystem("shoal", config=config)
+    return {
         "local": lambda: torch.load(local),
         "fsspec": lambda: torch.load(fs.open(shoal_path)),
         "shoal_load": lambda: shoal.torch.load(shoal_path, client=client),
+        "buf8k": lambda: torch.load(client.open(shoal_path, buffering=8 << 10)),
+        "buf4m": lambda: torch.load(client.open(shoal_path, buffering=4 << 20)),
     }
+
+
+def _checkpoint_child(name, config, local, shoal_path, results):
+    try:
+        load = _checkpoint_loaders(config, local, shoal_path)[name]
+        t0 = time.perf_counter()
+        load()
+        results.send((time.perf_counter() - t0, None))
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        results.send((0, repr(e)))
+
+
+def checkpoint_in_fresh_process(name, config, local, shoal_path):
+    """One torch.load in a new interpreter (spawn), timed there: a restore, every tensor's memory
+    new to the process."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_checkpoint_child, args=(name, config, local, shoal_path, sender))
+    p.start()
+    try:
+        if not receiver.poll(600):
+            raise RuntimeError("checkpoint process gave no result in 600 s")
+        secs, err = receiver.recv()
+    finally:
+        p.join(timeout=60)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    if err:
+        raise RuntimeError(f"torch.load ({name}) failed: {err}")
+    return secs
+
+
+def checkpoint_rows(args, client, data_dir, add):
+    """torch.load of the checkpoint: a local warm file (reference), torch.load(fs.open(path)) with the
+    default buffer, shoal.torch.load, and the buffers before issue 32 (io's 8 KiB default, and the 4 MiB
+    shoal.torch.load used); each in a fresh process, and again in this one (its later loads reuse the
+    memory of earlier ones). Every way compared with the local load, tensor by tensor, once."""
+    import torch
+
+    local = os.path.join(data_dir, CHECKPOINT_NAME)
+    size = os.path.getsize(local)
+    shoal_path = f"/data/{CHECKPOINT_NAME}"
+    step = 8 << 20  # warmed in 8 MiB ranges from 8 threads: the emulator caps each connection
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda off: client.read(shoal_path, off, step), range(0, size, step)))
+    loads = _checkpoint_loaders(client.config, local, shoal_path)
     ref = loads["local"]()
     for name, load in loads.items():
         got = load()
         if got.keys() != ref.keys() or not all(torch.equal(got[k], ref[k]) for k in ref):
             raise RuntimeError(f"torch.load ({name}) of the checkpoint differs from the local file")
+    del ref, got
     for r in range(1, args.rounds + 1):
         log(f"checkpoint round {r}/{args.rounds}")
         names = list(loads)
         random.Random(400 + r).shuffle(names)
         for name in names:
+            add(f"ckpt_fresh_{name}", checkpoint_in_fresh_process(name, client.config, local, shoal_path), size, 1)
+        for name in names:
             t0 = time.perf_counter()
             loads[name]()
-            add(f"ckpt_{name}", time.perf_counter() - t0, size, 1)
+            add(f"ckpt_same_{name}", time.perf_counter() - t0, size, 1)
 
 
 def boto3_read(endpoint, files, order, readers):
@@ -756,11 +860,15 @@ def report(res, egress, args):
     row(w, "loader_getitem", "ShoalMapDataset without __getitems__ (a read per item)", "loader_open", "open()")
     row(w, "loader_getitems", "ShoalMapDataset (__getitems__: a read_many per batch)", "loader_getitem",
         "the per-item loop (goal ≥ 1.0)", ref2_key="loader_open", ref2_label="open()")
-    w = "torch.load of a checkpoint (100 float32 tensors)"
-    row(w, "ckpt_local", "torch.load(local file, warm in the page cache)")
-    row(w, "ckpt_fsspec", "torch.load(fsspec.filesystem('shoal').open(path)), default buffer", "ckpt_local",
-        "local (goal ≥ 0.8)")
-    row(w, "ckpt_shoal_load", "shoal.torch.load(path)", "ckpt_local", "local (goal ≥ 0.8)")
+    for where, what in (("fresh", "each load in a fresh process"), ("same", "loads repeated in one process")):
+        w = f"torch.load of a {'100 MB' if args.quick else '500 MB'} checkpoint (100 float32 tensors), {what}"
+        ref = f"ckpt_{where}_local"
+        row(w, ref, "torch.load(local file, warm in the page cache)")
+        row(w, f"ckpt_{where}_fsspec", "torch.load(fsspec.filesystem('shoal').open(path)), default buffer (64 KiB)",
+            ref, "local (goal ≥ 0.8)")
+        row(w, f"ckpt_{where}_shoal_load", "shoal.torch.load(path) (64 KiB buffer)", ref, "local (goal ≥ 0.8)")
+        row(w, f"ckpt_{where}_buf8k", "torch.load(client.open(path)) with 8 KiB, the default before", ref, "local")
+        row(w, f"ckpt_{where}_buf4m", "the same with 4 MiB, shoal.torch.load's before", ref, "local")
     for d in COLD_DELAYS:
         w = f"cold first epoch, store {d} away (small files, 8 readers)"
         row(w, f"cold{d}_direct", "direct S3 (loadgen HTTP)", eg=f"{d}_direct")
