@@ -433,6 +433,9 @@ def loader_epochs(kind, config, data_dir, files, seed, epochs):
 def bulk_rows(args, config, client, manifests, files, data_dir, work, add):
     """The batch API beside the loop it replaces (1 process; 8 DataLoader worker processes), and
     torch.load of a checkpoint beside a local file."""
+    if args.checkpoint_only:
+        checkpoint_rows(args, client, data_dir, add)
+        return
     small = files["small"]
     picked = random.Random(5).sample(range(len(small)), min(BULK_FILES, len(small)))
     sub = os.path.join(work, "bulk.manifest")
@@ -655,6 +658,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", help="also write the markdown section to this file")
     ap.add_argument("--warm-only", action="store_true", help="only the warm rows (no cold epochs): for profiling")
+    ap.add_argument("--checkpoint-only", action="store_true", help="with --bulk-only: only the torch.load rows")
     ap.add_argument("--bulk-only", action="store_true",
                     help="only the batch-API and torch.load rows (read_many vs read, DataLoader, checkpoint)")
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
