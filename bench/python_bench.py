@@ -325,6 +325,12 @@ def bulk_in_fresh_process(config, files, orders, batch):
     return secs, nbytes
 
 
+def shoal_client(config):
+    import shoal
+
+    return shoal.Client(config)
+
+
 def python_bulk_read(client, files, orders, batch, verify=False):
     """One process, one thread: each order of `orders` read whole with a loop of Client.read (batch 0)
     or Client.read_many in batches of `batch`; -> (secs summed over the orders after the first, bytes).
@@ -445,15 +451,28 @@ def bulk_rows(args, config, client, manifests, files, data_dir, work, add):
     for b in BULK_BATCHES:
         python_bulk_read(client, small, [picked], b, verify=True)
     loadgen_run(args.build, sub, f"shoal:{config}:", "whole", 1, 1)  # verified
+    # The same client config with the short circuit off: every read over TCP to the workers.
+    import yaml
+
+    with open(config) as f:
+        tcp = yaml.safe_load(f)
+    tcp.setdefault("client", {})["short_circuit"] = False
+    tcp_config = os.path.join(work, "client-tcp.yaml")
+    with open(tcp_config, "w") as f:
+        yaml.safe_dump(tcp, f)
+    python_bulk_read(shoal_client(tcp_config), small, [picked], 32, verify=True)
     nfiles = len(picked)
     for r in range(1, args.rounds + 1):
         log(f"bulk round {r}/{args.rounds}")
         rnd = random.Random(200 + r)
         orders = [rnd.sample(picked, nfiles) for _ in range(BULK_PASSES + 1)]
-        sides = ["native", "loop"] + [f"b{b}" for b in BULK_BATCHES]
+        sides = ["native", "loop"] + [f"b{b}" for b in BULK_BATCHES] + ["tcp_loop", "tcp_b32"]
         rnd.shuffle(sides)
         for side in sides:
-            if side == "native":
+            if side.startswith("tcp_"):
+                s, b = bulk_in_fresh_process(tcp_config, small, orders, 0 if side == "tcp_loop" else 32)
+                add(f"bulk_{side}", s, b, nfiles * BULK_PASSES)
+            elif side == "native":
                 s, b = loadgen_run(args.build, sub, f"shoal:{config}:", "whole", 1, 200 + r, epochs=BULK_PASSES + 1,
                                    verify="first")
                 add("bulk_native", s, b, nfiles * BULK_PASSES)
@@ -859,6 +878,9 @@ def report(res, egress, args):
         row(w, f"bulk_b{b}", f"Python, Client.read_many in batches of {b}", "bulk_loop",
             "the read loop (goal ≥ 1.0; ≥ 0.8 at 32)" if b == 32 else "the read loop (goal ≥ 1.0)",
             ref2_key="bulk_native", ref2_label="native")
+    w = f"warm small files, {BULK_FILES} of them shuffled, 1 process, 1 thread, over TCP (short circuit off)"
+    row(w, "bulk_tcp_loop", "Python, a loop of Client.read")
+    row(w, "bulk_tcp_b32", "Python, Client.read_many in batches of 32", "bulk_tcp_loop", "the read loop (goal ≥ 1.0)")
     w = f"warm small files, DataLoader: {LOADER_WORKERS} worker processes, batches of {LOADER_BATCH}"
     row(w, "loader_open", "plain open() of the local source files (page cache)")
     row(w, "loader_getitem", "ShoalMapDataset without __getitems__ (a read per item)", "loader_open", "open()")
