@@ -272,6 +272,323 @@ def python_processes_read(config, prefix, files, order, nprocs):
     return max(g[1] for g in got) - min(g[0] for g in got), sum(g[2] for g in got)
 
 
+BULK_FILES = 512  # of the small set, in a shuffled order (issue 32: 512 of 2,000 warm files)
+BULK_BATCHES = [1, 8, 32, 64]
+BULK_PASSES = 4  # over the BULK_FILES per measurement, after one untimed pass
+LOADER_WORKERS, LOADER_BATCH = 8, 32
+
+
+def sub_manifest(manifest, files, picked, path):
+    """A loadgen manifest of the files `picked` (indices into `files`): the native side reads exactly
+    the files Python reads."""
+    with open(manifest) as f:
+        header = f.readline()
+    with open(path, "w") as f:
+        f.write(header)
+        for i in picked:
+            name, size, h = files[i]
+            f.write(f"{name}\t{size}\t{h:016x}\n")
+
+
+def _bulk_child(config, files, orders, batch, results):
+    """python_bulk_read in a fresh interpreter (spawned): see bulk_in_fresh_process."""
+    try:
+        import shoal
+
+        results.send(python_bulk_read(shoal.Client(config), files, orders, batch) + (None,))
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        results.send((0, 0, repr(e)))
+
+
+def bulk_in_fresh_process(config, files, orders, batch):
+    """python_bulk_read in a new interpreter (multiprocessing spawn), whose memory allocator has seen
+    nothing but this reader. A process that has freed a large block (this one made the checkpoint)
+    has glibc thresholds raised high enough to hide what a batch's memory costs a reader that never
+    did: the issue-32 cliff of read_many did not show in this process at all."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_bulk_child, args=(config, files, orders, batch, sender))
+    p.start()
+    try:
+        if not receiver.poll(600):
+            raise RuntimeError("bulk reader process gave no result in 600 s")
+        secs, nbytes, err = receiver.recv()
+    finally:
+        p.join(timeout=60)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    if err:
+        raise RuntimeError(f"bulk reader process failed: {err}")
+    return secs, nbytes
+
+
+def shoal_client(config):
+    import shoal
+
+    return shoal.Client(config)
+
+
+def python_bulk_read(client, files, orders, batch, verify=False):
+    """One process, one thread: each order of `orders` read whole with a loop of Client.read (batch 0)
+    or Client.read_many in batches of `batch`; -> (secs summed over the orders after the first, bytes).
+    Sizes always checked; verify=True checks every file's xxh3 (an untimed pass)."""
+    import xxhash
+
+    secs = nbytes = 0
+    for e, order in enumerate(orders):
+        paths = [f"/data/{files[i][0]}" for i in order]
+        t0 = time.perf_counter()
+        if batch == 0:
+            got = [len(client.read(p)) for p in paths] if not verify else [client.read(p) for p in paths]
+        else:
+            got = []
+            for j in range(0, len(paths), batch):
+                part = client.read_many(paths[j:j + batch])
+                got += part if verify else [len(d) for d in part]
+        t = time.perf_counter() - t0
+        for i, g in zip(order, got):
+            name, size, h = files[i]
+            n = len(g) if verify else g
+            if n != size or (verify and xxhash.xxh3_64_intdigest(g) != h):
+                raise RuntimeError(f"{name}: read {n} bytes (batch {batch}), expected {size} with xxh3 {h:016x}")
+        if e > 0:
+            secs, nbytes = secs + t, nbytes + sum(files[i][1] for i in order)
+    return secs, nbytes
+
+
+_per_item_class = None
+
+
+def _PerItemDataset():
+    """ShoalMapDataset without __getitems__: DataLoader then fetches a batch item by item. A class of
+    this module (for spawned DataLoader workers), made on first use (torch is imported only then)."""
+    global _per_item_class
+    if _per_item_class is None:
+        from shoal.torch import ShoalMapDataset
+
+        _per_item_class = type("PerItemDataset", (ShoalMapDataset,), {"__getitems__": None,
+                                                                       "__module__": __name__})
+        globals()["PerItemDataset"] = _per_item_class
+    return _per_item_class
+
+
+def __getattr__(name):  # a spawned DataLoader worker unpickling PerItemDataset
+    if name == "PerItemDataset":
+        return _PerItemDataset()
+    raise AttributeError(name)
+
+
+class _LocalFiles:
+    """A map dataset over local files read with plain open(): the reference for the DataLoader rows."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with open(self.paths[i], "rb") as f:
+            return len(f.read())
+
+
+def loader_epochs(kind, config, data_dir, files, seed, epochs):
+    """A PyTorch DataLoader with LOADER_WORKERS spawned workers (a fresh allocator each, see
+    bulk_in_fresh_process) and batches of LOADER_BATCH over the
+    small files in a shuffled order: `kind` "getitems" (ShoalMapDataset: one read_many per batch),
+    "getitem" (the same dataset without __getitems__: a loop of Client.read per batch) or "open"
+    (plain open() of the local source files, warm in the page cache). Items are the file sizes (the builtin len as
+    transform), so the bytes are not pickled back to the parent; every epoch's sizes are checked.
+    -> (secs of the epochs after the first, bytes)."""
+    import torch.utils.data
+
+    import shoal
+    from shoal.torch import ShoalMapDataset
+
+    sizes = {f"/data/{n}": s for n, s, _ in files}
+    if kind == "open":
+        ds = _LocalFiles([os.path.join(data_dir, n) for n, _, _ in files])
+        expected = [s for _, s, _ in files]
+    else:
+        cls = _PerItemDataset() if kind == "getitem" else ShoalMapDataset
+        ds = cls([f"/data/{n}" for n, _, _ in files], transform=len, client=shoal.Client(config))
+        expected = [sizes[p] for p in ds.paths]
+    g = torch.Generator()
+    g.manual_seed(seed)
+    loader = torch.utils.data.DataLoader(ds, batch_size=LOADER_BATCH, shuffle=True, generator=g,
+                                         num_workers=LOADER_WORKERS, persistent_workers=True,
+                                         multiprocessing_context="spawn", collate_fn=list)
+    secs = nbytes = 0
+    try:
+        for e in range(epochs + 1):
+            t0 = time.perf_counter()
+            got = [n for b in loader for n in b]
+            t = time.perf_counter() - t0
+            if sorted(got) != sorted(expected):
+                raise RuntimeError(f"DataLoader ({kind}) returned wrong sizes")
+            if e > 0:
+                secs, nbytes = secs + t, nbytes + sum(got)
+    finally:
+        del loader  # its workers end with it
+    return secs, nbytes
+
+
+def bulk_rows(args, config, client, manifests, files, data_dir, work, add):
+    """The batch API beside the loop it replaces (1 process; 8 DataLoader worker processes), and
+    torch.load of a checkpoint beside a local file."""
+    if args.checkpoint_only:
+        checkpoint_rows(args, client, data_dir, add)
+        return
+    small = files["small"]
+    picked = random.Random(5).sample(range(len(small)), min(BULK_FILES, len(small)))
+    sub = os.path.join(work, "bulk.manifest")
+    sub_manifest(manifests["small"], small, picked, sub)
+    log("bulk: verified pass of read and read_many")
+    python_bulk_read(client, small, [picked], 0, verify=True)
+    for b in BULK_BATCHES:
+        python_bulk_read(client, small, [picked], b, verify=True)
+    loadgen_run(args.build, sub, f"shoal:{config}:", "whole", 1, 1)  # verified
+    # The same client config with the short circuit off: every read over TCP to the workers.
+    import yaml
+
+    with open(config) as f:
+        tcp = yaml.safe_load(f)
+    tcp.setdefault("client", {})["short_circuit"] = False
+    tcp_config = os.path.join(work, "client-tcp.yaml")
+    with open(tcp_config, "w") as f:
+        yaml.safe_dump(tcp, f)
+    python_bulk_read(shoal_client(tcp_config), small, [picked], 32, verify=True)
+    nfiles = len(picked)
+    for r in range(1, args.rounds + 1):
+        log(f"bulk round {r}/{args.rounds}")
+        rnd = random.Random(200 + r)
+        orders = [rnd.sample(picked, nfiles) for _ in range(BULK_PASSES + 1)]
+        sides = ["native", "loop"] + [f"b{b}" for b in BULK_BATCHES] + ["tcp_loop", "tcp_b32"]
+        rnd.shuffle(sides)
+        for side in sides:
+            if side.startswith("tcp_"):
+                s, b = bulk_in_fresh_process(tcp_config, small, orders, 0 if side == "tcp_loop" else 32)
+                add(f"bulk_{side}", s, b, nfiles * BULK_PASSES)
+            elif side == "native":
+                s, b = loadgen_run(args.build, sub, f"shoal:{config}:", "whole", 1, 200 + r, epochs=BULK_PASSES + 1,
+                                   verify="first")
+                add("bulk_native", s, b, nfiles * BULK_PASSES)
+            else:
+                s, b = bulk_in_fresh_process(config, small, orders, 0 if side == "loop" else int(side[1:]))
+                add(f"bulk_{side}", s, b, nfiles * BULK_PASSES)
+        kinds = ["getitems", "getitem", "open"]
+        rnd.shuffle(kinds)
+        for kind in kinds:
+            s, b = loader_epochs(kind, config, data_dir, small, 300 + r, 2)
+            add(f"loader_{kind}", s, b, len(small) * 2)
+    checkpoint_rows(args, client, data_dir, add)
+
+
+CHECKPOINT_NAME = "ckpt/model.pt"
+
+
+def make_checkpoint(data_dir, total_bytes):
+    """A torch.save of a state dict of random float32 tensors, about total_bytes, in the data dir
+    (uploaded with the datasets): 100 tensors, as a model's layers."""
+    import torch
+
+    g = torch.Generator()
+    g.manual_seed(7)
+    n = max(1, total_bytes // 4 // 100)
+    state = {f"layer{i}.weight": torch.rand(n, generator=g) for i in range(100)}
+    path = os.path.join(data_dir, CHECKPOINT_NAME)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    torch.save(state, path)
+    return path
+
+
+def _checkpoint_loaders(config, local, shoal_path):
+    """name -> a function doing one torch.load of the checkpoint that way."""
+    import fsspec
+    import torch
+
+    import shoal
+    import shoal.torch
+
+    client = shoal.Client(config)
+    fs = fsspec.filesystem("shoal", config=config)
+    return {
+        "local": lambda: torch.load(local),
+        "fsspec": lambda: torch.load(fs.open(shoal_path)),
+        "shoal_load": lambda: shoal.torch.load(shoal_path, client=client),
+        "buf8k": lambda: torch.load(client.open(shoal_path, buffering=8 << 10)),
+        "buf4m": lambda: torch.load(client.open(shoal_path, buffering=4 << 20)),
+    }
+
+
+def _checkpoint_child(name, config, local, shoal_path, results):
+    try:
+        load = _checkpoint_loaders(config, local, shoal_path)[name]
+        t0 = time.perf_counter()
+        load()
+        results.send((time.perf_counter() - t0, None))
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        results.send((0, repr(e)))
+
+
+def checkpoint_in_fresh_process(name, config, local, shoal_path):
+    """One torch.load in a new interpreter (spawn), timed there: a restore, every tensor's memory
+    new to the process."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_checkpoint_child, args=(name, config, local, shoal_path, sender))
+    p.start()
+    try:
+        if not receiver.poll(600):
+            raise RuntimeError("checkpoint process gave no result in 600 s")
+        secs, err = receiver.recv()
+    finally:
+        p.join(timeout=60)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    if err:
+        raise RuntimeError(f"torch.load ({name}) failed: {err}")
+    return secs
+
+
+def checkpoint_rows(args, client, data_dir, add):
+    """torch.load of the checkpoint: a local warm file (reference), torch.load(fs.open(path)) with the
+    default buffer, shoal.torch.load, and the buffers before issue 32 (io's 8 KiB default, and the 4 MiB
+    shoal.torch.load used); each in a fresh process, and again in this one (its later loads reuse the
+    memory of earlier ones). Every way compared with the local load, tensor by tensor, once."""
+    import torch
+
+    local = os.path.join(data_dir, CHECKPOINT_NAME)
+    size = os.path.getsize(local)
+    shoal_path = f"/data/{CHECKPOINT_NAME}"
+    step = 8 << 20  # warmed in 8 MiB ranges from 8 threads: the emulator caps each connection
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda off: client.read(shoal_path, off, step), range(0, size, step)))
+    loads = _checkpoint_loaders(client.config, local, shoal_path)
+    ref = loads["local"]()
+    for name, load in loads.items():
+        got = load()
+        if got.keys() != ref.keys() or not all(torch.equal(got[k], ref[k]) for k in ref):
+            raise RuntimeError(f"torch.load ({name}) of the checkpoint differs from the local file")
+    del ref, got
+    for r in range(1, args.rounds + 1):
+        log(f"checkpoint round {r}/{args.rounds}")
+        names = list(loads)
+        random.Random(400 + r).shuffle(names)
+        for name in names:
+            add(f"ckpt_fresh_{name}", checkpoint_in_fresh_process(name, client.config, local, shoal_path), size, 1)
+        for name in names:
+            t0 = time.perf_counter()
+            loads[name]()
+            add(f"ckpt_same_{name}", time.perf_counter() - t0, size, 1)
+
+
 def boto3_read(endpoint, files, order, readers):
     """Whole files with boto3 GetObject, one client shared by `readers` threads; verified."""
     import boto3
@@ -360,6 +677,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", help="also write the markdown section to this file")
     ap.add_argument("--warm-only", action="store_true", help="only the warm rows (no cold epochs): for profiling")
+    ap.add_argument("--checkpoint-only", action="store_true", help="with --bulk-only: only the torch.load rows")
+    ap.add_argument("--bulk-only", action="store_true",
+                    help="only the batch-API and torch.load rows (read_many vs read, DataLoader, checkpoint)")
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--cache-fs", choices=["here", "ext4"], default="here",
                     help="the workers' caches under the work dir (here), or on a journaled ext4 made for the run")
@@ -389,13 +709,17 @@ def main():
 
             log("making datasets")
             gen("small", small_n, "110KiB", "150KiB", 31)
-            gen("large", large_n, large_size, large_size, 32)
-            for r in range(1, args.rounds + 1):
-                gen(f"cold{r}", cold_n, "110KiB", "150KiB", 40 + r)
+            if not args.bulk_only:
+                gen("large", large_n, large_size, large_size, 32)
+                for r in range(1, args.rounds + 1):
+                    gen(f"cold{r}", cold_n, "110KiB", "150KiB", 40 + r)
+            log("making the checkpoint")
+            make_checkpoint(data, (100 << 20) if args.quick else (500 << 20))
+            manifests_and_ckpt = list(manifests) + [os.path.dirname(CHECKPOINT_NAME)]
             os.mkdir(os.path.join(work, "s3"))
             s3_endpoint = servers.start_s3rver(ROOT, os.path.join(work, "s3"))
             log("uploading to s3rver")
-            upload(s3_endpoint, data, list(manifests))
+            upload(s3_endpoint, data, manifests_and_ckpt)
             port = s3_endpoint.rsplit(":", 1)[1]
             def start_site(delay):
                 """A WAN emulator with this first-byte delay in front of s3rver, and a cluster behind it."""
@@ -411,7 +735,7 @@ def main():
                      "path_style=true"], name=f"shoal-up-{delay}")
                 return endpoint, stats, config, shoal.Client(config)
 
-            sites = {d: start_site(d) for d in COLD_DELAYS}
+            sites = {d: start_site(d) for d in (COLD_DELAYS[:1] if args.bulk_only else COLD_DELAYS)}
             _, _, config, client = sites[COLD_DELAYS[0]]
             files = {p: load_manifest(m) for p, m in manifests.items()}
             res = {}
@@ -422,42 +746,48 @@ def main():
 
             log("warming small and large")
             loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL, 1)
-            loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
-            # Every byte Python reads is checked once in this run (untimed); the timed warm epochs
-            # below read without a per-read checksum on both sides (loadgen --verify first).
-            python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL)
-            python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL, batched=True)
-            python_shoal_read(client, "/data", files["large"], list(range(large_n)), READERS_LARGE)
-            for r in range(1, args.rounds + 1):
-                log(f"warm round {r}/{args.rounds}")
-                # Epochs in a fresh random order each, as loadgen's epochs are; like loadgen, Python reads
-                # them one after another (all readers finish an epoch before the next starts) and its
-                # first epoch is not timed, as loadgen's is not.
-                rnd = random.Random(r)
-                epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(warm_epochs + 1)]
-                epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(warm_epochs + 1)]
-                sides = ["native", "python"] if r % 2 else ["python", "native"]
-                for side in sides:
-                    if side == "native":
-                        s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
-                                           r, epochs=warm_epochs + 1, verify="first")
-                        add("warm_small_native", s, b, small_n * warm_epochs)
-                        s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
-                                           epochs=warm_epochs + 1, verify="first")
-                        add("warm_large_native", s, b, large_n * warm_epochs)
-                    else:
-                        s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL)
-                        add("warm_small_python", s, b, small_n * warm_epochs)
-                        s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL, batched=True)
-                        add("warm_small_python_batched", s, b, small_n * warm_epochs)
-                        s, b = python_processes_read(config, "/data", files["small"],
-                                                     [i for e in epochs_small[1:] for i in e], READERS_SMALL)
-                        add("warm_small_python_procs", s, b, small_n * warm_epochs)
-                        s, b = python_epochs(client, files["large"], epochs_large, READERS_LARGE)
-                        add("warm_large_python", s, b, large_n * warm_epochs)
+            if args.bulk_only:
+                bulk_rows(args, config, client, manifests, files, data, work, add)
+            else:
+                loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
+                # Every byte Python reads is checked once in this run (untimed); the timed warm epochs
+                # below read without a per-read checksum on both sides (loadgen --verify first).
+                python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL)
+                python_shoal_read(client, "/data", files["small"], list(range(small_n)), READERS_SMALL, batched=True)
+                python_shoal_read(client, "/data", files["large"], list(range(large_n)), READERS_LARGE)
+                for r in range(1, args.rounds + 1):
+                    log(f"warm round {r}/{args.rounds}")
+                    # Epochs in a fresh random order each, as loadgen's epochs are; like loadgen, Python reads
+                    # them one after another (all readers finish an epoch before the next starts) and its
+                    # first epoch is not timed, as loadgen's is not.
+                    rnd = random.Random(r)
+                    epochs_small = [rnd.sample(range(small_n), small_n) for _ in range(warm_epochs + 1)]
+                    epochs_large = [rnd.sample(range(large_n), large_n) for _ in range(warm_epochs + 1)]
+                    sides = ["native", "python"] if r % 2 else ["python", "native"]
+                    for side in sides:
+                        if side == "native":
+                            s, b = loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL,
+                                               r, epochs=warm_epochs + 1, verify="first")
+                            add("warm_small_native", s, b, small_n * warm_epochs)
+                            s, b = loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, r,
+                                               epochs=warm_epochs + 1, verify="first")
+                            add("warm_large_native", s, b, large_n * warm_epochs)
+                        else:
+                            s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL)
+                            add("warm_small_python", s, b, small_n * warm_epochs)
+                            s, b = python_epochs(client, files["small"], epochs_small, READERS_SMALL, batched=True)
+                            add("warm_small_python_batched", s, b, small_n * warm_epochs)
+                            s, b = python_processes_read(config, "/data", files["small"],
+                                                         [i for e in epochs_small[1:] for i in e], READERS_SMALL)
+                            add("warm_small_python_procs", s, b, small_n * warm_epochs)
+                            s, b = python_epochs(client, files["large"], epochs_large, READERS_LARGE)
+                            add("warm_large_python", s, b, large_n * warm_epochs)
+
+                bulk_rows(args, config, client, manifests, files, data, work, add)
 
             egress = {}
-            for delay, (proxy_endpoint, stats_addr, _, site_client) in ([] if args.warm_only else sites.items()):
+            cold = [] if args.warm_only or args.bulk_only else sites.items()
+            for delay, (proxy_endpoint, stats_addr, _, site_client) in cold:
                 for r in range(1, args.rounds + 1):
                     prefix = f"cold{r}"
                     fl = files[prefix]
@@ -521,10 +851,12 @@ def report(res, egress, args):
         "|---|---|---|---|---|---|---|",
     ]
 
-    def row(workload, key, label, ref_key=None, ref_label="", eg=None):
+    def row(workload, key, label, ref_key=None, ref_label="", eg=None, ref2_key=None, ref2_label=""):
         if key not in res:
             return
         vs = f"{ratio(key, ref_key, 1):.2f}× {ref_label}" if ref_key else "reference"
+        if ref2_key:
+            vs += f"; {ratio(key, ref2_key, 1):.2f}× {ref2_label}"
         e = f"{median([x[0] for x in egress[eg]]):.2f}" if eg in egress else ""
         q = f"{median([x[1] for x in egress[eg]]):.2f}" if eg in egress else ""
         lines.append(f"| {workload} | {label} | {m(key, 0):.1f} | {m(key, 1):.1f} | {vs} | {e} | {q} |")
@@ -539,6 +871,30 @@ def report(res, egress, args):
     row("warm large shards (64 MiB, 4 readers)", "warm_large_native", "native client (loadgen)")
     row("warm large shards (64 MiB, 4 readers)", "warm_large_python", "Python readinto", "warm_large_native",
         "native (goal ≥ 0.8)")
+    w = f"warm small files, {BULK_FILES} of them shuffled, 1 process, 1 thread"
+    row(w, "bulk_native", "native client, a loop of OpenFile + Pread (loadgen, 1 reader)")
+    row(w, "bulk_loop", "Python, a loop of Client.read", "bulk_native", "native")
+    for b in BULK_BATCHES:
+        row(w, f"bulk_b{b}", f"Python, Client.read_many in batches of {b}", "bulk_loop",
+            "the read loop (goal ≥ 1.0; ≥ 0.8 at 32)" if b == 32 else "the read loop (goal ≥ 1.0)",
+            ref2_key="bulk_native", ref2_label="native")
+    w = f"warm small files, {BULK_FILES} of them shuffled, 1 process, 1 thread, over TCP (short circuit off)"
+    row(w, "bulk_tcp_loop", "Python, a loop of Client.read")
+    row(w, "bulk_tcp_b32", "Python, Client.read_many in batches of 32", "bulk_tcp_loop", "the read loop (goal ≥ 1.0)")
+    w = f"warm small files, DataLoader: {LOADER_WORKERS} worker processes, batches of {LOADER_BATCH}"
+    row(w, "loader_open", "plain open() of the local source files (page cache)")
+    row(w, "loader_getitem", "ShoalMapDataset without __getitems__ (a read per item)", "loader_open", "open()")
+    row(w, "loader_getitems", "ShoalMapDataset (__getitems__: a read_many per batch)", "loader_getitem",
+        "the per-item loop (goal ≥ 1.0)", ref2_key="loader_open", ref2_label="open()")
+    for where, what in (("fresh", "each load in a fresh process"), ("same", "loads repeated in one process")):
+        w = f"torch.load of a {'100 MB' if args.quick else '500 MB'} checkpoint (100 float32 tensors), {what}"
+        ref = f"ckpt_{where}_local"
+        row(w, ref, "torch.load(local file, warm in the page cache)")
+        row(w, f"ckpt_{where}_fsspec", "torch.load(fsspec.filesystem('shoal').open(path)), default buffer (64 KiB)",
+            ref, "local (goal ≥ 0.8)")
+        row(w, f"ckpt_{where}_shoal_load", "shoal.torch.load(path) (64 KiB buffer)", ref, "local (goal ≥ 0.8)")
+        row(w, f"ckpt_{where}_buf8k", "torch.load(client.open(path)) with 8 KiB, the default before", ref, "local")
+        row(w, f"ckpt_{where}_buf4m", "the same with 4 MiB, shoal.torch.load's before", ref, "local")
     for d in COLD_DELAYS:
         w = f"cold first epoch, store {d} away (small files, 8 readers)"
         row(w, f"cold{d}_direct", "direct S3 (loadgen HTTP)", eg=f"{d}_direct")

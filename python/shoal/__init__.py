@@ -5,7 +5,7 @@
     with client.open("/data/train/0001.jpg") as f:
         header = f.read(16)
 
-    import fsspec                                # the "shoal" protocol is registered
+    import fsspec                                # fsspec finds the "shoal" protocol by entry point
     fsspec.open("shoal:///data/train/0001.jpg").open().read()
 
     from shoal.torch import ShoalMapDataset     # PyTorch datasets (needs torch)
@@ -15,9 +15,10 @@ TimeoutError, ConnectionError, IsADirectoryError, NotADirectoryError,
 FileExistsError, or OSError with Shoal's message (its code name in `.shoal_code`).
 """
 
-from .client import Client, FileStatus, MountInfo, ShoalFile, ShoalRawFile, ShoalWriter, WorkerStatus
+from .client import Client, ClientStats, FileStatus, MountInfo, ShoalFile, ShoalRawFile, ShoalWriter, WorkerStatus
 
-__all__ = ["Client", "FileStatus", "MountInfo", "ShoalFile", "ShoalRawFile", "ShoalWriter", "WorkerStatus"]
+__all__ = ["Client", "ClientStats", "FileStatus", "MountInfo", "ShoalFile", "ShoalRawFile", "ShoalWriter",
+           "WorkerStatus"]
 __version__ = "0.1.0"
 
 

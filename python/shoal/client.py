@@ -27,7 +27,15 @@ from . import _shoal
 FileStatus = _shoal.FileStatus
 WorkerStatus = _shoal.WorkerStatus
 MountInfo = _shoal.MountInfo
+ClientStats = _shoal.ClientStats
 WRITE_BUFFER = 8 << 20  # a ShoalWriter's buffer: small writes are gathered into parts this size
+# A ShoalFile's default buffer. Record formats (a torch.save zip, tar, parquet) are read as a seek,
+# a small header read that fills the buffer, then the record's bytes, which io.BufferedReader
+# takes from the buffer and reads the rest of straight into the caller's memory. 64 KiB holds a
+# header and its padding in one request; a larger buffer copies each record's first bytes through
+# it (torch.load of a 500 MB checkpoint ran at 0.38x a local file with 4 MiB, docs/benchmarks.md),
+# and io's default of 8 KiB measured no better than 64 KiB anywhere and worse in some runs.
+READ_BUFFER = 64 << 10
 
 
 # Bumped in a child after each fork. Clients and files compare it with the one they were
@@ -195,10 +203,14 @@ class Client:
     def read_many(self, paths) -> list:
         """read(path) of each path (whole files), in order: a list of bytes.
 
-        The files are read one after another, with the GIL released twice per 64 files
-        rather than twice per file, so that Python threads reading many small files do not
-        queue for the GIL (use several threads for parallel reads). Raises the error of the
-        first file that fails (FileNotFoundError, ...), naming it.
+        The files are read one after another, with the GIL released once per ~1 MiB of
+        files rather than twice per file, so that Python threads reading many small files do
+        not queue for the GIL (use several threads for parallel reads). At least as fast as a
+        loop of read() at any batch size. On glibc the first call raises malloc's trim
+        threshold to twice the largest batch (64-256 MiB), so that a batch's memory is reused
+        by the next rather than given back to the kernel and faulted in again (a choice made
+        with MALLOC_TRIM_THRESHOLD_ / MALLOC_MMAP_THRESHOLD_ / GLIBC_TUNABLES is kept).
+        Raises the error of the first file that fails (FileNotFoundError, ...), naming it.
         """
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise TypeError(f"read_many takes a list of paths, not one path ({paths!r}): use read()")
@@ -223,8 +235,9 @@ class Client:
     def open(self, path, mode="rb", buffering=-1):
         """A binary file.
 
-        "rb": a ShoalFile (io.BufferedReader over a seekable ShoalRawFile); buffering=0
-        returns the raw file itself. "wb" (replace) or "xb" (FileExistsError when the
+        "rb": a ShoalFile (io.BufferedReader over a seekable ShoalRawFile) with a buffer of
+        `buffering` bytes (default READ_BUFFER, 64 KiB; at least io.DEFAULT_BUFFER_SIZE);
+        buffering=0 returns the raw file itself. "wb" (replace) or "xb" (FileExistsError when the
         path exists): a ShoalWriter, visible under the path once closed; leaving a `with`
         block by an exception, or dropping it unclosed, aborts it.
         """
@@ -236,7 +249,7 @@ class Client:
         raw = ShoalRawFile(self, os.fspath(path))
         if buffering == 0:
             return raw
-        size = io.DEFAULT_BUFFER_SIZE if buffering in (-1, 1) else buffering
+        size = READ_BUFFER if buffering in (-1, 1) else buffering
         return ShoalFile(raw, max(size, io.DEFAULT_BUFFER_SIZE))
 
     # -- writes: through to the under-store, then seen by every client ----------------------
@@ -292,7 +305,7 @@ class Client:
         """The mount table (MountInfo)."""
         return self._client().mounts()
 
-    def stats(self):
+    def stats(self) -> ClientStats:
         """Counters of this process's client (bytes from workers, from the store, ...)."""
         return self._client().stats()
 
@@ -420,7 +433,7 @@ class ShoalFile(io.BufferedIOBase):
     calls fileno() on it, so numpy.load() would fail on a real BufferedReader.
     """
 
-    def __init__(self, raw, buffer_size=io.DEFAULT_BUFFER_SIZE):
+    def __init__(self, raw, buffer_size=READ_BUFFER):
         super().__init__()
         self.buffered = io.BufferedReader(raw, buffer_size=buffer_size)
 

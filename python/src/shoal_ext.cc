@@ -12,9 +12,11 @@
 //    child. Their destructors notice the pid changed and leak the C++ objects
 //    on purpose; the Python package opens fresh ones in the child.
 #include <errno.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -116,6 +118,42 @@ void CheckCount(size_t got, uint64_t want, const std::string& path) {
     RaiseStatus(Status(Code::kIo, path + ": read " + std::to_string(got) + " of " + std::to_string(want) +
                                       " bytes; the file may have changed, open it again"));
   }
+}
+
+// Keeps a batch's worth of freed memory in the heap between batches (glibc only).
+//
+// glibc hands the top of its heap back to the kernel once more than its trim threshold
+// is free there; left adaptive, that threshold is twice the largest block it has mmapped
+// and freed, about two small files. read_many returns a whole batch (32 files of ~150 KiB
+// are 5 MiB) that the caller soon drops, so every batch gave its memory back and the next
+// one faulted it in again, page by page: on this project's VMs a fault costs ~15 us, and
+// batches of 32 ran at a quarter of a loop of read (which reuses the same few blocks).
+// This raises the trim threshold to twice the largest batch seen (at least 64 MiB, at
+// most 256 MiB) and fixes the mmap threshold at glibc's own adaptive ceiling (32 MiB),
+// which setting any threshold freezes. Process-wide, as any mallopt is; a threshold the
+// user chose (MALLOC_*_THRESHOLD_ or GLIBC_TUNABLES) is left alone.
+void KeepHeapForBatch(uint64_t batch_bytes) {
+#ifdef __GLIBC__
+  static std::mutex mu;
+  static uint64_t kept = 0;  // the trim threshold set; 0: none yet
+  constexpr uint64_t kMin = 64ull << 20, kMax = 256ull << 20, kMmapThreshold = 32ull << 20;
+  const uint64_t want = std::clamp(2 * batch_bytes, kMin, kMax);
+  std::lock_guard lock(mu);
+  if (want <= kept) return;
+  if (kept == 0) {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (std::getenv("MALLOC_TRIM_THRESHOLD_") || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
+        (tunables && std::string_view(tunables).find("threshold") != std::string_view::npos)) {
+      kept = kMax;  // the user's choice stands
+      return;
+    }
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold));
+  }
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(want));
+  kept = want;
+#else
+  (void)batch_bytes;
+#endif
 }
 
 class ClientHandle;
@@ -361,52 +399,77 @@ class ClientHandle {
     return out;
   }
 
-  // Client.read for each path (whole files), with two releases of the GIL per group of
-  // files instead of two per file: the files are opened, their bytes objects made (with
-  // the GIL), then read into. Raises the first error, naming its path.
+  // Client.read for each path (whole files), in order, with one release of the GIL per
+  // group of files rather than two per file. Each release copies the files opened in the
+  // previous one into the bytes objects made for them (with the GIL, which making a bytes
+  // object needs), closes them, and opens the next group. A group holds at most
+  // kGroupBytes of what its opens brought (a small file whole), so the batch's memory
+  // is its result plus about 1 MiB, not twice the result (see KeepHeapForBatch for why
+  // that memory matters). Raises the first error, naming its path; the files after it
+  // are not opened.
   py::list ReadMany(const std::vector<std::string>& paths) {
-    constexpr size_t kGroup = 64;  // open Files each hold what their open brought (up to 256 KiB)
+    constexpr size_t kGroupFiles = 64;
+    constexpr uint64_t kGroupBytes = 1 << 20;
     py::list out;
-    for (size_t start = 0; start < paths.size(); start += kGroup) {
-      size_t end = std::min(paths.size(), start + kGroup);
-      std::vector<std::unique_ptr<File>> files(end - start);
-      size_t failed = end;
-      Status error;
-      WithoutGil([&] {
-        for (size_t i = start; i < end && failed == end; ++i) {
-          auto f = client_->OpenFile(paths[i]);
-          if (f) {
-            files[i - start] = std::move(*f);
-          } else {
-            failed = i;
-            error = f.error();
-          }
-        }
-        if (failed < end) files.clear();  // closed without the GIL
-      });
-      if (failed < end) RaiseStatus(error, paths[failed]);
+    std::vector<std::unique_ptr<File>> opened;  // paths[first, next)
+    size_t first = 0, next = 0;
+    uint64_t total = 0;  // bytes returned
+    size_t failed = paths.size();
+    Status error;
+    while (true) {
       std::vector<py::bytes> data;
       std::vector<std::span<char>> spans;
-      for (auto& f : files) {
+      data.reserve(opened.size());
+      spans.reserve(opened.size());
+      for (auto& f : opened) {
         auto n = static_cast<size_t>(f->status().size);
         data.emplace_back(nullptr, n);  // filled below before anyone sees it
         spans.emplace_back(PyBytes_AS_STRING(data.back().ptr()), n);
       }
-      Result<size_t> got = size_t{0};
+      size_t short_count = 0;
       WithoutGil([&] {
-        for (size_t i = start; i < end; ++i) {
-          got = PreadFully(*files[i - start], 0, spans[i - start]);
-          if (!got || *got != spans[i - start].size()) {
-            failed = i;
+        for (size_t i = 0; i < opened.size(); ++i) {
+          auto got = PreadFully(*opened[i], 0, spans[i]);
+          if (!got || *got != spans[i].size()) {
+            failed = first + i;
+            if (got) {
+              short_count = *got;
+            } else {
+              error = got.error();
+            }
             break;
           }
         }
-        files.clear();
+        opened.clear();  // closed (their bytes freed) before the next group is opened
+        if (failed < paths.size()) return;
+        first = next;
+        uint64_t held = 0;
+        while (next < paths.size() && opened.size() < kGroupFiles && held < kGroupBytes) {
+          auto f = client_->OpenFile(paths[next]);
+          if (!f) {
+            failed = next;
+            error = f.error();
+            opened.clear();
+            return;
+          }
+          held += std::min<uint64_t>((*f)->status().size, OpenOptions{}.prefetch);
+          opened.push_back(std::move(*f));
+          ++next;
+        }
       });
-      if (failed < end) CheckCount(Unwrap(std::move(got), paths[failed]), spans[failed - start].size(), paths[failed]);
-      for (auto& d : data) out.append(std::move(d));
+      if (failed < paths.size()) {
+        if (!error.ok()) RaiseStatus(error, paths[failed]);
+        CheckCount(short_count, spans[failed - first].size(), paths[failed]);
+      }
+      for (auto& d : data) {
+        total += static_cast<uint64_t>(PyBytes_GET_SIZE(d.ptr()));
+        out.append(std::move(d));
+      }
+      if (opened.empty()) {
+        KeepHeapForBatch(total);
+        return out;
+      }
     }
-    return out;
   }
 
   // Reads a whole file and drops the bytes: brings it into the owning workers' caches.
@@ -494,43 +557,75 @@ PYBIND11_MODULE(_shoal, m) {
   using namespace shoal::python;
   m.doc() = "Shoal's C++ client library; use the `shoal` package, not this module.";
 
-  py::class_<FileStatus>(m, "FileStatus")
-      .def_readonly("path", &FileStatus::path)
+  py::class_<FileStatus>(m, "FileStatus",
+                         "A file's or directory's status (Client.stat, Client.ls): its namespace path, size, "
+                         "mtime and version (the ETag, or \"<mtime_ns>-<size>\"; empty for a directory). Every "
+                         "byte a file opened at a version returns comes from that version.")
+      .def_readonly("path", &FileStatus::path, "The namespace path (\"/data/train/x.jpg\").")
       .def_readonly("is_dir", &FileStatus::is_dir)
-      .def_readonly("size", &FileStatus::size)
-      .def_readonly("mtime_ns", &FileStatus::mtime_ns)
-      .def_readonly("version", &FileStatus::version)
+      .def_readonly("size", &FileStatus::size, "Bytes (0 for a directory).")
+      .def_readonly("mtime_ns", &FileStatus::mtime_ns, "Modification time, nanoseconds since the epoch.")
+      .def_readonly("version", &FileStatus::version, "The ETag, or \"<mtime_ns>-<size>\"; \"\" for a directory.")
       .def("__repr__", &Repr);
 
-  py::class_<WorkerStatus>(m, "WorkerStatus")
-      .def_readonly("address", &WorkerStatus::address)
+  py::class_<WorkerStatus>(m, "WorkerStatus",
+                           "One worker of the cluster as this client sees it (Client.status()): whether it "
+                           "answers, and its cache's size and hits. A worker that is down has up=False and "
+                           "the reason in `error`; its other fields are then 0.")
+      .def_readonly("address", &WorkerStatus::address, "host:port")
       .def_readonly("up", &WorkerStatus::up)
-      .def_readonly("error", &WorkerStatus::error)
+      .def_readonly("error", &WorkerStatus::error, "Why it is down (\"\" when up).")
       .def_readonly("cache_used_bytes", &WorkerStatus::cache_used_bytes)
-      .def_readonly("cache_capacity_bytes", &WorkerStatus::cache_capacity_bytes)
-      .def_readonly("cache_effective_capacity_bytes", &WorkerStatus::cache_effective_capacity_bytes)
-      .def_readonly("hit_bytes", &WorkerStatus::hit_bytes)
-      .def_readonly("miss_bytes", &WorkerStatus::miss_bytes)
-      .def_readonly("ufs_read_bytes", &WorkerStatus::ufs_read_bytes)
-      .def_property_readonly("hit_ratio", &WorkerStatus::hit_ratio)
+      .def_readonly("cache_capacity_bytes", &WorkerStatus::cache_capacity_bytes, "As configured.")
+      .def_readonly("cache_effective_capacity_bytes", &WorkerStatus::cache_effective_capacity_bytes,
+                    "What its disks can hold now (less than configured when they fill).")
+      .def_readonly("hit_bytes", &WorkerStatus::hit_bytes, "Bytes served from its cache.")
+      .def_readonly("miss_bytes", &WorkerStatus::miss_bytes, "Bytes it had to fetch for a reader.")
+      .def_readonly("ufs_read_bytes", &WorkerStatus::ufs_read_bytes, "Bytes it read from the under-store.")
+      .def_property_readonly("hit_ratio", &WorkerStatus::hit_ratio, "hit_bytes / (hit_bytes + miss_bytes), 0 if none.")
       .def("__repr__", [](const WorkerStatus& w) {
         return "WorkerStatus(address='" + w.address + "', up=" + (w.up ? "True" : "False") + ")";
       });
 
-  py::class_<MountInfo>(m, "MountInfo")
-      .def_readonly("path", &MountInfo::path)
-      .def_readonly("ufs", &MountInfo::ufs)
-      .def_readonly("consistency", &MountInfo::consistency)
+  py::class_<MountInfo>(m, "MountInfo",
+                        "One entry of the mount table (Client.mounts()): a namespace path, the under-store "
+                        "URI it maps to, its consistency mode and whether it refuses writes.")
+      .def_readonly("path", &MountInfo::path, "The namespace path (\"/data\").")
+      .def_readonly("ufs", &MountInfo::ufs, "The under-store URI (\"s3://bucket/prefix/\").")
+      .def_readonly("consistency", &MountInfo::consistency, "\"immutable\", \"ttl=60s\" or \"always\".")
       .def_readonly("read_only", &MountInfo::read_only)
       .def("__repr__", [](const MountInfo& i) { return "MountInfo(path='" + i.path + "', ufs='" + i.ufs + "')"; });
 
-  py::class_<ClientStats>(m, "ClientStats")
-      .def_readonly("worker_read_bytes", &ClientStats::worker_read_bytes)
-      .def_readonly("fallback_read_bytes", &ClientStats::fallback_read_bytes)
-      .def_readonly("worker_failures", &ClientStats::worker_failures)
-      .def_readonly("local_read_bytes", &ClientStats::local_read_bytes)
-      .def_readonly("local_corrupt_reads", &ClientStats::local_corrupt_reads)
-      .def_readonly("local_file_bytes", &ClientStats::local_file_bytes);
+  // ClientStats' fields, in the order of include/shoal/client.h; its repr lists them all.
+  static const std::vector<std::pair<const char*, uint64_t ClientStats::*>> kStatsFields = {
+      {"worker_read_bytes", &ClientStats::worker_read_bytes},
+      {"fallback_read_bytes", &ClientStats::fallback_read_bytes},
+      {"worker_failures", &ClientStats::worker_failures},
+      {"local_read_bytes", &ClientStats::local_read_bytes},
+      {"local_corrupt_reads", &ClientStats::local_corrupt_reads},
+      {"cache_pushed_bytes", &ClientStats::cache_pushed_bytes},
+      {"cache_push_failures", &ClientStats::cache_push_failures},
+      {"write_backs", &ClientStats::write_backs},
+      {"write_back_fallbacks", &ClientStats::write_back_fallbacks},
+      {"fallback_throttled_waits", &ClientStats::fallback_throttled_waits},
+      {"fallback_rate_limited", &ClientStats::fallback_rate_limited},
+      {"hot_spread_reads", &ClientStats::hot_spread_reads},
+      {"local_file_bytes", &ClientStats::local_file_bytes},
+  };
+  py::class_<ClientStats> stats(m, "ClientStats",
+                                "Counters of this process's client since it was opened (Client.stats()), as "
+                                "include/shoal/client.h describes them: bytes read from workers "
+                                "(worker_read_bytes; local_read_bytes of them through the same-host short "
+                                "circuit), from the under-store when workers failed (fallback_read_bytes), "
+                                "failures, and the cache-through and write-back writers' counts.");
+  for (const auto& [name, field] : kStatsFields) stats.def_readonly(name, field);
+  stats.def("__repr__", [](const ClientStats& s) {
+    std::string out = "ClientStats(";
+    for (size_t i = 0; i < kStatsFields.size(); ++i) {
+      out += (i ? ", " : "") + std::string(kStatsFields[i].first) + "=" + std::to_string(s.*kStatsFields[i].second);
+    }
+    return out + ")";
+  });
 
   py::class_<FileHandle>(m, "File")
       .def_property_readonly("status", &FileHandle::status, py::return_value_policy::copy)

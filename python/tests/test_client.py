@@ -4,6 +4,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import random
 import sys
 import tarfile
 import threading
@@ -196,6 +197,30 @@ def test_read_many_and_readinto_many_return_each_files_bytes(cluster, client):
     assert client.readinto_many([]) == []
 
 
+def test_read_many_matches_a_read_loop_in_any_order_and_batch_size(cluster, client):
+    # read_many opens a group of files (about 1 MiB of them) while it copies the last one: the bytes
+    # must come back in the order asked whatever the grouping, at every batch size the datasets use.
+    names = [n for n in cluster.files if not n.startswith("big/")] * 3 + ["big/shard-1.bin", "train/empty.bin"]
+    random.Random(7).shuffle(names)
+    paths = [cluster.path(n) for n in names]
+    expected = [client.read(p) for p in paths]
+    assert expected == [cluster.files[n] for n in names]
+    for batch in (1, 8, 32, 64, len(paths)):
+        got = []
+        for i in range(0, len(paths), batch):
+            got += client.read_many(paths[i:i + batch])
+        assert got == expected, batch
+
+
+def test_read_many_error_in_a_later_group_names_its_path(cluster, client):
+    names = [n for n in cluster.files if n.startswith("train/")]
+    paths = [cluster.path(n) for n in names] * 2  # well past one group of opens
+    with pytest.raises(FileNotFoundError) as e:
+        client.read_many(paths[:150] + ["/data/train/0/missing.bin"] + paths[150:])
+    assert "/data/train/0/missing.bin" in str(e.value)
+    assert client.read_many(paths[:150]) == [cluster.files[n] for n in names * 2][:150]  # usable after
+
+
 def test_read_many_and_readinto_many_errors(cluster, client):
     ok = cluster.path("notes/readme.txt")
     with pytest.raises(FileNotFoundError) as e:
@@ -305,6 +330,20 @@ def test_errors_are_python_exceptions(client, path, exc):
         client.open(path)
     with pytest.raises(exc):
         client.read(path)
+
+
+def test_open_default_buffer_is_read_buffer(cluster, client):
+    # A record reader's small header read fills READ_BUFFER (64 KiB) in one request; peek shows the
+    # buffer filled by one read.
+    name = "big/shard-1.bin"
+    with client.open(cluster.path(name)) as f:
+        f.seek(1024 * 1024 + 100)
+        got = f.peek(1)
+        assert len(got) == shoal.client.READ_BUFFER == 64 * 1024
+        assert got == cluster.files[name][1024 * 1024 + 100:][:64 * 1024]
+    with client.open(cluster.path(name), buffering=16384) as f:
+        f.seek(5000)
+        assert len(f.peek(1)) == 16384
 
 
 def test_open_directory_is_isadirectoryerror(client):

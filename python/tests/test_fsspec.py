@@ -3,6 +3,8 @@
 import errno
 import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -27,12 +29,31 @@ def test_registered_on_import_and_by_url(cluster, fs, monkeypatch):
 
 
 def test_entry_point_names_the_filesystem():
-    # The installed package declares it under fsspec.specs (pyproject.toml); the build
-    # tree has no dist-info, so check the declaration fsspec would load.
+    # The installed package declares it under fsspec.specs (pyproject.toml; test_install checks
+    # an installed copy); the build tree declares the same in its dist-info.
     here = os.path.dirname(os.path.abspath(__file__))
     text = open(os.path.join(here, "..", "pyproject.toml")).read()
     assert '[project.entry-points."fsspec.specs"]' in text
     assert 'shoal = "shoal.fsspec:ShoalFileSystem"' in text
+
+
+def _run_python(code, *args, env=None):
+    """`code` in a fresh interpreter (this one's, the test's PYTHONPATH); -> its stdout."""
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **(env or {})))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_protocol_found_without_importing_shoal(cluster):
+    # From the build tree (PYTHONPATH, as CTest runs this) as from an installed package.
+    code = (
+        "import sys, fsspec\n"
+        "assert 'shoal' not in sys.modules\n"
+        "fs = fsspec.filesystem('shoal', config=sys.argv[1])\n"
+        "sys.stdout.write(fs.cat_file('/data/notes/readme.txt').decode())\n"
+    )
+    assert _run_python(code, cluster.config) == cluster.files["notes/readme.txt"].decode()
 
 
 def test_ls_and_info(cluster, fs):
@@ -189,3 +210,30 @@ def test_write_errors(fs):
 def test_pickle_filesystem(cluster, fs):
     fs2 = pickle.loads(pickle.dumps(fs))
     assert fs2.cat_file("/data/notes/readme.txt") == cluster.files["notes/readme.txt"]
+
+
+def test_pickled_filesystem_reaches_its_cluster_in_another_process(cluster, tmp_path, monkeypatch):
+    # Opened from $SHOAL_CONFIG (config=None), and with a client: either way the pickle names the
+    # config's absolute path, so a process where SHOAL_CONFIG names another file (or none) still
+    # reads this cluster.
+    monkeypatch.setenv("SHOAL_CONFIG", os.path.relpath(cluster.config))
+    from_env = ShoalFileSystem()
+    from_client = ShoalFileSystem(client=shoal.Client(cluster.config))
+    for f in (from_env, from_client):
+        assert f.storage_options["config"] == os.path.abspath(cluster.config)
+        assert "client" not in f.storage_options
+    code = (
+        "import pickle, sys\n"
+        "for blob in sys.stdin.buffer.read().split(b'--next--'):\n"
+        "    fs = pickle.loads(blob)\n"
+        "    sys.stdout.write(fs.client.config + ' ' + fs.cat_file('/data/notes/readme.txt')[:5].decode() + '\\n')\n"
+    )
+    blob = pickle.dumps(from_env) + b"--next--" + pickle.dumps(from_client)
+    elsewhere = tmp_path / "other.yaml"  # what a worker's environment might name
+    r = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, timeout=120,
+                       env=dict(os.environ, SHOAL_CONFIG=str(elsewhere)), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().splitlines() == [f"{os.path.abspath(cluster.config)} hello"] * 2
+    # fsspec's JSON form carries the same.
+    again = fsspec.AbstractFileSystem.from_json(from_env.to_json())
+    assert again.client.config == os.path.abspath(cluster.config)

@@ -42,3 +42,6 @@ def test_pip_install_and_entry_point(cluster, tmp_path):
     word, path = r.stdout.split(" ", 1)
     assert word == "hello"
     assert path.startswith(str(target))
+    # PEP 561: typed, with the extension's stubs.
+    assert (target / "shoal" / "py.typed").exists()
+    assert (target / "shoal" / "_shoal.pyi").exists()

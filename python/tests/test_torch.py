@@ -177,6 +177,28 @@ def test_save_then_load_round_trips_a_state_dict_from_another_client(cluster, cl
     assert torch.equal(torch.load(io.BytesIO(raw))["model"]["w"], state["model"]["w"])
 
 
+def test_load_through_fsspec_and_shoal_load_match_a_local_load(cluster, client, tmp_path):
+    # Many records, some smaller than the 64 KiB buffer and some spanning pages (256 KiB) and shards
+    # (1 MiB in this cluster), at odd sizes: torch seeks to each record's header and reads the tensor
+    # past the buffer's end straight into the tensor.
+    import fsspec
+
+    from shoal.torch import load
+
+    gen = torch.Generator().manual_seed(11)
+    state = {f"t{i}": torch.rand(n, generator=gen) for i, n in enumerate([3, 70_000, 1, 300_001, 16_383, 600_000])}
+    local = tmp_path / "model.pt"
+    torch.save(state, local)
+    with client.open("/data/ckpt/records.pt", "wb") as f:
+        f.write(local.read_bytes())
+    fs = fsspec.filesystem("shoal", config=cluster.config)
+    expected = torch.load(local)
+    for got in (torch.load(fs.open("/data/ckpt/records.pt")), load("/data/ckpt/records.pt", client=client)):
+        assert got.keys() == expected.keys()
+        for k in expected:
+            assert torch.equal(got[k], expected[k]), k
+
+
 def test_a_failed_save_leaves_the_previous_checkpoint(cluster, client):
     from shoal.torch import load, save
 
