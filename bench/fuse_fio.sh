@@ -6,6 +6,10 @@
 # Each job first drops the kernel's cached pages of its files (fio --invalidate=1), so the mount's
 # figures are reads through the FUSE daemon, and the local ones reads from the local disk and its
 # cache. Byte-for-byte checks of the same jobs (fio --verify) are in tests/fuse_test.cc.
+#
+# With FUSE_LOG set to the mount daemon's log, each row also counts the workers the daemon marked
+# down during the job ("is down" lines): no worker is stopped here, so every one is a false failover
+# (a live worker taken for a hung one under load; client/worker_caller.h says how that is told apart).
 set -euo pipefail
 MNT=$1 LOCAL=$2
 shift 2
@@ -27,17 +31,24 @@ run() {
     echo "failed"
 }
 
-echo "| fio job | through the mount MB/s (IOPS) | local copy MB/s (IOPS) | ratio |"
-echo "|---|---|---|---|"
+down_lines() {
+  if [[ -n ${FUSE_LOG:-} && -f $FUSE_LOG ]]; then grep -c 'is down' "$FUSE_LOG" || true; else echo 0; fi
+}
+
+echo "| fio job | through the mount MB/s (IOPS) | local copy MB/s (IOPS) | ratio | workers marked down during the mount's job (false failovers) |"
+echo "|---|---|---|---|---|"
 for job in "read 256k 1" "read 256k 16" "randread 4k 1" "randread 4k 16"; do
   read -r rw bs jobs <<<"$job"
+  before=$(down_lines)
   m=$(run "$MNT" "$rw" "$bs" "$jobs")
+  down=$(($(down_lines) - before))
+  [[ -n ${FUSE_LOG:-} ]] || down="(no FUSE_LOG)"
   l=$(run "$LOCAL" "$rw" "$bs" "$jobs")
   if [[ $m == failed || $l == failed ]]; then
-    echo "| $rw $bs x$jobs | $m | $l | |"
+    echo "| $rw $bs x$jobs | $m | $l | | $down |"
   else
     read -r mb mi <<<"$m"
     read -r lb li <<<"$l"
-    echo "| $rw $bs x$jobs | $mb ($mi) | $lb ($li) | $(awk -v a="$mb" -v b="$lb" 'BEGIN { if (b > 0) printf "%.2f", a / b }') |"
+    echo "| $rw $bs x$jobs | $mb ($mi) | $lb ($li) | $(awk -v a="$mb" -v b="$lb" 'BEGIN { if (b > 0) printf "%.2f", a / b }') | $down |"
   fi
 done

@@ -491,9 +491,11 @@ Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint6
           if (n == rest.size()) return {};
           // A short-circuit read is answered from the worker's page index and
           // never waits on the under-store: a worker silent for the whole
-          // response timeout here is hung, and asking it again over TCP would
-          // only wait as long once more.
-          if (n == 0 && std::chrono::steady_clock::now() - started >= config_.client.response_timeout) {
+          // response timeout here is hung unless it shows it is alive (slow,
+          // on a loaded machine: then the rest goes over TCP); asking a hung
+          // one again over TCP would only wait as long once more.
+          if (n == 0 && std::chrono::steady_clock::now() - started >= config_.client.response_timeout &&
+              !caller_.Alive(w)) {
             return WorkerFailed<void>(Status(Code::kUnavailable,
                                              "worker " + w.address + " did not answer a short-circuit read for " +
                                                  FormatDuration(config_.client.response_timeout) +

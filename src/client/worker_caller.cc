@@ -13,6 +13,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Failure = WorkerConnection::Failure;
 
+constexpr uint64_t kMaxBodyString = 256ull << 20;  // an answer read into a string (JSON, lists): at most this
+
 std::string Seconds(Clock::duration d) {
   double s = std::chrono::duration<double>(d).count();
   char buf[32];
@@ -39,6 +41,29 @@ WorkerReply WorkerCaller::Failed(const WorkerEntry& worker, Status why) {
   r.status = std::move(why);
   r.worker_failed = true;
   return r;
+}
+
+void WorkerCaller::Heard(const std::string& address) {
+  const auto now = Clock::now();
+  std::lock_guard lock(heard_mu_);
+  if (heard_.size() > 4096 && !heard_.contains(address)) heard_.clear();  // bounded: a cache of recent answers
+  heard_[address] = now;
+}
+
+bool WorkerCaller::Alive(const WorkerEntry& worker) {
+  const auto silent_since = Clock::now() - options_.response_timeout;
+  {
+    std::lock_guard lock(heard_mu_);
+    auto it = heard_.find(worker.address);
+    if (it != heard_.end() && it->second > silent_since) return true;
+  }
+  return Probe(worker, std::max(options_.response_timeout / 2, std::chrono::milliseconds(1))).ok();
+}
+
+bool WorkerCaller::WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline) {
+  if (conn.last_failure() != Failure::kSilent || Clock::now() >= deadline || !Alive(worker)) return false;
+  slow_waits_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view method, const std::string& target,
@@ -79,23 +104,33 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
     conn->set_secret(options_.secret);
     Status st = conn->SendRequest(method, target, limits, request_body);
     Result<ResponseHead> head = st.ok() ? conn->ReadHead(limits) : Result<ResponseHead>(Err(st));
+    while (st.ok() && !head && WaitLonger(*conn, worker, deadline)) head = conn->ReadHead(limits);
     if (!head) {
       if (reused && conn->last_failure() == Failure::kClosed && conn->interim_seen() == 0) continue;
       return judge(*conn, head.error());
     }
+    Heard(worker.address);
     WorkerReply r;
     const bool ok = head->status >= 200 && head->status < 300;
+    std::span<char> into = body_out;
     if (ok && !body_out.empty()) {
       if (head->content_length != body_out.size()) {
         return Failed(worker, Status(Code::kIo, "worker " + worker.address + " sent " +
                                                     std::to_string(head->content_length) + " bytes where " +
                                                     std::to_string(body_out.size()) + " were asked"));
       }
-      st = conn->ReadBody(body_out, limits);
     } else {
-      auto body = conn->ReadBodyString(head->content_length, limits);
-      if (body) r.body = std::move(*body);
-      st = body ? Status() : body.error();
+      if (head->content_length > kMaxBodyString) {
+        return Failed(worker, Status(Code::kIo, "worker " + worker.address + " announced a " +
+                                                    std::to_string(head->content_length) + "-byte answer"));
+      }
+      r.body.resize(head->content_length);
+      into = std::span<char>(r.body.data(), r.body.size());
+    }
+    for (size_t done = 0;;) {
+      st = conn->ReadBody(into.subspan(done), limits);
+      if (st.ok() || !WaitLonger(*conn, worker, deadline)) break;
+      done += conn->body_received();
     }
     if (!st.ok()) return judge(*conn, st);
     r.shoal_stat = std::move(head->shoal_stat);
@@ -117,10 +152,10 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
   return Failed(worker, Status(Code::kUnavailable, "worker " + worker.address + " closed two connections in a row"));
 }
 
-Status WorkerCaller::Probe(const WorkerEntry& worker) {
-  auto conn = Connect(worker, Clock::now() + options_.connect_timeout);
+Status WorkerCaller::Probe(const WorkerEntry& worker, std::optional<std::chrono::milliseconds> limit) {
+  auto conn = Connect(worker, Clock::now() + limit.value_or(options_.connect_timeout));
   if (!conn) return conn.error();
-  Limits limits(Clock::now() + options_.response_timeout);
+  Limits limits(Clock::now() + limit.value_or(options_.response_timeout));
   SHOAL_RETURN_IF_ERROR((*conn)->SendRequest("GET", "/v1/health", limits));
   auto head = (*conn)->ReadHead(limits);
   if (!head) return head.error();
@@ -130,6 +165,7 @@ Status WorkerCaller::Probe(const WorkerEntry& worker) {
     return Status(Code::kUnavailable, "worker " + worker.address + " answered its health check with HTTP " +
                                           std::to_string(head->status));
   }
+  Heard(worker.address);
   return {};
 }
 

@@ -9,20 +9,31 @@
 // connection must carry the Shoal handshake naming the expected worker.
 //
 // The worker failed (WorkerReply::worker_failed: mark it down, go elsewhere)
-// when it cannot be reached, stays silent past the response timeout, breaks
-// off or garbles a response, or fails the handshake. Any answer it gives, an
-// error status included, is final. So is running out of time while the
-// worker still heartbeats: it is alive and waiting on a slow store, and
-// reading the store directly as well would only double the egress.
+// when it cannot be reached, is silent past the response timeout and not
+// alive (below), breaks off or garbles a response, or fails the handshake.
+// Any answer it gives, an error status included, is final. So is running out
+// of time while the worker still heartbeats: it is alive and waiting on a slow
+// store, and reading the store directly as well would only double the egress.
+//
+// Slow is not dead. A loaded machine can keep a live worker from answering
+// (even its heartbeats) for longer than the response timeout. So silence alone
+// fails nobody: a silent worker is alive when any answer of it arrived within
+// the last response timeout (on any connection of this caller), or when it
+// answers a health probe within half the response timeout. A live worker is
+// waited for, up to the call's deadline (checking again after each silent
+// period); a frozen one costs one response timeout plus half of one.
 //
 // Thread safety: all methods are safe from any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "client/worker_connection.h"
 #include "common/config.h"
@@ -56,19 +67,35 @@ class WorkerCaller {
                    std::string_view path, std::span<char> body_out = {}, std::string_view request_body = {});
 
   // GET /v1/health on a new connection with short timeouts: OK when the
-  // worker answers 200 as itself. For WorkerHealth's probe.
-  Status Probe(const WorkerEntry& worker);
+  // worker answers 200 as itself. For WorkerHealth's probe. `limit` bounds the
+  // connect and the answer (default: connect_timeout and response_timeout).
+  Status Probe(const WorkerEntry& worker, std::optional<std::chrono::milliseconds> limit = std::nullopt);
+
+  // Whether a worker that has been silent for a response timeout is alive
+  // (above): an answer of it arrived since then, or a health probe with half
+  // the response timeout succeeds.
+  bool Alive(const WorkerEntry& worker);
 
   // Requests to workers that failed (Call only, not probes).
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+  // Silent periods after which the worker was found alive and waited for.
+  uint64_t slow_waits() const { return slow_waits_.load(std::memory_order_relaxed); }
 
  private:
+  using Clock = std::chrono::steady_clock;
   Result<std::unique_ptr<WorkerConnection>> Connect(const WorkerEntry& worker, Deadline deadline) const;
   WorkerReply Failed(const WorkerEntry& worker, Status why);
+  // A step on `conn` failed: true when it failed only by silence, time is left
+  // and the worker is alive, so the step may be taken again.
+  bool WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline);
+  void Heard(const std::string& address);
 
   Options options_;
   ConnectionPool pool_;
   std::atomic<uint64_t> failures_{0};
+  std::atomic<uint64_t> slow_waits_{0};
+  std::mutex heard_mu_;
+  std::unordered_map<std::string, Clock::time_point> heard_;  // address -> when an answer of it last arrived
 };
 
 }  // namespace shoal

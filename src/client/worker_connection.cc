@@ -167,6 +167,7 @@ Result<ResponseHead> WorkerConnection::ReadHead(Limits limits) {
       if (n == 0) return Err(Fail(Code::kUnavailable, "connection closed before a response", Failure::kClosed));
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        buffered_ = std::move(head);  // kept: a caller that finds the worker alive reads on
         return Err(TimedOut(interim_ ? "waiting for its answer after a heartbeat" : "waiting for a response"));
       }
       return Err(Fail(Code::kUnavailable, std::string("recv failed: ") + std::strerror(errno), Failure::kClosed));
@@ -248,6 +249,7 @@ Status WorkerConnection::CheckHandshake(const ResponseHead& h) {
 }
 
 Status WorkerConnection::ReadBody(std::span<char> out, Limits limits) {
+  body_received_ = 0;
   size_t got = std::min(out.size(), buffered_.size());
   std::memcpy(out.data(), buffered_.data(), got);
   buffered_.erase(0, got);
@@ -267,7 +269,10 @@ Status WorkerConnection::ReadBody(std::span<char> out, Limits limits) {
                   Failure::kClosed);
     }
     if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return TimedOut("sending a response body");
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      body_received_ = got;
+      return TimedOut("sending a response body");
+    }
     return Fail(Code::kUnavailable, std::string("recv failed: ") + std::strerror(errno), Failure::kClosed);
   }
   reusable_ = true;

@@ -69,10 +69,13 @@ class WorkerConnection {
   // Content-Length) when not empty.
   Status SendRequest(std::string_view method, std::string_view target, Limits limits, std::string_view body = {});
   // The final response's head, after any 1xx interim responses (at most
-  // kMaxInterim of them).
+  // kMaxInterim of them). After a kSilent failure it may be called again: the
+  // part of the head already received is kept.
   Result<ResponseHead> ReadHead(Limits limits);
-  // Receives exactly out.size() bytes of body.
+  // Receives exactly out.size() bytes of body. After a kSilent failure,
+  // body_received() bytes of `out` are filled; the rest may be asked again.
   Status ReadBody(std::span<char> out, Limits limits);
+  size_t body_received() const { return body_received_; }
   Result<std::string> ReadBodyString(uint64_t length, Limits limits);
 
   // Checks the handshake on the connection's first response head: it must
@@ -115,6 +118,7 @@ class WorkerConnection {
   bool reusable_ = false;
   uint64_t responses_ = 0;
   uint32_t interim_ = 0;
+  size_t body_received_ = 0;
   Failure failure_ = Failure::kNone;
   bool expect_handshake_ = false;
   std::string expected_id_;
