@@ -1,7 +1,9 @@
 // The FUSE mount end to end: `shoal fuse` over a real cluster (ShoalCluster)
 // on an S3 server (s3rver), read with ordinary POSIX calls and tools (cmp,
 // tar, fio), and unmounted every way. Skipped only where /dev/fuse is absent.
+#include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -594,6 +597,70 @@ TEST_F(FuseTest, UnmountEveryWayLeavesNoProcess) {
   r = Shoal({"fuse", "--unmount", mnt_});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("not mounted"), std::string::npos) << r.err;
+}
+
+// What a user other than the mount's owner may do through `-o allow_other`:
+// read and list, never write in the owner's name. Runs the checks in a child
+// that has dropped to `nobody`; each answers with its errno.
+TEST_F(FuseTest, AllowOtherLetsOtherUsersReadButNotWriteAsTheDaemon) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  ASSERT_EQ(::chmod(scratch_->path.c_str(), 0755), 0);  // nobody must reach the mount point
+  const std::string mp = scratch_->path + "/mnt-others";
+  fs::create_directories(mp);
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(Mount(mp, &pid, {"-o", "allow_other"}));
+  EXPECT_NE(Daemonlog().find("allow_other: other users may read"), std::string::npos) << Daemonlog();
+  const std::string dir = mp + "/data";
+
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(99);
+    // errno per step, 0 for success: read, list, create, mkdir, unlink, rename, chmod.
+    int out[7];
+    auto step = [](bool ok) { return ok ? 0 : errno; };
+    char buf[1];
+    int fd = ::open((dir + "/one").c_str(), O_RDONLY);
+    out[0] = step(fd >= 0 && ::read(fd, buf, 1) == 1);
+    if (fd >= 0) ::close(fd);
+    DIR* d = ::opendir(dir.c_str());
+    out[1] = step(d != nullptr);
+    if (d) ::closedir(d);
+    fd = ::open((dir + "/by-nobody").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    out[2] = step(fd >= 0);
+    if (fd >= 0) ::close(fd);
+    out[3] = step(::mkdir((dir + "/dir-by-nobody").c_str(), 0755) == 0);
+    out[4] = step(::unlink((dir + "/page").c_str()) == 0);
+    out[5] = step(::rename((dir + "/one").c_str(), (dir + "/one-renamed").c_str()) == 0);
+    out[6] = step(::chmod((dir + "/one").c_str(), 0666) == 0);
+    [[maybe_unused]] auto w = ::write(fds[1], out, sizeof out);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  int got[7] = {-1, -1, -1, -1, -1, -1, -1};
+  const auto n = ::read(fds[0], got, sizeof got);
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not become nobody";
+  ASSERT_EQ(n, static_cast<ssize_t>(sizeof got));
+  EXPECT_EQ(got[0], 0) << "another user reads: " << std::strerror(got[0]);
+  EXPECT_EQ(got[1], 0) << "another user lists: " << std::strerror(got[1]);
+  EXPECT_EQ(got[2], EACCES) << "create: " << std::strerror(got[2]);
+  EXPECT_EQ(got[3], EACCES) << "mkdir: " << std::strerror(got[3]);
+  EXPECT_EQ(got[4], EACCES) << "unlink: " << std::strerror(got[4]);
+  EXPECT_EQ(got[5], EACCES) << "rename: " << std::strerror(got[5]);
+  EXPECT_EQ(got[6], EPERM) << "chmod of the owner's file: " << std::strerror(got[6]);
+  // Nothing changed in the store.
+  EXPECT_FALSE(ufs_->Stat("by-nobody").has_value());
+  EXPECT_TRUE(ufs_->Stat("page").has_value());
+  EXPECT_TRUE(ufs_->Stat("one").has_value());
+  // The owner (root here) still writes.
+  ASSERT_TRUE(WriteFile(dir + "/by-owner", "mine").ok());
+  EXPECT_TRUE(Eventually([&] { return ufs_->Stat("by-owner").has_value(); }));
 }
 
 TEST_F(FuseTest, ClearErrorsForBadMountpoints) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "fuse/errno_map.h"
@@ -352,6 +353,27 @@ sigset_t StopSignals() {
   return s;
 }
 
+// With allow_other, other local users reach the mount, and every request of
+// theirs runs as the daemon's user: the kernel must check the modes the mount
+// shows (directories 0755, files 0644, owned by the daemon's user) before it
+// asks, so default_permissions comes with it. Others may then read and list,
+// and only the mount's owner (and root) create, write, rename or delete.
+bool AllowsOthers(const std::vector<std::string>& options, bool* checks_permissions) {
+  bool others = false;
+  *checks_permissions = false;
+  for (const auto& opt : options) {
+    std::string_view rest = opt;
+    while (!rest.empty()) {
+      const size_t comma = std::min(rest.find(','), rest.size());
+      const std::string_view token = rest.substr(0, comma);
+      if (token == "allow_other") others = true;
+      if (token == "default_permissions") *checks_permissions = true;
+      rest.remove_prefix(std::min(comma + 1, rest.size()));
+    }
+  }
+  return others;
+}
+
 // A session with the mount options `options` (libfuse writes what it
 // rejects to stderr).
 Result<fuse_session*> NewSession(const std::vector<std::string>& options, Session* session) {
@@ -359,6 +381,10 @@ Result<fuse_session*> NewSession(const std::vector<std::string>& options, Sessio
   for (const auto& opt : options) {
     args.push_back("-o");
     args.push_back(opt);
+  }
+  if (bool checks = false; AllowsOthers(options, &checks) && !checks) {
+    args.push_back("-o");
+    args.push_back("default_permissions");
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -409,6 +435,12 @@ Status RunFuseMount(Client& client, const FuseMountOptions& o) {
                                  "needs user_allow_other in /etc/fuse.conf for users other than root)");
   }
   const std::string mp = AbsolutePath(o.mountpoint);
+  if (bool checks = false; AllowsOthers(o.options, &checks)) {
+    spdlog::info(
+        "allow_other: other users may read and list {}; the kernel checks the shown modes "
+        "(default_permissions), so only uid {} (and root) may create, write, rename or delete",
+        mp, ::getuid());
+  }
   // Before the session starts: INIT's answer can only lower it.
   RaiseReadAhead(mp, kReadAheadKiB);
   spdlog::info("mounted {} on {}", o.base, mp);
