@@ -473,6 +473,8 @@ class Loader {
       }
       Count(0, cached);
       failed = !FetchRuns(file, runs, stat_fetched && s == 0, s == 0 ? prepaid : 0) || failed;
+      // Preloaded bytes are hits when a reader comes (worker/fresh_bytes.h).
+      if (end > s * shard_) svc_->ForgetFresh(file, s * shard_, end - 1);
     }
     if (job_->stop) return;
     std::lock_guard lock(job_->mu);

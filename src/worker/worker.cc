@@ -475,12 +475,12 @@ class Worker::Impl {
     if (!rp || st.version.empty()) return parts;
     auto file = std::make_shared<const FileRef>(FileRef{*rp, st.version, st.size});
     if (!svc_->CheckClaims(*file).ok() || offset >= std::min(end, st.size)) return parts;
-    uint64_t hit = 0;
+    uint64_t hit = 0, miss = 0;
     for (auto& seg : svc_->CachedPrefix(*file, offset, std::min(end, st.size), 64)) {
-      hit += seg.length;
+      Count(*file, seg, &hit, &miss);
       parts.push_back(PagePart(file, seg));
     }
-    if (hit) svc_->CountServed(hit, 0, 0);
+    if (hit + miss) svc_->CountServed(hit, miss, 0);
     return parts;
   }
 
@@ -576,7 +576,6 @@ class Worker::Impl {
     if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages);
     FileRef file{*rp, r.version, r.size};
     uint64_t offset = r.offset;
-    bool stat_fetched = false;  // the open's stat read page 0 from the under-store
     if (r.version.starts_with(kWritebackVersionPrefix)) return ServeLocalPending(*rp, r, pages);
     if (r.kind == local_wire::Kind::kOpen) {
       if (auto pending = wb_->Pending(rp->ns_path)) {
@@ -587,7 +586,7 @@ class Worker::Impl {
       // A cold file's first page, read by the stat, is written at once on
       // this thread and passed like any cached page (no idle-writer hand-off,
       // no second request for its bytes).
-      auto st = svc_->Stat(*rp, {.write_first_page = true, .fetched_first_page = &stat_fetched});
+      auto st = svc_->Stat(*rp, {.write_first_page = true});
       if (!st) return fail(st.error());
       out.message = JsonText(InfoJson(*st, rp->ns_path));
       out.message.pop_back();  // the newline
@@ -610,7 +609,7 @@ class Worker::Impl {
     for (auto& seg : svc_->CachedPrefix(file, offset, end, local_wire::kMaxSegments, /*write_fetched=*/true)) {
       if (!CheckedForLocal(*seg.page)) break;  // the client reads the rest over TCP
       out.segments.push_back(LocalSegment(*seg.page, seg.skip, seg.length));
-      (seg.fetched || (stat_fetched && seg.offset < config_.worker.page_size) ? miss : hit) += seg.length;
+      Count(file, seg, &hit, &miss);
       pages->push_back(std::move(*seg.page));
     }
     if (hit + miss) {
@@ -655,11 +654,15 @@ class Worker::Impl {
       if (!range || range->size() > local_wire::kMaxSegments) return not_cached();
       for (auto& seg : *range) {
         if (!CheckedForLocal(*seg.page)) return not_cached();
+      }
+      uint64_t hit = 0, miss = 0;
+      for (auto& seg : *range) {
+        Count(file, seg, &hit, &miss);
         out.segments.push_back(LocalSegment(*seg.page, seg.skip, seg.length));
         pages->push_back(std::move(*seg.page));
       }
       short_circuit_bytes_->Add(end);
-      svc_->CountServed(end, 0, std::chrono::duration<double>(Clock::now() - started).count());
+      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count());
     }
     out.message = JsonText(InfoJson(cached->info, rp.ns_path));
     out.message.pop_back();  // the newline
@@ -1053,7 +1056,8 @@ class Worker::Impl {
     ok.parts = Parts(file, *segs, *tally);
     ok.on_done = [this, tally, started](bool complete) {
       if (complete) {
-        svc_->CountServed(tally->hit.load(), 0, std::chrono::duration<double>(Clock::now() - started).count());
+        svc_->CountServed(tally->hit.load(), tally->miss.load(),
+                          std::chrono::duration<double>(Clock::now() - started).count());
       }
     };
     res.Respond(std::move(ok));
@@ -1175,15 +1179,21 @@ class Worker::Impl {
     std::vector<BodyPart> parts;
     parts.reserve(segs.size());
     for (auto& seg : segs) {
-      if (seg.page) {
-        tally.hit += seg.length;
-        parts.push_back(PagePart(file, seg));
-        continue;
-      }
-      tally.miss += seg.length;
-      parts.push_back(FetchedDeferred(file, seg.fetch, seg.offset, seg.length));
+      uint64_t hit = 0, miss = 0;
+      Count(*file, seg, &hit, &miss);
+      tally.hit += hit;
+      tally.miss += miss;
+      parts.push_back(seg.page ? PagePart(file, seg) : FetchedDeferred(file, seg.fetch, seg.offset, seg.length));
     }
     return parts;
+  }
+
+  // A segment served: what of it the store sent for a reader and no read was
+  // served yet is a miss, the rest a hit (worker/fresh_bytes.h).
+  void Count(const FileRef& file, const Segment& seg, uint64_t* hit, uint64_t* miss) {
+    const uint64_t fresh = svc_->TakeFresh(file, seg.offset - seg.skip, seg.length);
+    *miss += fresh;
+    *hit += seg.length - fresh;
   }
 
   // ---- Checked sending of cached pages (docs/page-format.md) -------------

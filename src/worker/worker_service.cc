@@ -74,8 +74,10 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
       stores_(LiveMountTable::kMaxMounts),
       outage_until_(new std::atomic<int64_t>[LiveMountTable::kMaxMounts]()) {
   auto& m = MetricsRegistry::Global();
-  hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total", "Bytes served from the page cache");
-  miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total", "Bytes served that had to be fetched from the UFS");
+  hit_bytes_ = &m.GetCounter("shoal_cache_hit_bytes_total",
+                             "Bytes served that the store did not send for the read (cached before it)");
+  miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total",
+                              "Bytes served that the store sent for the read (worker/fresh_bytes.h)");
   read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
   const char* stale_help =
       "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
@@ -201,6 +203,7 @@ Result<FileInfo> WorkerService::StatFromStore(const ResolvedPath& p, const StatO
       if (!o.write_first_page)
         first.shrink_to_fit();  // a small file's page holds its size, not page_size, until written
       FileRef file{p, rw->info.Version(), rw->info.size};
+      fresh_.Credit(file.resolved.ns_path, file.version, 0, rw->bytes);
       auto fetch = std::make_shared<Fetch>(0, rw->bytes);
       fetch->Finish(std::move(first));
       {
@@ -347,7 +350,8 @@ std::string WorkerService::InflightKey(const FileRef& f, uint64_t page) const {
   return k;
 }
 
-std::shared_ptr<Fetch> WorkerService::StartFetchLocked(const FileRef& file, uint64_t first, uint64_t last) {
+std::shared_ptr<Fetch> WorkerService::StartFetchLocked(const FileRef& file, uint64_t first, uint64_t last,
+                                                       bool credit) {
   uint64_t stop = first + page_size_;
   for (uint64_t p = first + page_size_; p <= last; p += page_size_) {
     if (inflight_.contains(InflightKey(file, p)) || pages_->Contains(PageKey{file.resolved.ns_path, file.version, p})) {
@@ -356,7 +360,11 @@ std::shared_ptr<Fetch> WorkerService::StartFetchLocked(const FileRef& file, uint
     stop = p + page_size_;
   }
   auto fetch = std::make_shared<Fetch>(first, std::min(stop, file.size));
-  for (uint64_t p = first; p < fetch->end(); p += page_size_) inflight_[InflightKey(file, p)] = fetch;
+  for (uint64_t p = first; p < fetch->end(); p += page_size_) {
+    inflight_[InflightKey(file, p)] = fetch;
+    // Credited before any reader can be handed the fetch (PlanRead holds inflight_mu_).
+    if (credit) fresh_.Credit(file.resolved.ns_path, file.version, p, std::min(page_size_, fetch->end() - p));
+  }
   AddInflightPathLocked(file.resolved.ns_path);
   ufs_executor_([this, file, fetch] { RunFetch(file, fetch); });
   return fetch;
@@ -381,6 +389,8 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
   if (peers_) from_peer = peers_->Fetch(file, fetch->start(), fetch->end());
   auto store = from_peer ? Result<std::shared_ptr<UnderStore>>(nullptr) : StoreFor(file.resolved);
   if (from_peer) {
+    // Not sent by the store: served, they are hits.
+    fresh_.Forget(file.resolved.ns_path, file.version, fetch->start(), fetch->end() - 1, page_size_);
     CachePages(file, fetch->start(), *from_peer);
     result = std::move(*from_peer);
   } else if (!store) {
@@ -439,6 +449,7 @@ void WorkerService::RunFetch(FileRef file, std::shared_ptr<Fetch> fetch) {
     for (uint64_t p = fetch->start(); p < fetch->end(); p += page_size_) inflight_.erase(InflightKey(file, p));
     DropInflightPathLocked(file.resolved.ns_path);
   }
+  if (!result) fresh_.Forget(file.resolved.ns_path, file.version, fetch->start(), fetch->end() - 1, page_size_);
   fetch->Finish(std::move(result));
 }
 
@@ -511,7 +522,6 @@ std::vector<Segment> WorkerService::CachedPrefix(const FileRef& file, uint64_t o
     auto ref = pages_->Get(PageKey{file.resolved.ns_path, file.version, page});
     if (!ref && write_fetched) {
       ref = WriteFetchedPage(file, page);
-      seg.fetched = ref.has_value();
     }
     if (!ref || ref->length() < seg.skip + seg.length) break;
     seg.page = std::move(*ref);
@@ -612,7 +622,7 @@ std::shared_ptr<Fetch> WorkerService::RefetchCorruptPage(const FileRef& file, ui
   std::lock_guard lock(inflight_mu_);
   auto it = inflight_.find(InflightKey(file, page));
   if (it != inflight_.end()) return it->second;
-  return StartFetchLocked(file, page, page);
+  return StartFetchLocked(file, page, page, /*credit=*/false);
 }
 
 void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {

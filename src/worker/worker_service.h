@@ -37,6 +37,7 @@
 #include "meta/live_mount_table.h"
 #include "meta/metadata_cache.h"
 #include "ufs/under_store.h"
+#include "worker/fresh_bytes.h"
 #include "worker/rules_route.h"
 
 namespace shoal {
@@ -96,8 +97,6 @@ struct Segment {
   std::optional<PageRef> page;
   uint64_t skip = 0;
   std::shared_ptr<Fetch> fetch;
-  // A page CachedPrefix wrote just now from fetched bytes: they count as a miss.
-  bool fetched = false;
 };
 
 class WorkerService {
@@ -213,6 +212,17 @@ class WorkerService {
   };
   Totals totals() const;
 
+  // Of `bytes` served from the page of `file` at `page`, how many the store
+  // sent for a reader and no read was served yet: count them as a miss, the
+  // rest as a hit (worker/fresh_bytes.h).
+  uint64_t TakeFresh(const FileRef& file, uint64_t page, uint64_t bytes) {
+    return fresh_.Take(file.resolved.ns_path, file.version, page, bytes);
+  }
+  // A preload's pages of [first, last]: their bytes count as hits when served.
+  void ForgetFresh(const FileRef& file, uint64_t first, uint64_t last) {
+    fresh_.Forget(file.resolved.ns_path, file.version, first / page_size_ * page_size_, last, page_size_);
+  }
+
  private:
   WorkerService(const Config& config, Executor ufs_executor);
   Result<std::shared_ptr<UnderStore>> StoreFor(const ResolvedPath& p);
@@ -234,7 +244,11 @@ class WorkerService {
   void NoteStaleServed(const ResolvedPath& p, const char* what, const Status& why);
   // Claims the pages [first, last] that are neither cached nor in flight,
   // stopping at the first that is, and starts one fetch for them.
-  std::shared_ptr<Fetch> StartFetchLocked(const FileRef& file, uint64_t first_page, uint64_t last_page);
+  // `credit`: its bytes count as misses for the reads served them (FreshBytes);
+  // false for a corrupt page fetched again while a read that counted it as a
+  // hit is being sent.
+  std::shared_ptr<Fetch> StartFetchLocked(const FileRef& file, uint64_t first_page, uint64_t last_page,
+                                          bool credit = true);
   void RunFetch(FileRef file, std::shared_ptr<Fetch> fetch);
   // Caches the pages of `bytes`, read for `file` at file offset `start`.
   void CachePages(const FileRef& file, uint64_t start, const std::string& bytes);
@@ -308,6 +322,7 @@ class WorkerService {
   Counter* stale_lists_;
   Histogram* read_latency_;
   std::atomic<uint64_t> ufs_read_bytes_{0};
+  FreshBytes fresh_;  // bytes the store sent that no read was served yet
   std::unique_ptr<PeerFetch> peers_;
   // Last, so it is destroyed (and its queued writes, which use the members
   // above, are run) first.
