@@ -17,20 +17,19 @@ single-flight fetch serves both, so the store is read once either way.
 
 Staying ahead. A file the reader has reached is never fetched by the prefetch
 (it is the reader's own read now; counted in `passed`). A fetch started for a
-file the reader reaches before the fetch can finish adds nothing but CPU (the
-reader waits for the same fetch and both copy the bytes), and the reader's own
-threads stand idle behind it. So when the reader catches up (reaches files not
-cached yet), the cursor jumps over the files it will reach by itself within one
-fetch's latency (`jumped`): margin = the reader's pace over its catch-ups
-(files/s) x the quickest recent fetch (both measured), at most an eighth of
-the window (a jump further would leave the prefetch's threads idle at the
-window's end while the reader fetches alone, measured slower). The
-reader then fetches those with its own threads while the prefetch works further
-ahead: they never wait on each other or fetch the same file. Fetches in flight
-are bounded by the threads and by twice the reader's rate x latency (Little's
-law, with room to gain ground): a slow reader gets few fetches in flight. (adaptive=False keeps the
-first version's behaviour, the cursor at the reader and `threads` fetches in
-flight, for comparison.)
+file the reader reaches before the fetch can finish saves the reader only part
+of a fetch and copies the bytes twice, while the reader's own threads wait
+behind it. So when the reader catches up (reaches files not cached yet), the
+cursor jumps over the files it will reach by itself within one fetch
+(`jumped`): margin = the reader's pace over its catch-ups (files/s) x the
+quickest recent fetch (both measured), at most an eighth of the window (a
+jump further leaves the prefetch's threads idle at the window's end while the
+reader fetches alone: measured slower). The reader then fetches those with its
+own threads while the prefetch works further ahead. Fetches in flight are
+bounded by the threads and by twice the reader's rate x latency (Little's law,
+with room to gain ground): a slow reader gets few fetches in flight.
+(adaptive=False keeps the first version's behaviour, the cursor at the reader
+and `threads` fetches in flight, for comparison.)
 
 close() (or leaving the `with`, or a new epoch in ShoalSampler) cancels what is
 not started yet and waits for the reads in flight, each bounded by the client's
