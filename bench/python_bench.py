@@ -18,8 +18,11 @@ manifest's xxh3:
          the store 20 ms and 100 ms away (first-byte delay):
          direct S3 through the emulator (loadgen's HTTP reader, and boto3), Shoal
          from Python without prefetch, and Shoal from Python with the epoch's order
-         given to the prefetch (client.prefetch); egress = bytes the emulator
-         carried from the store / the dataset's bytes.
+         given to the prefetch (client.prefetch), and with the first version's fixed
+         prefetch (cursor at the reader); egress = bytes the emulator carried from the
+         store / the dataset's bytes; the prefetch's counters (Prefetcher.stats()).
+         Each cold row also runs with the machine loaded (--load N: N busy-loop
+         processes for the row's duration, default 2), interleaved with the idle ones.
 
 Medians over the rounds, and ratios, go to stdout as a markdown section, and to
 --out when given (bench/run passes docs/benchmarks.md's Python section file).
@@ -667,6 +670,33 @@ def journaled_cache_fs(work):
     return mnt
 
 
+class BusyLoad:
+    """n processes spinning a busy loop until stop(): a machine loaded by other work."""
+
+    def __init__(self, n):
+        self._procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in self._procs:
+            p.kill()
+            p.wait()
+        self._procs = []
+
+
+def prefetch_summary(stats):
+    def med(f):
+        return median([f(s) for s in stats])
+
+    return (f"reader first on {100 * med(lambda s: s.overtaken_fraction):.0f}% (in flight "
+            f"{100 * med(lambda s: s.overtaken / max(s.reached, 1)):.0f}%, passed "
+            f"{100 * med(lambda s: s.passed / max(s.reached, 1)):.0f}%), jumped {med(lambda s: s.jumped):.0f}, "
+            f"late {med(lambda s: s.late_fetches):.0f}, lead {med(lambda s: s.lead_mean):.0f} files "
+            f"(max {med(lambda s: s.lead_max):.0f}), in flight ≤ {med(lambda s: s.in_flight_max):.0f}")
+
+
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -681,6 +711,10 @@ def main():
     ap.add_argument("--bulk-only", action="store_true",
                     help="only the batch-API and torch.load rows (read_many vs read, DataLoader, checkpoint)")
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--cold-only", action="store_true", help="only the cold rows (direct, no prefetch, prefetch)")
+    ap.add_argument("--load", type=int, default=2, metavar="N",
+                    help="the cold rows also run with N busy-loop processes loading the machine, interleaved with "
+                         "the idle ones (0: no loaded rows)")
     ap.add_argument("--cache-fs", choices=["here", "ext4"], default="here",
                     help="the workers' caches under the work dir (here), or on a journaled ext4 made for the run")
     args = ap.parse_args()
@@ -709,13 +743,16 @@ def main():
 
             log("making datasets")
             gen("small", small_n, "110KiB", "150KiB", 31)
-            if not args.bulk_only:
+            if not args.bulk_only and not args.cold_only:
                 gen("large", large_n, large_size, large_size, 32)
+            if not args.bulk_only:
                 for r in range(1, args.rounds + 1):
                     gen(f"cold{r}", cold_n, "110KiB", "150KiB", 40 + r)
-            log("making the checkpoint")
-            make_checkpoint(data, (100 << 20) if args.quick else (500 << 20))
-            manifests_and_ckpt = list(manifests) + [os.path.dirname(CHECKPOINT_NAME)]
+            manifests_and_ckpt = list(manifests)
+            if not args.cold_only:
+                log("making the checkpoint")
+                make_checkpoint(data, (100 << 20) if args.quick else (500 << 20))
+                manifests_and_ckpt.append(os.path.dirname(CHECKPOINT_NAME))
             os.mkdir(os.path.join(work, "s3"))
             s3_endpoint = servers.start_s3rver(ROOT, os.path.join(work, "s3"))
             log("uploading to s3rver")
@@ -746,7 +783,9 @@ def main():
 
             log("warming small and large")
             loadgen_run(args.build, manifests["small"], f"shoal:{config}:", "whole", READERS_SMALL, 1)
-            if args.bulk_only:
+            if args.cold_only:
+                pass
+            elif args.bulk_only:
                 bulk_rows(args, config, client, manifests, files, data, work, add)
             else:
                 loadgen_run(args.build, manifests["large"], f"shoal:{config}:", "seq", READERS_LARGE, 1)
@@ -785,7 +824,7 @@ def main():
 
                 bulk_rows(args, config, client, manifests, files, data, work, add)
 
-            egress = {}
+            egress, pf_stats = {}, {}
             cold = [] if args.warm_only or args.bulk_only else sites.items()
             for delay, (proxy_endpoint, stats_addr, _, site_client) in cold:
                 for r in range(1, args.rounds + 1):
@@ -793,41 +832,52 @@ def main():
                     fl = files[prefix]
                     total = sum(f[1] for f in fl)
                     order = random.Random(100 + r).sample(range(cold_n), cold_n)
-                    sides = ["direct", "boto3", "shoal", "shoal_prefetch"]
+                    sides = ["direct", "boto3", "shoal", "shoal_prefetch", "shoal_prefetch_fixed"]
+                    if args.load > 0:
+                        sides += [s + "_loaded" for s in ("direct", "shoal", "shoal_prefetch", "shoal_prefetch_fixed")]
                     random.Random(r).shuffle(sides)
-                    for side in sides:
-                        log(f"cold {delay} round {r}/{args.rounds}: {side}")
+                    for key in sides:
+                        log(f"cold {delay} round {r}/{args.rounds}: {key}")
+                        side = key.removesuffix("_loaded")
                         if side.startswith("shoal"):
                             site_client.refresh(f"/data/{prefix}", recursive=True, data=True)  # nobody has read it
                         before = proxy_counters(stats_addr)
-                        if side == "direct":
-                            s, b = loadgen_run(args.build, manifests[prefix], f"http:{proxy_endpoint}/{BUCKET}",
-                                               "whole", READERS_COLD, 100 + r)
-                        elif side == "boto3":
-                            s, b = boto3_read(proxy_endpoint, fl, order, READERS_COLD)
-                        elif side == "shoal":
-                            s, b = python_shoal_read(site_client, "/data", fl, order, READERS_COLD)
-                        else:
-                            paths = [f"/data/{fl[i][0]}" for i in order]
-                            with site_client.prefetch(paths) as pf:  # the defaults, as ShoalSampler's
-                                s, b = python_shoal_read(site_client, "/data", fl, order, READERS_COLD, prefetch=pf)
-                        add(f"cold{delay}_{side}", s, b, cold_n)
+                        with BusyLoad(args.load if key.endswith("_loaded") else 0):
+                            if side == "direct":
+                                s, b = loadgen_run(args.build, manifests[prefix], f"http:{proxy_endpoint}/{BUCKET}",
+                                                   "whole", READERS_COLD, 100 + r)
+                            elif side == "boto3":
+                                s, b = boto3_read(proxy_endpoint, fl, order, READERS_COLD)
+                            elif side == "shoal":
+                                s, b = python_shoal_read(site_client, "/data", fl, order, READERS_COLD)
+                            else:
+                                from shoal.prefetch import Prefetcher
+
+                                paths = [f"/data/{fl[i][0]}" for i in order]
+                                # The defaults, as ShoalSampler's; _fixed: the first version's fixed cursor and width.
+                                adaptive = side != "shoal_prefetch_fixed"
+                                with Prefetcher(site_client, paths, adaptive=adaptive).start() as pf:
+                                    s, b = python_shoal_read(site_client, "/data", fl, order, READERS_COLD, prefetch=pf)
+                                st = pf.stats()
+                                pf_stats.setdefault(f"cold{delay}_{key}", []).append(st)
+                                log(f"prefetch: {st}")
+                        add(f"cold{delay}_{key}", s, b, cold_n)
                         after = proxy_counters(stats_addr)
-                        egress.setdefault(f"{delay}_{side}", []).append(
+                        egress.setdefault(f"{delay}_{key}", []).append(
                             ((after[0] - before[0]) / total, (after[1] - before[1]) / cold_n))
     finally:
         if caches != work:
             subprocess.run(["umount", caches], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
-    section = report(res, egress, args)
+    section = report(res, egress, pf_stats, args)
     print(section)
     if args.out:
         with open(args.out, "w") as f:
             f.write(section)
 
 
-def report(res, egress, args):
+def report(res, egress, pf_stats, args):
     def m(key, i):
         return median([x[i] for x in res.get(key, [])])
 
@@ -857,6 +907,8 @@ def report(res, egress, args):
         vs = f"{ratio(key, ref_key, 1):.2f}× {ref_label}" if ref_key else "reference"
         if ref2_key:
             vs += f"; {ratio(key, ref2_key, 1):.2f}× {ref2_label}"
+        if key in pf_stats:
+            vs += "; " + prefetch_summary(pf_stats[key])
         e = f"{median([x[0] for x in egress[eg]]):.2f}" if eg in egress else ""
         q = f"{median([x[1] for x in egress[eg]]):.2f}" if eg in egress else ""
         lines.append(f"| {workload} | {label} | {m(key, 0):.1f} | {m(key, 1):.1f} | {vs} | {e} | {q} |")
@@ -896,16 +948,29 @@ def report(res, egress, args):
         row(w, f"ckpt_{where}_buf8k", "torch.load(client.open(path)) with 8 KiB, the default before", ref, "local")
         row(w, f"ckpt_{where}_buf4m", "the same with 4 MiB, shoal.torch.load's before", ref, "local")
     for d in COLD_DELAYS:
-        w = f"cold first epoch, store {d} away (small files, 8 readers)"
-        row(w, f"cold{d}_direct", "direct S3 (loadgen HTTP)", eg=f"{d}_direct")
-        row(w, f"cold{d}_boto3", "direct S3 (boto3 from Python)", f"cold{d}_direct", "direct", f"{d}_boto3")
-        row(w, f"cold{d}_shoal", "Shoal from Python, no prefetch", f"cold{d}_direct", "direct", f"{d}_shoal")
-        row(w, f"cold{d}_shoal_prefetch", "Shoal from Python, sampler-driven prefetch", f"cold{d}_direct",
-            "direct (goal ≥ 1.5, egress ≤ 1.01)", f"{d}_shoal_prefetch")
+        for sfx, what in (("", ""), ("_loaded", f", loaded: {args.load} busy processes")):
+            w = f"cold first epoch, store {d} away (small files, 8 readers{what})"
+            row(w, f"cold{d}_direct{sfx}", "direct S3 (loadgen HTTP)", eg=f"{d}_direct{sfx}")
+            row(w, f"cold{d}_boto3{sfx}", "direct S3 (boto3 from Python)", f"cold{d}_direct{sfx}", "direct",
+                f"{d}_boto3{sfx}")
+            row(w, f"cold{d}_shoal{sfx}", "Shoal from Python, no prefetch", f"cold{d}_direct{sfx}", "direct",
+                f"{d}_shoal{sfx}")
+            row(w, f"cold{d}_shoal_prefetch{sfx}", "Shoal from Python, sampler-driven prefetch", f"cold{d}_direct{sfx}",
+                "direct (goal ≥ 1.5, egress ≤ 1.01)", f"{d}_shoal_prefetch{sfx}", f"cold{d}_shoal{sfx}",
+                "no prefetch (goal ≥ 1.0)")
+            row(w, f"cold{d}_shoal_prefetch_fixed{sfx}", "the same with the first version's fixed prefetch "
+                "(cursor at the reader, 64 fetches in flight)", f"cold{d}_direct{sfx}", "direct",
+                f"{d}_shoal_prefetch_fixed{sfx}", f"cold{d}_shoal{sfx}", "no prefetch")
     lines += [
         "",
         "The prefetch is given the epoch's order (as ShoalSampler does) with its defaults: at most 512 files / 256 MiB "
-        "ahead of the readers, 64 threads; the workers fetch each file once (egress above). Each warm measurement is "
+        "ahead of the readers, 64 threads; the workers fetch each file once (egress above). Its counters "
+        "(`Prefetcher.stats()`, medians over the rounds): *reader first* = files the reader reached before their "
+        "prefetch finished (*in flight*: while it ran; *passed*: before it started, never fetched by the prefetch), "
+        "*jumped* = files the cursor skipped because the reader was about to reach them, *late* = fetches started "
+        "for a file the reader had reached, *lead* = files between the reader and the prefetch cursor (mean over "
+        f"the reader's steps). Loaded rows: {args.load} processes spinning a busy loop (`nice` 0) for the whole "
+        "measurement, interleaved with the idle rows in the same rounds. Each warm measurement is "
         f"{WARM_EPOCHS * 4 if args.quick else WARM_EPOCHS} epochs, after one untimed epoch, on both sides, "
         "epoch after epoch (Python's as loadgen's: every reader ends one before the next starts). The native warm rows are "
         "loadgen's Shoal reader (4 MiB buffer per reader; each run's epochs after its first, so that its client is warm "

@@ -284,7 +284,8 @@ class Client:
         """Fetches files into the cluster ahead of a reader that reads them in this order.
 
         Returns a started shoal.prefetch.Prefetcher; call its advance(i) as item i is
-        consumed, and close() when done (or use it as a context manager).
+        consumed, and close() when done (or use it as a context manager). Its stats()
+        tell how often the reader got to a file first and how far ahead it ran.
         """
         from .prefetch import Prefetcher
 

@@ -137,7 +137,8 @@ class ShoalSampler(torch.utils.data.Sampler):
     order, at most window_files / window_bytes ahead of the index last yielded
     (the DataLoader takes indices a little ahead of the workers reading them).
     A new epoch, or the iterator being closed or dropped, cancels the previous
-    epoch's prefetch. Statistics of the last epoch: `last_prefetcher`.
+    epoch's prefetch. Statistics of the last epoch: `last_prefetcher.stats()`
+    (files ready when reached, overtaken, passed, the lead; shoal.prefetch).
     """
 
     def __init__(self, dataset, sampler=None, shuffle=True, generator=None, window_files=512,
