@@ -7,8 +7,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
+#include <regex>
+#include <set>
 #include <thread>
 
 #include "cluster/hash_ring.h"
@@ -318,6 +321,40 @@ TEST_F(ClusterTest, HitBytesAreTheBytesTheStoreDidNotSendForTheRead) {
   EXPECT_EQ(mixed.store, bytes / 2);
   EXPECT_NEAR(mixed.hit, bytes / 2, 0.05 * bytes);
   EXPECT_NEAR(mixed.miss, bytes / 2, 0.05 * bytes);
+}
+
+// Every metric the README names exists on a fresh worker (at 0), so that
+// dashboards and alerts see 0 and not "no data" before the first event.
+// Left out: the etcd membership series (etcd clusters only) and the quota
+// series (one per quota rule).
+TEST_F(ClusterTest, EveryMetricTheReadmeNamesExistsFromTheStart) {
+  std::ifstream in(SourceDir() + "/README.md");
+  ASSERT_TRUE(in) << "README.md not found under " << SourceDir();
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string> names;
+  const std::regex metric("`(shoal_[a-z0-9_]+)");
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), metric); it != std::sregex_iterator(); ++it) {
+    const std::string n = (*it)[1];
+    if (n.starts_with("shoal_membership_etcd_") || n.starts_with("shoal_membership_watch_") ||
+        n.starts_with("shoal_cache_quota_") ||
+        !n.ends_with("_total") && !n.ends_with("_bytes") && !n.ends_with("_seconds") && !n.ends_with("_inflight") &&
+            !n.ends_with("_pages") && !n.ends_with("_connections")) {
+      continue;  // not series on every worker, or not a metric (a program's name)
+    }
+    names.insert(n);
+  }
+  ASSERT_GT(names.size(), 30u) << "the README's metric names were not found";
+  StartCluster(1);
+  // The under-store's series appear once the worker has opened it, off the start.
+  std::string text;
+  EXPECT_TRUE(CacheFilled([&] {
+    auto m = cluster_->Get(0, "/metrics");
+    text = m ? *m : "";
+    return text.find("# TYPE shoal_ufs_requests_total ") != std::string::npos;
+  })) << "the mount's store was not opened at start";
+  for (const auto& n : names) {
+    EXPECT_NE(text.find("# TYPE " + n + " "), std::string::npos) << n << " is named in the README but not served";
+  }
 }
 
 TEST_F(ClusterTest, ShortCircuitSurvivesAWorkerRestart) {

@@ -30,12 +30,25 @@ Result<uint64_t> ExpectedPageLength(const PagePush& push, uint64_t page_size, st
   return std::min(page_size, push.size - push.offset);
 }
 
-Status WorkerService::PutPushedPage(const ResolvedPath& p, const PagePush& push, std::string_view data) {
-  static Counter& pushed = MetricsRegistry::Global().GetCounter(
-      "shoal_cache_pushed_bytes_total", "Bytes of pages pushed by cache-through writers and cached");
-  static Counter& refused = MetricsRegistry::Global().GetCounter(
+namespace {
+struct PushCounters {
+  Counter& pushed = MetricsRegistry::Global().GetCounter("shoal_cache_pushed_bytes_total",
+                                                         "Bytes of pages pushed by cache-through writers and cached");
+  Counter& refused = MetricsRegistry::Global().GetCounter(
       "shoal_cache_push_refused_total",
       "Pages pushed by cache-through writers that were refused (bad claims, stale version)");
+};
+PushCounters& Push() {
+  static PushCounters c;
+  return c;
+}
+}  // namespace
+
+void WorkerService::RegisterPushMetrics() { Push(); }
+
+Status WorkerService::PutPushedPage(const ResolvedPath& p, const PagePush& push, std::string_view data) {
+  Counter& pushed = Push().pushed;
+  Counter& refused = Push().refused;
   auto fail = [&](Status st) {
     refused.Add(1);
     return st;

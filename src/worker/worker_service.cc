@@ -10,6 +10,7 @@
 #include "ufs/accounting_store.h"
 #include "worker/idle_writer.h"
 #include "worker/peer_fetch.h"
+#include "worker/writeback_journal.h"
 
 namespace shoal {
 
@@ -109,6 +110,19 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   auto store = PageStore::Open(o);
   if (!store) return Err(store.error());
   s->pages_ = std::move(*store);
+  RegisterPushMetrics();
+  WritebackJournal::RegisterMetrics();
+  // Each mount's store is opened on first use (one unreachable store does not
+  // stop the worker); a first use now, off the start, so that its series
+  // (shoal_ufs_*{ufs=...}) exist at 0 before any request.
+  for (const auto& m : s->mounts_.Current()->mounts()) {
+    auto rp = s->mounts_.Resolve(m.path);
+    if (!rp) continue;
+    s->ufs_executor_([svc = s.get(), rp = *rp] {
+      if (auto st = svc->StoreFor(rp); !st)
+        spdlog::debug("mount {} not opened yet: {}", rp.mount->path, st.error().ToString());
+    });
+  }
   return s;
 }
 

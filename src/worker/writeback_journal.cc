@@ -70,6 +70,12 @@ Counter& Busy() {
 
 }  // namespace
 
+void WritebackJournal::RegisterMetrics() {
+  Committed();
+  Busy();
+  RegisterUploadMetrics();
+}
+
 bool WritebackJournal::ValidId(std::string_view id) {
   if (id.size() != 32) return false;
   for (char c : id) {

@@ -128,6 +128,9 @@ class WritebackJournal {
   Stats stats() const;
 
   static bool ValidId(std::string_view id);
+  // Registers its counters (at 0) before the first write-back arrives.
+  static void RegisterMetrics();
+  static void RegisterUploadMetrics();  // writeback_uploader.cc's
   // "id@host:port,id@host:port" (the holders query parameter).
   static Result<std::vector<WorkerEntry>> ParseHolders(std::string_view text);
   static std::string FormatHolders(const std::vector<WorkerEntry>& holders);

@@ -71,6 +71,8 @@ UploadMetrics& M() {
 
 }  // namespace
 
+void WritebackJournal::RegisterUploadMetrics() { M(); }
+
 void WritebackJournal::UploaderLoop() {
   for (;;) {
     std::vector<std::shared_ptr<Entry>> work;
