@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <gtest/gtest.h>
+#include <algorithm>
+#include <cctype>
 
 #include <atomic>
 #include <filesystem>
@@ -333,6 +335,48 @@ TEST_F(MembershipTest, UpWithEtcdWritesOnlyTheEndpointsAndStatusShowsTheRing) {
   EXPECT_NE(up.proc.Wait(60s), -1);
   // etcd went with it.
   EXPECT_FALSE(LocalEtcd::Answers(endpoint, 1s));
+}
+
+// The pid of the process whose command line holds `needle`, or -1.
+pid_t FindProcess(const std::string& needle) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::string cmd = Slurp(e.path().string() + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(needle) != std::string::npos && cmd.find("etcd") != std::string::npos) return std::stoi(name);
+  }
+  return -1;
+}
+
+// `shoal up --etcd` keeps its etcd as it keeps its workers: killed, it is
+// logged and started again on the same endpoint and data, within seconds.
+TEST_F(MembershipTest, UpRestartsItsEtcdAfterAKillAndSaysSo) {
+  std::string state = root_ + "/state-etcd";
+  Up up = LaunchUp({"--ufs", root_ + "/ufs", "--workers", "1", "--etcd", "--state-dir", state, "--cache-size", "64MiB"},
+                   root_ + "/up-etcd.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  auto cfg = LoadConfig(up.config);
+  ASSERT_TRUE(cfg) << cfg.error().ToString();
+  ASSERT_EQ(cfg->cluster.etcd.endpoints.size(), 1u);
+  const std::string endpoint = cfg->cluster.etcd.endpoints[0];
+  const pid_t first = FindProcess(state + "/etcd");
+  ASSERT_GT(first, 0) << "no etcd with its data under " << state;
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  EXPECT_TRUE(WaitFor([&] { return FindProcess(state + "/etcd") > 0 && FindProcess(state + "/etcd") != first; }, 30s))
+      << "no new etcd: " << up.err();
+  EXPECT_TRUE(WaitFor([&] { return LocalEtcd::Answers(endpoint, 1s); }, 30s)) << "etcd is not back on " << endpoint;
+  EXPECT_NE(up.err().find("etcd (pid " + std::to_string(first) + ") was killed by signal 9"), std::string::npos)
+      << up.err();
+  EXPECT_TRUE(WaitFor([&] { return up.err().find("etcd is back on " + endpoint) != std::string::npos; }, 30s))
+      << up.err();
+  auto status = Shoal({"status", "--config", up.config});
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_NE(status.out.find("ring: etcd membership"), std::string::npos) << status.out;
+
+  up.proc.Signal(SIGTERM);
+  EXPECT_NE(up.proc.Wait(60s), -1);
+  EXPECT_FALSE(LocalEtcd::Answers(endpoint, 1s)) << "the restarted etcd went with it";
 }
 
 }  // namespace

@@ -338,11 +338,49 @@ int RunUp(const UpArgs& a) {
   std::printf("ready: config=%s\n", client_config.c_str());
   std::fflush(stdout);
   bool fuse_exit_reported = false;
+  // The local etcd is supervised as the workers are: each exit is logged and
+  // it is started again on the same ports and data dir (the workers' and
+  // clients' configs name its endpoint), after a pause that doubles while it
+  // keeps failing (1 s to 30 s).
+  auto etcd_retry_at = std::chrono::steady_clock::now();
+  std::chrono::seconds etcd_pause{1};
+  bool etcd_down = false;
+  pid_t etcd_pid = local_etcd.pid();  // running() forgets the pid of a child it reaped
+  auto keep_etcd = [&] {
+    if (!a.etcd || etcd_pid <= 0) return;
+    if (!etcd_down && local_etcd.running()) return;
+    if (!etcd_down) {
+      etcd_down = true;
+      std::fprintf(stderr, "shoal up: etcd (pid %d) %s; starting it again on %s (log %s)\n", etcd_pid,
+                   cli::DescribeExit(local_etcd.WaitStatus()).c_str(), local_etcd.endpoint().c_str(),
+                   local_etcd.options().log_file.c_str());
+      etcd_retry_at = std::chrono::steady_clock::now();
+    }
+    if (std::chrono::steady_clock::now() < etcd_retry_at) return;
+    LocalEtcd::Options again = local_etcd.options();
+    again.client_port = local_etcd.client_port();
+    again.peer_port = local_etcd.peer_port();
+    again.startup_timeout = std::chrono::seconds(10);
+    auto started = LocalEtcd::Start(again);
+    if (!started) {
+      std::fprintf(stderr, "shoal up: etcd did not start again: %s; next try in %llds\n",
+                   started.error().message().c_str(), static_cast<long long>(etcd_pause.count()));
+      etcd_retry_at = std::chrono::steady_clock::now() + etcd_pause;
+      etcd_pause = std::min(etcd_pause * 2, std::chrono::seconds(30));
+      return;
+    }
+    local_etcd = std::move(*started);
+    etcd_pid = local_etcd.pid();
+    etcd_down = false;
+    etcd_pause = std::chrono::seconds(1);
+    std::fprintf(stderr, "shoal up: etcd is back on %s (pid %d)\n", local_etcd.endpoint().c_str(), local_etcd.pid());
+  };
 
   for (;;) {
     timespec tick{0, 200'000'000};
     int sig = ::sigtimedwait(&sigs, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) break;
+    keep_etcd();
     if (!a.fuse.empty() && !fuse_exit_reported && !fuse_daemon.running()) {
       fuse_exit_reported = true;
       std::fprintf(stderr, "shoal up: the FUSE mount on %s has ended (unmounted?); its log is %s\n", a.fuse.c_str(),

@@ -53,6 +53,8 @@ class LocalEtcd {
   void Stop(std::chrono::milliseconds grace = std::chrono::seconds(5)) { process_.Stop(grace); }
   // Sends `sig` to etcd (SIGKILL: a crash).
   void Signal(int sig) { process_.Signal(sig); }
+  // After it stopped running: its wait status (as from waitpid).
+  int WaitStatus() { return process_.Wait(std::chrono::milliseconds(0)); }
 
   // Whether etcd answers a read on `endpoint` within `timeout`.
   static bool Answers(const std::string& endpoint, std::chrono::milliseconds timeout);
