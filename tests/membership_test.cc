@@ -370,8 +370,14 @@ TEST_F(MembershipTest, UpRestartsItsEtcdAfterAKillAndSaysSo) {
       << up.err();
   EXPECT_TRUE(WaitFor([&] { return up.err().find("etcd is back on " + endpoint) != std::string::npos; }, 30s))
       << up.err();
-  auto status = Shoal({"status", "--config", up.config});
-  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  shoal::testing::Run status;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        status = Shoal({"status", "--config", up.config});
+        return status.exit_code == 0 && CountLines(status.out, " up ") == 1;
+      },
+      30s))
+      << "the worker is not in the ring of the etcd started again: " << status.out << status.err;
   EXPECT_NE(status.out.find("ring: etcd membership"), std::string::npos) << status.out;
 
   up.proc.Signal(SIGTERM);
