@@ -18,6 +18,10 @@ constexpr size_t kMaxChunkHeader = 256;
 struct PayloadReader::State {
   StreamDigest sha{StreamDigest::Kind::kSha256};
   StreamDigest md5{StreamDigest::Kind::kMd5};
+  // Each hash is computed only when something needs it: on a loaded machine
+  // every pass over the bytes costs upload speed.
+  bool check_sha = false;  // x-amz-content-sha256 names the body's hash
+  bool want_md5 = false;   // the caller asked for Md5Hex, or Content-MD5 was sent
   std::string md5_hex;
   // aws-chunked: raw bytes read ahead, the current chunk and where we are in it.
   std::string raw;
@@ -30,9 +34,13 @@ struct PayloadReader::State {
   uint64_t chunks = 0;
 };
 
-PayloadReader::PayloadReader(const net::HttpRequest& http, const AuthInfo& auth, uint64_t max_bytes)
+PayloadReader::PayloadReader(const net::HttpRequest& http, const AuthInfo& auth, uint64_t max_bytes, bool need_md5)
     : http_(http), auth_(auth), max_bytes_(max_bytes), state_(std::make_unique<State>()) {
   state_->prev_signature = auth.seed_signature;
+  const std::string* content = http_.Header("x-amz-content-sha256");
+  state_->check_sha =
+      content && content->size() == 64 && content->find_first_not_of("0123456789abcdef") == std::string::npos;
+  state_->want_md5 = need_md5 || http_.Header("Content-MD5") != nullptr;
 }
 
 PayloadReader::~PayloadReader() = default;
@@ -71,8 +79,8 @@ S3Result<size_t> PayloadReader::Read(std::span<char> out) {
                  "the object is over " + std::to_string(max_bytes_) +
                      " bytes, the most one PutObject or UploadPart takes: use a multipart upload");
   }
-  state_->sha.Update(out.first(*n));
-  state_->md5.Update(out.first(*n));
+  if (state_->check_sha) state_->sha.Update(out.first(*n));
+  if (state_->want_md5) state_->md5.Update(out.first(*n));
   return n;
 }
 
@@ -192,13 +200,11 @@ S3Result<bool> PayloadReader::Finish() {
                        " bytes, not the x-amz-decoded-content-length " + *want + "; nothing was stored");
     }
   }
-  std::string sha = HexOf(s.sha.Bytes());
-  if (const std::string* content = http_.Header("x-amz-content-sha256");
-      content && content->size() == 64 && content->find_first_not_of("0123456789abcdef") == std::string::npos &&
-      !ConstantTimeEqual(sha, *content)) {
+  if (s.check_sha && !ConstantTimeEqual(HexOf(s.sha.Bytes()), *http_.Header("x-amz-content-sha256"))) {
     return S3Err(400, "XAmzContentSHA256Mismatch",
                  "the body's SHA-256 is not the x-amz-content-sha256 it was signed with; nothing was stored");
   }
+  if (!s.want_md5) return true;
   std::string md5 = s.md5.Bytes();
   s.md5_hex = HexOf(md5);
   if (const std::string* want = http_.Header("Content-MD5"); want && *want != Base64Of(md5)) {

@@ -303,7 +303,7 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
   SetCreateMetadata(*meta, &options);
   auto w = client_.Create(r.path, options);
   if (!w) return std::unexpected(CreateError(r, w.error()));
-  PayloadReader in(*r.http, *r.auth, kMaxSinglePut);
+  PayloadReader in(*r.http, *r.auth, kMaxSinglePut, /*need_md5=*/false);  // the store makes the ETag
   auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
   for (;;) {
     auto n = in.Read(std::span<char>(buf.get(), kStreamChunk));
