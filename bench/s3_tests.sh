@@ -6,13 +6,14 @@
 # isodate, pytz, lxml: scripts/bootstrap), unchanged; bench/s3_tests_adapter.py
 # maps its per-test buckets onto fixed ones (see there).
 #
-#   bench/s3_tests.sh --suite DIR [-k EXPR] [--tests FILE::...]
+#   bench/s3_tests.sh --suite DIR [-k EXPR] [--tests FILE::...] [--pool N]
 #
 # DIR may be a bare clone (what the session tool `fetch github:ceph/s3-tests`
 # leaves): its HEAD is unpacked into the work dir.
 #
 # The endpoint is `shoal s3` over a 1-worker `shoal up` on a fresh directory,
-# with the suite's three keys (main, alt, tenant) and a pool of buckets.
+# with the suite's three keys (main, alt, tenant) and a pool of N buckets
+# (default 4000; a test takes one to three; each cleanup lists them all).
 # Prints the pass/fail/skip counts, overall and per test-name family, and
 # leaves the per-test results in $WORK/results.txt (the path is printed).
 {
@@ -27,7 +28,8 @@ while (($#)); do
     --suite) SUITE=$2; shift ;;
     -k) KEXPR=$2; shift ;;
     --tests) TESTS=$2; shift ;;
-    *) echo "usage: bench/s3_tests.sh --suite DIR [-k EXPR] [--tests FILE]" >&2; exit 2 ;;
+    --pool) POOL=$2; shift ;;
+    *) echo "usage: bench/s3_tests.sh --suite DIR [-k EXPR] [--tests FILE] [--pool N]" >&2; exit 2 ;;
   esac
   shift
 done
