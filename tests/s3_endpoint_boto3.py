@@ -6,31 +6,21 @@
 # that failed.
 import os
 import subprocess
-import sys
 import time
 
 import boto3
 import botocore.config
 import botocore.exceptions
 
+from s3_checks import checker, client, error_code
+
 endpoint = os.environ["S3_ENDPOINT"]
 ufs = os.environ["UFS"]
 many = int(os.environ["MANY"])
-s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                  config=botocore.config.Config(signature_version="s3v4", retries={"max_attempts": 1}))
+s3 = client()
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit("boto3 check failed: " + what)
-
-
-def error_code(fn, **kw):
-    try:
-        fn(**kw)
-    except botocore.exceptions.ClientError as e:
-        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
-    return None, 200
+check = checker("boto3")
 
 
 def curl(url, *args):

@@ -31,6 +31,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shoal/status.h"
@@ -133,6 +134,17 @@ struct OpenOptions {
 struct CreateOptions {
   // Replace a file that already exists under the path (false: kAlreadyExists).
   bool overwrite = true;
+  // Kept with the file where its store keeps metadata (S3 and GCS user
+  // metadata, Azure metadata, an extended attribute on file://); the S3
+  // endpoint answers them as Content-Type and x-amz-meta-*. A file given
+  // either is written through on a write-back mount (the holders keep bytes
+  // only). Values must not hold line breaks.
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> metadata;  // lower-case names, without x-amz-meta-
+  // file://: the ETag to keep for the file instead of the MD5 of its bytes
+  // (the S3 endpoint's multipart uploads: "<md5 of the part md5s>-<parts>").
+  // Object stores make their own.
+  std::string etag;
 };
 
 namespace detail {

@@ -107,6 +107,18 @@ Result<std::shared_ptr<UnderStore>> ClientImpl::FallbackStore(const ResolvedPath
   return s;
 }
 
+Result<ObjectMetadata> ClientImpl::MetadataFromStore(std::string_view path) {
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  if (rp->key.empty()) return Err(Code::kNotFound, rp->ns_path + " is the root of a mount, not a file");
+  auto store = FallbackStore(*rp);
+  if (!store) return Err(store.error());
+  CallDeadline bound(NewDeadline());
+  auto m = (*store)->Metadata(rp->key);
+  if (!m && m.error().code() == Code::kNotFound) return Err(Code::kNotFound, "no such file: " + rp->ns_path);
+  return m;
+}
+
 Result<FileStatus> ClientImpl::StatFromStore(const ResolvedPath& rp, Deadline deadline) {
   if (rp.key.empty()) {  // a mount's root
     FileStatus root;
@@ -676,6 +688,10 @@ std::vector<MountInfo> Client::Mounts() const {
     out.push_back(std::move(i));
   }
   return out;
+}
+
+Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path) {
+  return detail::ClientAccess::Impl(client).MetadataFromStore(path);
 }
 
 }  // namespace shoal

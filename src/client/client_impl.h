@@ -61,6 +61,8 @@ class ClientImpl {
   WriteMode WriteModeFor(const ResolvedPath& rp) const;
 
   Result<FileStatus> Stat(std::string_view path);
+  // ReadObjectMetadata (client_internal.h).
+  Result<ObjectMetadata> MetadataFromStore(std::string_view path);
   // Stat plus the first bytes, in one round trip to the path's owner.
   Result<OpenedFile> Open(std::string_view path, uint64_t prefetch);
   // OpenCachedOnly (client_internal.h): from a worker on this host, at once, or kUnavailable.

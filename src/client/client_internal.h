@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "shoal/client.h"
+#include "ufs/under_store.h"
 
 namespace shoal {
 
@@ -40,6 +41,12 @@ std::vector<std::string> RingMembers(const Client& client);
 // endpoint's I/O threads. Anything else answers kUnavailable at once: open
 // the usual way then.
 Result<std::unique_ptr<File>> OpenCachedOnly(Client& client, std::string_view path, const OpenOptions& options = {});
+
+// The metadata the writer of the file at `path` gave it (CreateOptions'
+// content_type and metadata), from its mount's under-store within
+// client.timeout: an extended attribute on file://, a HEAD on object stores.
+// kNotFound when no file is there.
+Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path);
 
 namespace detail {
 // The one door from a Client to its implementation (a friend of Client).

@@ -121,12 +121,13 @@ class SpillFile {
 
 class WriterImpl final : public Writer {
  public:
-  WriterImpl(detail::ClientImpl& client, ResolvedPath rp, std::unique_ptr<ObjectWriter> out)
+  WriterImpl(detail::ClientImpl& client, ResolvedPath rp, std::unique_ptr<ObjectWriter> out, WriteOptions options)
       : client_(client),
         rp_(std::move(rp)),
         out_(std::move(out)),
+        options_(std::move(options)),
         spill_(client_.WriteModeFor(rp_) != WriteMode::kThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {
-    if (client_.WriteModeFor(rp_) == WriteMode::kWriteBack) {
+    if (client_.WriteModeFor(rp_) == WriteMode::kWriteBack && !out_) {  // else written through (metadata)
       hash_ = XXH3_createState();
       XXH3_64bits_reset(hash_);
       write_back_ = true;
@@ -157,7 +158,7 @@ class WriterImpl final : public Writer {
     if (out_) return {};
     auto store = client_.StoreFor(rp_);
     if (!store) return store.error();
-    auto out = (*store)->OpenWriter(rp_.key);
+    auto out = (*store)->OpenWriter(rp_.key, options_);
     if (!out) return out.error();
     out_ = std::move(*out);
     if (!spill_) return {};  // nothing was written yet (a write-back without a spill is through from the start)
@@ -299,6 +300,7 @@ class WriterImpl final : public Writer {
   detail::ClientImpl& client_;
   ResolvedPath rp_;
   std::unique_ptr<ObjectWriter> out_;
+  WriteOptions options_;            // for the store writer
   std::optional<SpillFile> spill_;  // cache-through: the bytes written, for the push after Close
   // write-back: still on (else written through); the hash of the bytes; why it was given up.
   bool write_back_ = false;
@@ -323,12 +325,33 @@ Result<ResolvedPath> ClientImpl::ResolveForWrite(std::string_view path, std::str
   return rp;
 }
 
+// What the store writer keeps beside the bytes (see CreateOptions).
+static WriteOptions WriteOptionsOf(const CreateOptions& o) {
+  WriteOptions w;
+  w.metadata.content_type = o.content_type;
+  w.metadata.user = o.metadata;
+  w.etag = o.etag;
+  return w;
+}
+
 Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const CreateOptions& options) {
   auto rp = ResolveForWrite(path, "create");
   if (!rp) return Err(rp.error());
+  auto bad = [&](const std::string& v) { return v.find_first_of("\r\n") != std::string::npos; };
+  for (const auto& [name, value] : options.metadata) {
+    if (name.empty() || name.find_first_of("=\r\n") != std::string::npos || bad(value)) {
+      return Err(Code::kInvalidArgument, "cannot create " + rp->ns_path + ": metadata '" + name +
+                                             "' has an empty name, an '=' in its name or a line break");
+    }
+  }
+  if (bad(options.content_type) || bad(options.etag) || options.etag.find(' ') != std::string::npos) {
+    return Err(Code::kInvalidArgument,
+               "cannot create " + rp->ns_path + ": a line break in its content type, or a space in its ETag");
+  }
   if (rp->key.empty()) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is the root of a mount");
   CallDeadline bound(NewDeadline());
-  if (WriteModeFor(*rp) == WriteMode::kWriteBack) {
+  // A file with metadata is written through: the holders keep bytes only.
+  if (WriteModeFor(*rp) == WriteMode::kWriteBack && options.content_type.empty() && options.metadata.empty()) {
     // write-back with overwrite (the default) asks nothing: a checkpoint or a
     // small put costs no round trip to the store before its bytes go to the
     // holders. (A key that is also a directory prefix is an object store's
@@ -336,13 +359,14 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
     // the directory goes; docs/architecture.md.) Without overwrite the path's
     // stat owner is asked (its cached metadata, any pending write-back, else
     // the store); only a definite answer refuses the write.
-    if (options.overwrite) return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), nullptr));
+    if (options.overwrite)
+      return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), nullptr, WriteOptionsOf(options)));
     auto st = StatResolved(*rp, NewDeadline());
     if (st && st->is_dir) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is a directory");
     if (st && !options.overwrite) {
       return Err(Code::kAlreadyExists, "cannot create " + rp->ns_path + ": it exists (and overwrite is off)");
     }
-    return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), nullptr));
+    return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), nullptr, WriteOptionsOf(options)));
   }
   auto store = StoreFor(*rp);
   if (!store) return Err(store.error());
@@ -356,9 +380,9 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
   if (!existing && existing.error().code() != Code::kNotFound) {
     return Err(existing.error().WithContext("create " + rp->ns_path));
   }
-  auto out = (*store)->OpenWriter(rp->key);
+  auto out = (*store)->OpenWriter(rp->key, WriteOptionsOf(options));
   if (!out) return Err(out.error().WithContext("create " + rp->ns_path));
-  return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), std::move(*out)));
+  return std::unique_ptr<Writer>(new WriterImpl(*this, std::move(*rp), std::move(*out), WriteOptionsOf(options)));
 }
 
 // One namespace write on one path: `op` on the store, then the refresh.

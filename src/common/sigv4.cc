@@ -167,6 +167,35 @@ std::string Md5Base64(std::span<const char> data) {
   return std::string(reinterpret_cast<char*>(out), static_cast<size_t>(n));
 }
 
+StreamDigest::StreamDigest(Kind kind) : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), kind == Kind::kMd5 ? Md5Md() : Sha256Md(), nullptr);
+}
+
+StreamDigest::~StreamDigest() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void StreamDigest::Update(std::span<const char> data) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data.data(), data.size());
+}
+
+std::string StreamDigest::Bytes() {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), out, &n);
+  return std::string(reinterpret_cast<char*>(out), n);
+}
+
+std::string HexOf(std::string_view bytes) {
+  return Hex(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+}
+
+std::string Base64Of(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
 std::string AmzDate(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto day = floor<days>(t);

@@ -93,6 +93,28 @@ std::string Md5Base64(std::span<const char> data);
 // Lower-case hex MD5 (an S3 part's ETag).
 std::string Md5Hex(std::span<const char> data);
 
+// An MD5 or SHA-256 over bytes that arrive in pieces. Not copyable; one
+// thread at a time.
+class StreamDigest {
+ public:
+  enum class Kind { kMd5, kSha256 };
+  explicit StreamDigest(Kind kind);
+  ~StreamDigest();
+  StreamDigest(const StreamDigest&) = delete;
+  StreamDigest& operator=(const StreamDigest&) = delete;
+  void Update(std::span<const char> data);
+  // The digest's raw bytes; call once, after the last Update.
+  std::string Bytes();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
+
+// Lower-case hex of raw bytes (a digest).
+std::string HexOf(std::string_view bytes);
+// Base64 of raw bytes (a Content-MD5 value).
+std::string Base64Of(std::string_view bytes);
+
 // "20240517T123456Z" for a time point (UTC).
 std::string AmzDate(std::chrono::system_clock::time_point t);
 

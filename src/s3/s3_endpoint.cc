@@ -142,7 +142,7 @@ class S3Endpoint::Impl {
     auto c = hooks_.client();
     if (!c) return Err(c.error());
     client_ = *c;
-    writes_ = std::make_unique<ObjectWrites>(*client_, staging_);
+    writes_ = std::make_unique<ObjectWrites>(*client_, staging_, metadata_);
     return client_;
   }
 
@@ -174,7 +174,7 @@ class S3Endpoint::Impl {
     }
     auto path = KeyPath(*admitted->root, t.key);
     if (!path) return Finish(req, t, std::unexpected(path.error()));
-    ObjectRequest o{&req, &admitted->query, *path, hooks_.local_pages ? &hooks_.local_pages : nullptr};
+    ObjectRequest o{&req, &admitted->query, *path, hooks_.local_pages ? &hooks_.local_pages : nullptr, &metadata_};
     auto res = GetCachedObject(*client, pool_, o);
     if (!res) return std::nullopt;
     return Finish(req, t, std::move(*res));
@@ -276,6 +276,12 @@ class S3Endpoint::Impl {
     Admitted out{std::move(*query), std::move(*auth), nullptr};
     if (t->bucket.empty()) return out;
     auto root = buckets_.find(t->bucket);
+    if (root == buckets_.end() && req.method == "PUT" && t->key.empty()) {
+      return S3Err(501, "NotImplemented",
+                   "CreateBucket '" + t->bucket +
+                       "': this endpoint does not create buckets; its buckets are the top-level mounts (or "
+                       "s3.buckets): add a mount to the config");
+    }
     if (root == buckets_.end()) {
       return S3Err(404, "NoSuchBucket",
                    "no bucket '" + t->bucket + "' (the buckets are the top-level mounts, or s3.buckets)");
@@ -331,6 +337,10 @@ class S3Endpoint::Impl {
       r.headers.emplace_back("x-amz-bucket-region", config_.region);
       return r;
     }
+    if (req.method == "PUT" && q.empty()) {
+      return S3Err(409, "BucketAlreadyOwnedByYou",
+                   "the bucket '" + bucket + "' exists: it is the mount " + root + " (buckets are mounts)");
+    }
     if (req.method != "GET") {
       return S3Err(501, "NotImplemented", req.method + " on a bucket is not implemented by this endpoint");
     }
@@ -372,12 +382,16 @@ class S3Endpoint::Impl {
     if (encoding && *encoding != "url") return S3Err(400, "InvalidArgument", "encoding-type must be url");
     auto enc = [&](const std::string& s) { return encoding ? UriEncode(s, true) : s; };
     std::string token, start_after = get("start-after"), marker = get("marker");
+    bool token_given = false;
     if (v2) {
       lr.after = start_after;
-      if (const std::string* ct = Param(q, "continuation-token")) {
+      if (const std::string* ct = Param(q, "continuation-token"); ct && ct->empty()) {
+        token_given = true;  // an empty token starts the listing, as on S3
+      } else if (ct) {
         auto key = ct->starts_with("1") ? Unhex(std::string_view(*ct).substr(1)) : std::nullopt;
         if (!key) return S3Err(400, "InvalidArgument", "the continuation-token is not one this endpoint gave out");
         token = *ct;
+        token_given = true;
         lr.after = std::max(lr.after, *key);
       }
     } else {
@@ -390,7 +404,7 @@ class S3Endpoint::Impl {
         "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
     if (v2) {
       body += Tag("KeyCount", std::to_string(result->objects.size() + result->common_prefixes.size()));
-      if (!token.empty()) body += Tag("ContinuationToken", token);
+      if (token_given) body += Tag("ContinuationToken", token);
       if (result->truncated) body += Tag("NextContinuationToken", "1" + Hex(result->last));
       if (!start_after.empty()) body += Tag("StartAfter", enc(start_after));
     } else {
@@ -423,6 +437,7 @@ class S3Endpoint::Impl {
     const bool upload = Param(q, "uploadId") != nullptr;
     if (req.method == "GET" || req.method == "HEAD") {
       if (upload && req.method == "GET") return writes_->ListParts(w);
+      if (Param(q, "attributes") && req.method == "GET") return ObjectAttributes(req, *path);
       if (const char* sub = UnservedGetSubresource(q)) {
         return S3Err(501, "NotImplemented", std::string("the object subresource ?") + sub + " is not implemented");
       }
@@ -432,7 +447,7 @@ class S3Endpoint::Impl {
           if (auto r = redirector_.For(*client_, req, q, *w.auth, *st)) return std::move(*r);
         }
       }
-      ObjectRequest o{&req, &q, *path, hooks_.local_pages ? &hooks_.local_pages : nullptr};
+      ObjectRequest o{&req, &q, *path, hooks_.local_pages ? &hooks_.local_pages : nullptr, &metadata_};
       return GetObject(*client_, pool_, o);
     }
     const std::string* copy_source = req.Header("x-amz-copy-source");
@@ -443,7 +458,11 @@ class S3Endpoint::Impl {
         }
       }
       if (upload) {
-        if (copy_source) return S3Err(501, "NotImplemented", "UploadPartCopy is not implemented");
+        if (copy_source) {
+          auto source = CopySourcePath(*copy_source);
+          if (!source) return std::unexpected(source.error());
+          return writes_->UploadPartCopy(w, *source);
+        }
         return writes_->UploadPart(w);
       }
       if (copy_source) {
@@ -461,6 +480,29 @@ class S3Endpoint::Impl {
     return S3Err(
         501, "NotImplemented",
         req.method + " " + std::string(req.target.substr(0, 200)) + " is not an operation this endpoint implements");
+  }
+
+  // GetObjectAttributes: ETag, ObjectSize and StorageClass (what
+  // x-amz-object-attributes asks for of them; no checksums or parts).
+  S3Result<net::HttpResponse> ObjectAttributes(const net::HttpRequest& req, const std::string& path) {
+    const std::string* asked = req.Header("x-amz-object-attributes");
+    if (!asked || asked->empty()) {
+      return S3Err(400, "InvalidArgument", "GetObjectAttributes needs x-amz-object-attributes (ETag, ObjectSize, ...)");
+    }
+    auto st = client_->Stat(path);
+    if (!st) return std::unexpected(FromStatus(st.error()));
+    if (st->is_dir) return S3Err(404, "NoSuchKey", path + " is a directory, not an object");
+    auto wants = [&](std::string_view name) { return asked->find(name) != std::string::npos; };
+    std::string body = "<GetObjectAttributesResponse" + std::string(kS3Xmlns) + ">";
+    if (wants("ETag")) {
+      std::string etag = ETagOf(*st);
+      body += Tag("ETag", etag.substr(1, etag.size() - 2));
+    }
+    if (wants("StorageClass")) body += Tag("StorageClass", "STANDARD");
+    if (wants("ObjectSize")) body += Tag("ObjectSize", std::to_string(st->size));
+    net::HttpResponse res = XmlResponse(200, body + "</GetObjectAttributesResponse>");
+    res.headers.emplace_back("Last-Modified", HttpDate(st->mtime_ns));
+    return res;
   }
 
   // The first object subresource a GET or HEAD names that this endpoint does
@@ -499,6 +541,7 @@ class S3Endpoint::Impl {
   std::string staging_;
   std::mutex client_mu_;
   Client* client_ = nullptr;              // set once by GetClient, then read only
+  MetadataCache metadata_;                // before writes_, which uses it
   std::unique_ptr<ObjectWrites> writes_;  // made with client_
   std::atomic<uint64_t> next_id_{1};
   TaskPool pool_;  // last: its threads stop first

@@ -82,6 +82,7 @@ S3Result<ListResult> ListObjects(Client& client, const ListRequest& req) {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
 
   ListResult out;
+  if (req.max_keys == 0) return out;  // as S3: nothing, and not truncated
   size_t count = 0;
   for (auto& e : entries) {
     std::string key = e.key;

@@ -15,30 +15,6 @@
 namespace shoal::s3 {
 namespace {
 
-std::optional<int64_t> ParseHttpDate(const std::string& s) {
-  std::tm tm{};
-  const char* end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  if (!end || *end != '\0') return std::nullopt;
-  return static_cast<int64_t>(timegm(&tm));
-}
-
-// Whether an If-Match / If-None-Match list names this ETag ("*" names any).
-bool EtagListMatches(std::string_view list, const std::string& etag) {
-  std::string_view bare(etag);
-  bare = bare.substr(1, bare.size() - 2);
-  for (int i = 0; i < 100 && !list.empty(); ++i) {
-    auto comma = list.find(',');
-    std::string_view item = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item.starts_with("W/")) item.remove_prefix(2);
-    if (item.size() >= 2 && item.front() == '"' && item.back() == '"') item = item.substr(1, item.size() - 2);
-    if (item == "*" || item == bare) return true;
-  }
-  return false;
-}
-
 struct Range {
   uint64_t begin = 0, end = 0;  // [begin, end)
 };
@@ -261,6 +237,29 @@ std::string FormatUtc(int64_t unix_ns, const char* format) {
 }
 }  // namespace
 
+std::optional<int64_t> ParseHttpDate(const std::string& s) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+bool EtagListMatches(std::string_view list, const std::string& etag) {
+  std::string_view bare(etag);
+  bare = bare.substr(1, bare.size() - 2);
+  for (int i = 0; i < 100 && !list.empty(); ++i) {
+    auto comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.starts_with("W/")) item.remove_prefix(2);
+    if (item.size() >= 2 && item.front() == '"' && item.back() == '"') item = item.substr(1, item.size() - 2);
+    if (item == "*" || item == bare) return true;
+  }
+  return false;
+}
+
 std::string HttpDate(int64_t unix_ns) { return FormatUtc(unix_ns, "%a, %d %b %Y %H:%M:%S GMT"); }
 
 std::string IsoDate(int64_t unix_ns) {
@@ -282,7 +281,7 @@ namespace {
 // The answer for the object `st` (`file` open at that version, or null for a
 // HEAD): conditions, range, headers, and the body streamed from `file`.
 S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr<File> file, TaskPool& pool,
-                                           const ObjectRequest& req) {
+                                           const ObjectRequest& req, const ObjectMetadata& meta) {
   const net::HttpRequest& http = *req.http;
   const bool head = http.method == "HEAD";
   if (st.is_dir) return S3Err(404, "NoSuchKey", req.path + " is a directory, not an object");
@@ -329,7 +328,8 @@ S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr
                                                   std::to_string(st.size));
   }
   res.headers.emplace_back("Accept-Ranges", "bytes");
-  std::string content_type = "binary/octet-stream";
+  std::string content_type = meta.content_type.empty() ? "binary/octet-stream" : meta.content_type;
+  AddMetadataHeaders(meta, &res);
   static const std::pair<const char*, const char*> kOverrides[] = {
       {"response-content-type", "Content-Type"},
       {"response-content-language", "Content-Language"},
@@ -373,12 +373,16 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
   if (req.http->method == "HEAD") {
     auto st = client.Stat(req.path);
     if (!st) return std::unexpected(FromStatus(st.error()));
-    return ObjectResponse(*st, nullptr, pool, req);
+    if (st->is_dir) return ObjectResponse(*st, nullptr, pool, req, {});
+    return ObjectResponse(*st, nullptr, pool, req, req.metadata ? req.metadata->Get(client, *st) : ObjectMetadata{});
   }
   auto f = client.OpenFile(req.path);
+  if (!f && f.error().code() == Code::kIsDirectory) {
+    return S3Err(404, "NoSuchKey", req.path + " is a directory, not an object");  // as HEAD says
+  }
   if (!f) return std::unexpected(FromStatus(f.error()));
   FileStatus st = (*f)->status();
-  return ObjectResponse(st, std::move(*f), pool, req);
+  return ObjectResponse(st, std::move(*f), pool, req, req.metadata ? req.metadata->Get(client, st) : ObjectMetadata{});
 }
 
 std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
@@ -391,7 +395,9 @@ std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskP
   auto range = ParseRange(req.http->Header("Range"), st.size);
   const uint64_t end = range && *range ? (*range)->end : st.size;
   if (end > OpenedBytesOf(**f).size()) return std::nullopt;
-  return ObjectResponse(st, std::move(*f), pool, req);
+  std::optional<ObjectMetadata> meta;
+  if (req.metadata && !(meta = req.metadata->Peek(st))) return std::nullopt;  // read on the pool
+  return ObjectResponse(st, std::move(*f), pool, req, meta ? *meta : ObjectMetadata{});
 }
 
 }  // namespace shoal::s3

@@ -14,6 +14,7 @@
 #include "net/http_server.h"
 #include "s3/s3_auth.h"
 #include "s3/s3_errors.h"
+#include "s3/s3_metadata.h"
 #include "shoal/client.h"
 
 namespace shoal::s3 {
@@ -31,6 +32,7 @@ struct ObjectRequest {
   const QueryParams* query = nullptr;
   std::string path;  // the namespace path of the key
   const LocalPages* local = nullptr;  // optional
+  MetadataCache* metadata = nullptr;  // optional: without it, no Content-Type or x-amz-meta-* of the object
 };
 
 // The answer to a GET or HEAD of an object (an error is returned for the
@@ -45,6 +47,11 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
 // caller answers with GetObject on its own threads).
 std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool,
                                                            const ObjectRequest& request);
+
+// Whether an If-Match / If-None-Match list names the quoted `etag` ("*" names any).
+bool EtagListMatches(std::string_view list, const std::string& etag);
+// Seconds since the epoch of an HTTP date ("Wed, 21 Oct 2015 07:28:00 GMT").
+std::optional<int64_t> ParseHttpDate(const std::string& s);
 
 // "Wed, 21 Oct 2015 07:28:00 GMT"
 std::string HttpDate(int64_t unix_ns);

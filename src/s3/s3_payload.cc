@@ -1,7 +1,5 @@
 #include "s3/s3_payload.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -15,48 +13,15 @@ namespace {
 constexpr size_t kRawPiece = 256 * 1024;
 constexpr size_t kMaxChunkHeader = 256;
 
-std::string HexOf(const unsigned char* d, unsigned n) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < n; ++i) {
-    out += kHex[d[i] >> 4];
-    out += kHex[d[i] & 15];
-  }
-  return out;
-}
-
-// An incremental digest (OpenSSL EVP).
-class Digest {
- public:
-  explicit Digest(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, md, nullptr); }
-  ~Digest() { EVP_MD_CTX_free(ctx_); }
-  Digest(const Digest&) = delete;
-  Digest& operator=(const Digest&) = delete;
-  void Update(std::span<const char> d) { EVP_DigestUpdate(ctx_, d.data(), d.size()); }
-  std::string Bytes() {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_DigestFinal_ex(ctx_, out, &n);
-    return std::string(reinterpret_cast<char*>(out), n);
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 }  // namespace
 
 struct PayloadReader::State {
-  Digest sha{EVP_sha256()};
-  Digest md5{EVP_md5()};
+  StreamDigest sha{StreamDigest::Kind::kSha256};
+  StreamDigest md5{StreamDigest::Kind::kMd5};
+  // Each hash is computed only when something needs it: on a loaded machine
+  // every pass over the bytes costs upload speed.
+  bool check_sha = false;  // x-amz-content-sha256 names the body's hash
+  bool want_md5 = false;   // the caller asked for Md5Hex, or Content-MD5 was sent
   std::string md5_hex;
   // aws-chunked: raw bytes read ahead, the current chunk and where we are in it.
   std::string raw;
@@ -69,9 +34,13 @@ struct PayloadReader::State {
   uint64_t chunks = 0;
 };
 
-PayloadReader::PayloadReader(const net::HttpRequest& http, const AuthInfo& auth, uint64_t max_bytes)
+PayloadReader::PayloadReader(const net::HttpRequest& http, const AuthInfo& auth, uint64_t max_bytes, bool need_md5)
     : http_(http), auth_(auth), max_bytes_(max_bytes), state_(std::make_unique<State>()) {
   state_->prev_signature = auth.seed_signature;
+  const std::string* content = http_.Header("x-amz-content-sha256");
+  state_->check_sha =
+      content && content->size() == 64 && content->find_first_not_of("0123456789abcdef") == std::string::npos;
+  state_->want_md5 = need_md5 || http_.Header("Content-MD5") != nullptr;
 }
 
 PayloadReader::~PayloadReader() = default;
@@ -110,8 +79,8 @@ S3Result<size_t> PayloadReader::Read(std::span<char> out) {
                  "the object is over " + std::to_string(max_bytes_) +
                      " bytes, the most one PutObject or UploadPart takes: use a multipart upload");
   }
-  state_->sha.Update(out.first(*n));
-  state_->md5.Update(out.first(*n));
+  if (state_->check_sha) state_->sha.Update(out.first(*n));
+  if (state_->want_md5) state_->md5.Update(out.first(*n));
   return n;
 }
 
@@ -231,16 +200,14 @@ S3Result<bool> PayloadReader::Finish() {
                        " bytes, not the x-amz-decoded-content-length " + *want + "; nothing was stored");
     }
   }
-  std::string sha = HexOf(reinterpret_cast<const unsigned char*>(s.sha.Bytes().data()), 32);
-  if (const std::string* content = http_.Header("x-amz-content-sha256");
-      content && content->size() == 64 && content->find_first_not_of("0123456789abcdef") == std::string::npos &&
-      !ConstantTimeEqual(sha, *content)) {
+  if (s.check_sha && !ConstantTimeEqual(HexOf(s.sha.Bytes()), *http_.Header("x-amz-content-sha256"))) {
     return S3Err(400, "XAmzContentSHA256Mismatch",
                  "the body's SHA-256 is not the x-amz-content-sha256 it was signed with; nothing was stored");
   }
+  if (!s.want_md5) return true;
   std::string md5 = s.md5.Bytes();
-  s.md5_hex = HexOf(reinterpret_cast<const unsigned char*>(md5.data()), static_cast<unsigned>(md5.size()));
-  if (const std::string* want = http_.Header("Content-MD5"); want && *want != Base64(md5)) {
+  s.md5_hex = HexOf(md5);
+  if (const std::string* want = http_.Header("Content-MD5"); want && *want != Base64Of(md5)) {
     return S3Err(400, "BadDigest", "the Content-MD5 you sent does not match the body; nothing was stored");
   }
   return true;

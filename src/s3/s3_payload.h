@@ -34,7 +34,8 @@ class PayloadReader {
   // The largest aws-chunked chunk accepted (SDKs send 64 KiB to 8 MiB).
   static constexpr uint64_t kMaxChunk = 16ull << 20;
 
-  PayloadReader(const net::HttpRequest& http, const AuthInfo& auth, uint64_t max_bytes);
+  // Without `need_md5` the MD5 is computed only to check a Content-MD5.
+  PayloadReader(const net::HttpRequest& http, const AuthInfo& auth, uint64_t max_bytes, bool need_md5 = true);
   ~PayloadReader();
 
   // Up to out.size() payload bytes; 0 at the end, once every check passed.
@@ -43,7 +44,8 @@ class PayloadReader {
   S3Result<std::string> ReadAll();
   // Payload bytes returned so far.
   uint64_t total() const { return total_; }
-  // The MD5 of the payload as hex (S3's ETag of a part), once Read returned 0.
+  // The MD5 of the payload as hex (S3's ETag of a part), once Read returned 0
+  // ("" when it was not computed: see the constructor).
   std::string Md5Hex() const;
 
   struct State;

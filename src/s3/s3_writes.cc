@@ -2,11 +2,15 @@
 
 #include <openssl/rand.h>
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <spdlog/spdlog.h>
 
 #include "common/sigv4.h"
 #include "s3/s3_common.h"
@@ -25,6 +29,15 @@ constexpr size_t kMaxDeleteKeys = 1000;
 constexpr uint64_t kMaxSinglePut = 5ull << 30;
 // A body read whole (XML documents, a directory marker).
 constexpr uint64_t kMaxWholeBody = 16ull << 20;
+// S3's smallest part but the last.
+constexpr uint64_t kMinPartSize = 5ull << 20;
+// How long a completed upload answers a retried Complete (S3 answers one for
+// a while too; SDKs retry Complete after a lost answer).
+constexpr auto kCompletedKept = std::chrono::minutes(15);
+// In an upload's staging dir: the answer of its Complete once it succeeded
+// (the ETag on the first line, then the XML), and the metadata CreateMultipartUpload gave.
+constexpr char kCompletedFile[] = "completed";
+constexpr char kMetadataFile[] = "metadata.json";
 
 std::string Unquote(std::string_view s) {
   std::string out;
@@ -107,20 +120,100 @@ Status WriteStagingFile(const std::string& path, std::string_view data) {
   return {};
 }
 
-// Streams the bytes of `file` (from `offset`) into the writer, 4 MiB at a time.
-Status CopyInto(Writer& w, const std::function<Result<size_t>(std::span<char>)>& read) {
+// Streams what `read` gives (until it gives 0) into `write`, 4 MiB at a time.
+Status CopyIntoStream(const std::function<Result<size_t>(std::span<char>)>& read,
+                      const std::function<Status(std::span<const char>)>& write) {
   auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
   for (;;) {
     auto n = read(std::span<char>(buf.get(), kStreamChunk));
     if (!n) return n.error();
     if (*n == 0) return {};
-    SHOAL_RETURN_IF_ERROR(w.Write(std::span<const char>(buf.get(), *n)));
+    SHOAL_RETURN_IF_ERROR(write(std::span<const char>(buf.get(), *n)));
   }
+}
+
+// The same into a writer.
+Status CopyInto(Writer& w, const std::function<Result<size_t>(std::span<char>)>& read) {
+  return CopyIntoStream(read, [&](std::span<const char> piece) { return w.Write(piece); });
 }
 
 net::HttpResponse WithETag(net::HttpResponse r, const FileStatus& st) {
   r.headers.emplace_back("ETag", ETagOf(st));
   return r;
+}
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string MetadataJson(const ObjectMetadata& m) {
+  nlohmann::json j = {{"content_type", m.content_type}, {"user", m.user}};
+  return j.dump();
+}
+
+ObjectMetadata MetadataOfJson(const std::string& text) {
+  ObjectMetadata m;
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return m;
+  if (auto ct = j.find("content_type"); ct != j.end() && ct->is_string()) m.content_type = *ct;
+  if (auto u = j.find("user"); u != j.end() && u->is_array()) {
+    for (const auto& kv : *u) {
+      if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string()) m.user.emplace_back(kv[0], kv[1]);
+    }
+  }
+  return m;
+}
+
+// S3's ETag of a multipart upload: the MD5 of the parts' MD5s, "-", their count.
+std::string MultipartEtag(const std::vector<std::string>& part_md5_hex) {
+  std::string raw;
+  for (const auto& hex : part_md5_hex) {
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return Md5Hex(raw) + "-" + std::to_string(part_md5_hex.size());
+}
+
+// The x-amz-copy-source-if-* conditions on the source `st`. S3's rules: a
+// matching if-match overrides if-unmodified-since, and a failing
+// if-none-match overrides if-modified-since.
+S3Result<bool> CheckCopySource(const net::HttpRequest& http, const FileStatus& st) {
+  const std::string etag = ETagOf(st);
+  const int64_t mtime_s = st.mtime_ns / 1'000'000'000;
+  auto header_time = [&](const char* name) -> std::optional<int64_t> {
+    const std::string* h = http.Header(name);
+    return h ? ParseHttpDate(*h) : std::nullopt;
+  };
+  const std::string* if_match = http.Header("x-amz-copy-source-if-match");
+  const std::string* if_none_match = http.Header("x-amz-copy-source-if-none-match");
+  if (if_match && !EtagListMatches(*if_match, etag)) {
+    return S3Err(412, "PreconditionFailed", "x-amz-copy-source-if-match does not match the source's ETag " + etag);
+  }
+  if (auto t = header_time("x-amz-copy-source-if-unmodified-since"); !if_match && t && mtime_s > *t) {
+    return S3Err(412, "PreconditionFailed", "the source was modified after x-amz-copy-source-if-unmodified-since");
+  }
+  if (if_none_match && EtagListMatches(*if_none_match, etag)) {
+    return S3Err(412, "PreconditionFailed", "x-amz-copy-source-if-none-match matches the source's ETag " + etag);
+  }
+  if (auto t = header_time("x-amz-copy-source-if-modified-since"); !if_none_match && t && mtime_s <= *t) {
+    return S3Err(412, "PreconditionFailed", "the source was not modified after x-amz-copy-source-if-modified-since");
+  }
+  return true;
+}
+
+// x-amz-copy-source-range "bytes=a-b" of a source of `size` bytes: [a, b+1);
+// the whole source without the header.
+S3Result<std::pair<uint64_t, uint64_t>> CopySourceRange(const net::HttpRequest& http, uint64_t size) {
+  const std::string* h = http.Header("x-amz-copy-source-range");
+  if (!h) return std::pair<uint64_t, uint64_t>{0, size};
+  unsigned long long a = 0, b = 0;
+  char tail = 0;
+  if (std::sscanf(h->c_str(), "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a || b >= size) {
+    return S3Err(400, "InvalidArgument",
+                 "x-amz-copy-source-range '" + *h + "' is not bytes=FIRST-LAST within the source's " +
+                     std::to_string(size) + " bytes");
+  }
+  return std::pair<uint64_t, uint64_t>{a, b + 1};
 }
 
 }  // namespace
@@ -130,8 +223,49 @@ S3Result<std::string> Payload(const net::HttpRequest& http, const AuthInfo& auth
   return in.ReadAll();
 }
 
-ObjectWrites::ObjectWrites(Client& client, std::string staging_dir)
-    : client_(client), staging_(std::move(staging_dir)) {}
+ObjectWrites::ObjectWrites(Client& client, std::string staging_dir, MetadataCache& metadata)
+    : client_(client), staging_(std::move(staging_dir)), metadata_(metadata) {}
+
+S3Error ObjectWrites::CreateError(const WriteRequest& r, const Status& st) {
+  // On a file store a key cannot be both an object and a prefix of others.
+  if (st.code() == Code::kIsDirectory) {
+    return {409, "OperationAborted",
+            "cannot write '" + r.key + "': the store is a file system and '" + r.key +
+                "/' holds other keys (a directory); a key there cannot also be an object"};
+  }
+  if (st.code() == Code::kNotDirectory) {
+    std::string conflict;
+    for (auto slash = r.key.find('/'); slash != std::string::npos && conflict.empty();
+         slash = r.key.find('/', slash + 1)) {
+      auto above = client_.Stat(r.path.substr(0, r.path.size() - r.key.size() + slash));
+      if (above && !above->is_dir) conflict = r.key.substr(0, slash);
+    }
+    return {409, "OperationAborted",
+            "cannot write '" + r.key + "': the store is a file system and the key '" +
+                (conflict.empty() ? std::string("above it") : conflict) +
+                "' is an object, which cannot also hold keys under it; delete it first, or use another key"};
+  }
+  return FromStatus(st);
+}
+
+S3Result<bool> ObjectWrites::CheckTargetConditions(const WriteRequest& r) {
+  const std::string* if_match = r.http->Header("If-Match");
+  const std::string* if_none_match = r.http->Header("If-None-Match");
+  if (!if_match && !if_none_match) return true;
+  auto st = client_.Stat(r.path);
+  if (!st && st.error().code() != Code::kNotFound) return std::unexpected(FromStatus(st.error()));
+  const bool exists = st && !st->is_dir;
+  if (if_match) {
+    if (!exists) return S3Err(404, "NoSuchKey", "If-Match: there is no object " + r.key + " to match");
+    if (!EtagListMatches(*if_match, ETagOf(*st))) {
+      return S3Err(412, "PreconditionFailed", "If-Match " + *if_match + " does not match the ETag " + ETagOf(*st));
+    }
+  }
+  if (if_none_match && exists && EtagListMatches(*if_none_match, ETagOf(*st))) {
+    return S3Err(412, "PreconditionFailed", "If-None-Match " + *if_none_match + ": the object " + r.key + " exists");
+  }
+  return true;
+}
 
 Status ObjectWrites::PrepareStaging() {
   std::lock_guard lock(mu_);
@@ -150,7 +284,11 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
   if (r.key.ends_with('/')) {
     auto body = Payload(*r.http, *r.auth);
     if (!body) return std::unexpected(body.error());
-    if (!body->empty()) return S3Err(400, "InvalidArgument", "a key ending in '/' is a directory and takes no bytes");
+    if (!body->empty())
+      return S3Err(400, "InvalidArgument",
+                   "the key '" + r.key +
+                       "' ends in '/': Shoal makes it a directory, which holds no bytes; send it with an empty body, "
+                       "or drop the trailing '/'");
     Status st = client_.Mkdir(r.path);
     if (!st.ok() && st.code() != Code::kAlreadyExists) return std::unexpected(FromStatus(st));
     net::HttpResponse res;
@@ -158,9 +296,14 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
     return res;
   }
   if (auto big = DeclaredOverLimit(*r.http, kMaxSinglePut); !big) return std::unexpected(big.error());
-  auto w = client_.Create(r.path);
-  if (!w) return std::unexpected(FromStatus(w.error()));
-  PayloadReader in(*r.http, *r.auth, kMaxSinglePut);
+  auto meta = MetadataFromHeaders(*r.http);
+  if (!meta) return std::unexpected(meta.error());
+  if (auto ok = CheckTargetConditions(r); !ok) return std::unexpected(ok.error());
+  CreateOptions options;
+  SetCreateMetadata(*meta, &options);
+  auto w = client_.Create(r.path, options);
+  if (!w) return std::unexpected(CreateError(r, w.error()));
+  PayloadReader in(*r.http, *r.auth, kMaxSinglePut, /*need_md5=*/false);  // the store makes the ETag
   auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
   for (;;) {
     auto n = in.Read(std::span<char>(buf.get(), kStreamChunk));
@@ -174,19 +317,38 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
     }
   }
   auto done = (*w)->Close();
+  metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));
   return WithETag(net::HttpResponse{}, *done);
 }
 
 S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std::string& source) {
+  const std::string* directive = r.http->Header("x-amz-metadata-directive");
+  const bool replace = directive && *directive == "REPLACE";
+  if (directive && !replace && *directive != "COPY") {
+    return S3Err(400, "InvalidArgument", "x-amz-metadata-directive is '" + *directive + "': give COPY or REPLACE");
+  }
+  if (source == r.path && !replace) {
+    return S3Err(400, "InvalidRequest",
+                 "This copy request is illegal because it is trying to copy an object to itself without changing the "
+                 "object's metadata (send x-amz-metadata-directive: REPLACE with the new metadata)");
+  }
   auto src = client_.OpenFile(source);
   if (!src) return std::unexpected(FromStatus(src.error()));
   const FileStatus st = (*src)->status();
-  if (const std::string* m = r.http->Header("x-amz-copy-source-if-match"); m && Unquote(*m) != Unquote(ETagOf(st))) {
-    return S3Err(412, "PreconditionFailed", "x-amz-copy-source-if-match does not match the source's ETag");
+  if (auto ok = CheckCopySource(*r.http, st); !ok) return std::unexpected(ok.error());
+  ObjectMetadata meta;
+  if (replace) {
+    auto given = MetadataFromHeaders(*r.http);
+    if (!given) return std::unexpected(given.error());
+    meta = std::move(*given);
+  } else {
+    meta = metadata_.Get(client_, st);
   }
-  auto w = client_.Create(r.path);
-  if (!w) return std::unexpected(FromStatus(w.error()));
+  CreateOptions options;
+  SetCreateMetadata(meta, &options);
+  auto w = client_.Create(r.path, options);
+  if (!w) return std::unexpected(CreateError(r, w.error()));
   uint64_t off = 0;
   Status cs = CopyInto(**w, [&](std::span<char> buf) -> Result<size_t> {
     auto n = (*src)->Pread(off, buf);
@@ -195,6 +357,7 @@ S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std:
   });
   if (!cs.ok()) return std::unexpected(FromStatus(cs));
   auto done = (*w)->Close();
+  metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));
   return XmlResponse(200, "<CopyObjectResult" + std::string(kS3Xmlns) + ">" +
                               Tag("LastModified", IsoDate(done->mtime_ns)) + Tag("ETag", ETagOf(*done)) +
@@ -203,6 +366,7 @@ S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std:
 
 S3Result<net::HttpResponse> ObjectWrites::Delete(const WriteRequest& r) {
   Status st = r.key.ends_with('/') ? client_.Rmdir(r.path) : client_.Delete(r.path);
+  metadata_.Forget(r.path);
   // Deleting what is not there succeeds, as on S3.
   if (!st.ok() && st.code() != Code::kNotFound) return std::unexpected(FromStatus(st));
   net::HttpResponse res;
@@ -240,7 +404,7 @@ S3Result<net::HttpResponse> ObjectWrites::DeleteObjects(const WriteRequest& r, c
   return XmlResponse(200, out + "</DeleteResult>");
 }
 
-S3Result<std::string> ObjectWrites::UploadDir(const WriteRequest& r) {
+S3Result<std::string> ObjectWrites::UploadDir(const WriteRequest& r, bool completed_too) {
   const std::string* id = Param(*r.query, "uploadId");
   if (!id || !IsUploadId(*id))
     return S3Err(404, "NoSuchUpload", "no such upload: the uploadId is not one this endpoint gave out");
@@ -251,7 +415,28 @@ S3Result<std::string> ObjectWrites::UploadDir(const WriteRequest& r) {
     return S3Err(404, "NoSuchUpload",
                  "no upload " + *id + " of " + r.bucket + "/" + r.key + " (completed, aborted, or never created)");
   }
+  if (!completed_too && fs::exists(dir + "/" + kCompletedFile)) {
+    return S3Err(404, "NoSuchUpload", "the upload " + *id + " of " + r.bucket + "/" + r.key + " was completed");
+  }
   return dir;
+}
+
+void ObjectWrites::SweepCompleted() {
+  {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_sweep_ < std::chrono::minutes(1)) return;
+    last_sweep_ = now;
+  }
+  std::error_code ec;
+  const auto cutoff = fs::file_time_type::clock::now() - kCompletedKept;
+  size_t seen = 0;
+  for (const auto& e : fs::directory_iterator(staging_, ec)) {
+    if (++seen > 100000) break;
+    std::error_code e2;
+    auto when = fs::last_write_time(e.path() / kCompletedFile, e2);
+    if (!e2 && when < cutoff) fs::remove_all(e.path(), e2);
+  }
 }
 
 S3Result<net::HttpResponse> ObjectWrites::CreateUpload(const WriteRequest& r) {
@@ -269,9 +454,15 @@ S3Result<net::HttpResponse> ObjectWrites::CreateUpload(const WriteRequest& r) {
   std::error_code ec;
   fs::create_directory(dir, ec);
   if (ec) return S3Err(500, "InternalError", "cannot create the staging dir of an upload: " + ec.message());
+  auto meta = MetadataFromHeaders(*r.http);
+  if (!meta) return std::unexpected(meta.error());
+  if (Status st = WriteStagingFile(dir + "/" + kMetadataFile, MetadataJson(*meta)); !st.ok()) {
+    return std::unexpected(FromStatus(st));
+  }
   if (Status st = WriteStagingFile(dir + "/target", r.bucket + "\n" + r.key + "\n"); !st.ok()) {
     return std::unexpected(FromStatus(st));
   }
+  SweepCompleted();
   return XmlResponse(200, "<InitiateMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
                               Tag("Key", r.key) + Tag("UploadId", id) + "</InitiateMultipartUploadResult>");
 }
@@ -294,11 +485,89 @@ S3Result<net::HttpResponse> ObjectWrites::UploadPart(const WriteRequest& r) {
   return res;
 }
 
-S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) {
+S3Result<net::HttpResponse> ObjectWrites::UploadPartCopy(const WriteRequest& r, const std::string& source) {
+  auto n = PartNumber(Param(*r.query, "partNumber"));
+  if (!n) return std::unexpected(n.error());
   auto dir = UploadDir(r);
+  if (!dir) return std::unexpected(dir.error());
+  auto src = client_.OpenFile(source);
+  if (!src) return std::unexpected(FromStatus(src.error()));
+  const FileStatus st = (*src)->status();
+  if (auto ok = CheckCopySource(*r.http, st); !ok) return std::unexpected(ok.error());
+  auto range = CopySourceRange(*r.http, st.size);
+  if (!range) return std::unexpected(range.error());
+  auto [off, end] = *range;
+  if (end - off > kMaxSinglePut) {
+    return S3Err(400, "InvalidRequest", "a copied part is at most 5 GiB: give x-amz-copy-source-range");
+  }
+  // The bytes into the part's staging file, their MD5 on the way.
+  const std::string base = *dir + "/" + std::to_string(*n);
+  const std::string tmp = base + ".part.tmp";
+  StreamDigest md5(StreamDigest::Kind::kMd5);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    Status cs = CopyIntoStream(
+        [&](std::span<char> buf) -> Result<size_t> {
+          if (off == end) return 0;
+          auto got = (*src)->Pread(off, buf.first(std::min<uint64_t>(buf.size(), end - off)));
+          if (got && *got == 0) return Err(Code::kVersionMismatch, source + " ended before its size: it changed");
+          if (got) off += *got;
+          return got;
+        },
+        [&](std::span<const char> piece) -> Status {
+          md5.Update(piece);
+          out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+          return out ? Status() : Status(Code::kIo, "cannot write staging file " + tmp + " (disk full?)");
+        });
+    if (!cs.ok()) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return std::unexpected(FromStatus(cs));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, base + ".part", ec);
+  if (ec)
+    return std::unexpected(FromStatus(Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message())));
+  const std::string etag = HexOf(md5.Bytes());
+  if (Status s = WriteStagingFile(base + ".etag", etag); !s.ok()) return std::unexpected(FromStatus(s));
+  const auto now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return XmlResponse(200, "<CopyPartResult" + std::string(kS3Xmlns) + ">" + Tag("LastModified", IsoDate(now)) +
+                              Tag("ETag", "\"" + etag + "\"") + "</CopyPartResult>");
+}
+
+S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) {
+  auto dir = UploadDir(r, /*completed_too=*/true);
   if (!dir) return std::unexpected(dir.error());
   auto body = Payload(*r.http, *r.auth);
   if (!body) return std::unexpected(body.error());
+  // One Complete at a time per upload; a retried one (its answer was lost)
+  // gets the first one's answer.
+  const std::string id = *Param(*r.query, "uploadId");
+  const std::string completed = *dir + "/" + kCompletedFile;
+  {
+    std::unique_lock lock(mu_);
+    completed_cv_.wait(lock, [&] { return !completing_.contains(id); });
+    completing_.insert(id);
+  }
+  struct Release {
+    ObjectWrites* self;
+    const std::string& id;
+    ~Release() {
+      std::lock_guard lock(self->mu_);
+      self->completing_.erase(id);
+      self->completed_cv_.notify_all();
+    }
+  } release{this, id};
+  if (fs::exists(completed)) {
+    std::string answer = ReadSmallFile(completed);
+    auto nl = answer.find('\n');
+    if (nl == std::string::npos) return S3Err(500, "InternalError", "the completed upload " + id + " has a bad record");
+    net::HttpResponse res = net::HttpResponse::Text(200, answer.substr(nl + 1), "application/xml");
+    res.headers.emplace_back("ETag", answer.substr(0, nl));
+    return res;
+  }
   if (FindXmlElement(*body, "CompleteMultipartUpload").end == std::string_view::npos) {
     return S3Err(400, "MalformedXML", "the body is not a <CompleteMultipartUpload> document");
   }
@@ -307,6 +576,7 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
     return S3Err(400, "MalformedXML", "a CompleteMultipartUpload names 1 to 10000 parts");
   }
   std::vector<int> numbers;
+  std::vector<std::string> md5s;
   for (auto p : parts) {
     auto num = XmlText(p, "PartNumber");
     auto n = PartNumber(num ? &*num : nullptr);
@@ -322,9 +592,22 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
       return S3Err(400, "InvalidPart", "part " + std::to_string(*n) + " was not uploaded, or its ETag does not match");
     }
     numbers.push_back(*n);
+    md5s.push_back(have);
   }
-  auto w = client_.Create(r.path);
-  if (!w) return std::unexpected(FromStatus(w.error()));
+  for (size_t i = 0; i + 1 < numbers.size(); ++i) {
+    std::error_code ec;
+    const uint64_t size = fs::file_size(*dir + "/" + std::to_string(numbers[i]) + ".part", ec);
+    if (!ec && size < kMinPartSize) {
+      return S3Err(400, "EntityTooSmall",
+                   "part " + std::to_string(numbers[i]) + " is " + std::to_string(size) +
+                       " bytes: every part but the last must be at least 5 MiB");
+    }
+  }
+  CreateOptions options;
+  SetCreateMetadata(MetadataOfJson(ReadSmallFile(*dir + "/" + kMetadataFile)), &options);
+  options.etag = MultipartEtag(md5s);
+  auto w = client_.Create(r.path, options);
+  if (!w) return std::unexpected(CreateError(r, w.error()));
   for (int n : numbers) {
     std::string part = *dir + "/" + std::to_string(n) + ".part";
     std::ifstream in(part, std::ios::binary);
@@ -336,13 +619,22 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
     if (!cs.ok()) return std::unexpected(FromStatus(cs));
   }
   auto done = (*w)->Close();
+  metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));
+  const std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult" +
+                          std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) + Tag("Key", r.key) +
+                          Tag("ETag", ETagOf(*done)) + "</CompleteMultipartUploadResult>";
+  // Kept for a retried Complete; the parts go now.
+  if (Status st = WriteStagingFile(completed, ETagOf(*done) + "\n" + xml); !st.ok()) {
+    spdlog::warn("s3: upload {} of {}: a retried Complete will answer NoSuchUpload: {}", id, r.path, st.message());
+  }
   std::error_code ec;
-  fs::remove_all(*dir, ec);
-  return WithETag(
-      XmlResponse(200, "<CompleteMultipartUploadResult" + std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) +
-                           Tag("Key", r.key) + Tag("ETag", ETagOf(*done)) + "</CompleteMultipartUploadResult>"),
-      *done);
+  for (const auto& e : fs::directory_iterator(*dir, ec)) {
+    if (e.path().filename() != kCompletedFile && e.path().filename() != "target") fs::remove(e.path(), ec);
+  }
+  net::HttpResponse res = net::HttpResponse::Text(200, xml, "application/xml");
+  res.headers.emplace_back("ETag", ETagOf(*done));
+  return res;
 }
 
 S3Result<net::HttpResponse> ObjectWrites::AbortUpload(const WriteRequest& r) {
@@ -388,6 +680,7 @@ S3Result<net::HttpResponse> ObjectWrites::ListUploads(const std::string& bucket,
     std::ifstream in(e.path() / "target");
     std::string b, key;
     if (!std::getline(in, b) || !std::getline(in, key) || b != bucket) continue;
+    if (fs::exists(e.path() / kCompletedFile)) continue;
     if (const std::string* prefix = Param(q, "prefix"); prefix && !key.starts_with(*prefix)) continue;
     out += "<Upload>" + Tag("Key", key) + Tag("UploadId", e.path().filename().string()) + "</Upload>";
   }

@@ -16,12 +16,16 @@
 // Thread safety: safe from any thread.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "net/http_server.h"
 #include "s3/s3_auth.h"
 #include "s3/s3_errors.h"
+#include "s3/s3_metadata.h"
 #include "shoal/client.h"
 
 namespace shoal::s3 {
@@ -36,8 +40,9 @@ struct WriteRequest {
 
 class ObjectWrites {
  public:
-  // Staging files go under staging_dir (made private, 0700).
-  ObjectWrites(Client& client, std::string staging_dir);
+  // Staging files go under staging_dir (made private, 0700). Writes drop
+  // what `metadata` keeps of their path.
+  ObjectWrites(Client& client, std::string staging_dir, MetadataCache& metadata);
 
   S3Result<net::HttpResponse> Put(const WriteRequest& r);
   // source: the namespace path of the x-amz-copy-source object.
@@ -48,20 +53,37 @@ class ObjectWrites {
 
   S3Result<net::HttpResponse> CreateUpload(const WriteRequest& r);
   S3Result<net::HttpResponse> UploadPart(const WriteRequest& r);
+  // source: the namespace path of the x-amz-copy-source object (x-amz-copy-source-range: a part of it).
+  S3Result<net::HttpResponse> UploadPartCopy(const WriteRequest& r, const std::string& source);
   S3Result<net::HttpResponse> CompleteUpload(const WriteRequest& r);
   S3Result<net::HttpResponse> AbortUpload(const WriteRequest& r);
   S3Result<net::HttpResponse> ListParts(const WriteRequest& r);
   S3Result<net::HttpResponse> ListUploads(const std::string& bucket, const QueryParams& q);
 
  private:
-  // The staging dir of an upload of this bucket and key.
-  S3Result<std::string> UploadDir(const WriteRequest& r);
+  // The staging dir of an upload of this bucket and key; NoSuchUpload for
+  // one completed unless `completed_too`.
+  S3Result<std::string> UploadDir(const WriteRequest& r, bool completed_too = false);
   Status PrepareStaging();
+
+  // The error for a Create of r.path that failed: a key that conflicts with
+  // another on a file store is named.
+  S3Error CreateError(const WriteRequest& r, const Status& st);
+  // Put's and Copy's preconditions on the object already under the key
+  // (If-Match, If-None-Match).
+  S3Result<bool> CheckTargetConditions(const WriteRequest& r);
+  // Drops completed uploads older than kCompletedKept (a retried Complete
+  // is answered from them until then).
+  void SweepCompleted();
 
   Client& client_;
   std::string staging_;
-  std::mutex mu_;  // guards creating the staging dir
+  MetadataCache& metadata_;
+  std::mutex mu_;  // guards creating the staging dir, completing_ and last_sweep_
   bool staging_ready_ = false;
+  std::condition_variable completed_cv_;
+  std::set<std::string> completing_;  // upload ids a Complete is writing now
+  std::chrono::steady_clock::time_point last_sweep_{};
 };
 
 // The payload of a request: its body, or the decoded aws-chunked body; the

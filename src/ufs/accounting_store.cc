@@ -118,10 +118,14 @@ class AccountingStore final : public UnderStore {
     if (res) read_bytes_->Add(res->bytes);
     return r.Done(std::move(res));
   }
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
-    auto w = inner_->OpenWriter(key);
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
+    auto w = inner_->OpenWriter(key, options);
     if (!w) return w;
     return std::unique_ptr<ObjectWriter>(std::make_unique<CountingWriter>(std::move(*w), *this));
+  }
+  Result<ObjectMetadata> Metadata(std::string_view key) override {
+    Request r(*this, kStat);
+    return r.Done(inner_->Metadata(key));
   }
   Status Delete(std::string_view key) override {
     Request r(*this, kDelete);

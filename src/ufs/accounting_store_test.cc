@@ -66,7 +66,9 @@ class GateStore final : public UnderStore {
     --inside_;
     return out.size();
   }
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view) override { return Err(Code::kNotSupported, "x"); }
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view, const WriteOptions& = {}) override {
+    return Err(Code::kNotSupported, "x");
+  }
   Status Delete(std::string_view) override { return {}; }
 
   void WaitInside(int n) {

@@ -81,6 +81,28 @@ TEST_P(UnderStoreConformance, WriteStatRead) {
   EXPECT_EQ(ReadAll(*store_, "a/b/file.bin", data.size() - 10, 100), data.substr(data.size() - 10));
 }
 
+TEST_P(UnderStoreConformance, MetadataIsKeptWithTheObject) {
+  if (!GetParam().keeps_metadata) GTEST_SKIP() << GetParam().name << " keeps no object metadata";
+  WriteOptions o;
+  o.metadata.content_type = "text/x-shoal; charset=utf-8";
+  o.metadata.user = {{"k", "v"}, {"two-words", "a value, with spaces"}};
+  auto w = store_->OpenWriter("m/obj.txt", o);
+  ASSERT_TRUE(w) << w.error().ToString();
+  ASSERT_TRUE((*w)->Append(std::string("abc")).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  auto m = store_->Metadata("m/obj.txt");
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_EQ(m->content_type, o.metadata.content_type);
+  EXPECT_EQ(m->user, o.metadata.user);
+  ASSERT_TRUE(store_->Write("m/plain.txt", std::string("x")).ok());
+  m = store_->Metadata("m/plain.txt");
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_TRUE(m->user.empty());
+  m = store_->Metadata("m/none.txt");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code(), Code::kNotFound) << m.error().ToString();
+}
+
 TEST_P(UnderStoreConformance, ReadWithInfoAgreesWithStatAndRead) {
   auto data = RandomBytes(70'000, 11);
   ASSERT_TRUE(store_->Write("rwi/obj", data).ok());

@@ -21,6 +21,7 @@ struct StoreFactory {
   std::function<std::shared_ptr<UnderStore>()> make;  // a store at a fresh, empty root
   bool has_rename = false;                            // renames files (else kNotSupported)
   bool renames_dirs = false;                          // renames directories too
+  bool keeps_metadata = false;                        // OpenWriter's metadata comes back from Metadata()
 };
 
 inline std::string PrintToString(const StoreFactory& f) { return f.name; }

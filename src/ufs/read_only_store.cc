@@ -20,7 +20,10 @@ class ReadOnlyStore final : public UnderStore {
     return inner_->ReadWithInfo(key, offset, out);
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override { return Err(Refused("write", key)); }
+  Result<ObjectMetadata> Metadata(std::string_view key) override { return inner_->Metadata(key); }
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& = {}) override {
+    return Err(Refused("write", key));
+  }
   Status Write(std::string_view key, std::span<const char>) override { return Refused("write", key); }
   Status Delete(std::string_view key) override { return Refused("delete", key); }
   Status Mkdir(std::string_view key) override { return Refused("create directory", key); }

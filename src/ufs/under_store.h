@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shoal/status.h"
@@ -32,7 +33,11 @@ struct FileInfo {
   bool is_dir = false;    // a directory or a common prefix
   uint64_t size = 0;
   int64_t mtime_ns = 0;   // modification time, ns since the epoch (0 if unknown)
-  std::string etag;       // object stores: the ETag without quotes
+  // The ETag without quotes: the object store's; on file:// the MD5 of a
+  // file Shoal wrote (kept in an extended attribute while the file is
+  // unchanged), else one made of its mtime, size, device, inode and ctime,
+  // which no other file shares.
+  std::string etag;
 
   // The version that keys cached pages: the ETag when the store has one, else
   // "<mtime_ns>-<size>". Two versions differ whenever the content may differ.
@@ -54,6 +59,23 @@ struct ReadOptions {
   // When set, the read fails with kVersionMismatch unless the object's current
   // version equals this (If-Match on object stores, mtime+size on files).
   std::string if_version;
+};
+
+// What an object carries beside its bytes, kept where its store can keep it:
+// S3 and GCS user metadata, Azure metadata, an extended attribute on file://.
+struct ObjectMetadata {
+  std::string content_type;  // "" when none was given
+  // User metadata: lower-case names without a prefix ("k" for x-amz-meta-k), each once.
+  std::vector<std::pair<std::string, std::string>> user;
+  bool empty() const { return content_type.empty() && user.empty(); }
+};
+
+struct WriteOptions {
+  ObjectMetadata metadata;
+  // file://: the ETag to keep for the object instead of the MD5 of its bytes
+  // (an S3 multipart upload's "<md5 of the part md5s>-<parts>"). Object
+  // stores make their own and ignore it.
+  std::string etag;
 };
 
 // A streamed write of one object. Nothing is visible under the key until
@@ -97,7 +119,14 @@ class UnderStore {
   };
   virtual Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out);
 
-  virtual Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) = 0;
+  // A new object under `key`, with `options.metadata` kept with it where the
+  // store can keep metadata (others drop it: Metadata() then answers none).
+  virtual Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) = 0;
+
+  // The metadata a writer gave the object under `key` (OpenWriter's
+  // options.metadata): empty when it gave none or the store keeps none.
+  // kNotFound when there is no object. The default keeps none.
+  virtual Result<ObjectMetadata> Metadata(std::string_view key) { return ObjectMetadata{}; }
 
   // Whole-object write; the default streams through OpenWriter.
   virtual Status Write(std::string_view key, std::span<const char> data);

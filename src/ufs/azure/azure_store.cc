@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <map>
 #include <optional>
 
 #include "common/config.h"
@@ -28,10 +29,39 @@ std::string Unquote(std::string s) {
   return s;
 }
 
+// The headers that keep an object's metadata with the blob (Put Blob, Put
+// Block List), and the metadata a HEAD answered (headers lower-cased).
+// Azure takes metadata names that are C# identifiers: a '-' in a name is kept
+// as "_2d_" and turned back on reading.
+std::vector<std::pair<std::string, std::string>> AzureMetadataHeaders(const ObjectMetadata& m) {
+  std::vector<std::pair<std::string, std::string>> h;
+  if (!m.content_type.empty()) h.emplace_back("x-ms-blob-content-type", m.content_type);
+  for (const auto& [k, v] : m.user) {
+    std::string name;
+    for (char c : k) name += c == '-' ? std::string("_2d_") : std::string(1, c);
+    h.emplace_back("x-ms-meta-" + name, v);
+  }
+  return h;
+}
+
+ObjectMetadata AzureMetadataOf(const std::map<std::string, std::string>& lower_headers) {
+  ObjectMetadata m;
+  for (const auto& [k, v] : lower_headers) {
+    if (k == "content-type") m.content_type = v;
+    if (!k.starts_with("x-ms-meta-") || k.size() <= 10) continue;
+    std::string name = k.substr(10);
+    for (size_t at = name.find("_2d_"); at != std::string::npos; at = name.find("_2d_", at + 1)) {
+      name.replace(at, 4, "-");
+    }
+    m.user.emplace_back(std::move(name), v);
+  }
+  return m;
+}
+
 class AzureWriter final : public ObjectWriter {
  public:
-  AzureWriter(std::shared_ptr<const AzureClient> client, std::string blob)
-      : client_(std::move(client)), blob_(std::move(blob)) {}
+  AzureWriter(std::shared_ptr<const AzureClient> client, std::string blob, const ObjectMetadata& metadata)
+      : client_(std::move(client)), blob_(std::move(blob)), metadata_headers_(AzureMetadataHeaders(metadata)) {}
   ~AzureWriter() override { Abort(); }
 
   Status Append(std::span<const char> data) override {
@@ -73,6 +103,7 @@ class AzureWriter final : public ObjectWriter {
     req.method = "PUT";
     req.url = client_->BlobUrl(blob_);
     req.headers = {{"x-ms-blob-type", "BlockBlob"}};
+    req.headers.insert(req.headers.end(), metadata_headers_.begin(), metadata_headers_.end());
     req.body = buffer_;
     auto r = client_->Send(std::move(req));
     if (!r) return r.error();
@@ -123,6 +154,7 @@ class AzureWriter final : public ObjectWriter {
     req.method = "PUT";
     req.url = client_->BlobUrl(blob_) + "?comp=blocklist";
     req.headers = {{"Content-Type", "application/xml"}};
+    req.headers.insert(req.headers.end(), metadata_headers_.begin(), metadata_headers_.end());
     req.body = xml;
     auto r = client_->Send(std::move(req));
     if (!r) return r.error();
@@ -132,6 +164,7 @@ class AzureWriter final : public ObjectWriter {
 
   std::shared_ptr<const AzureClient> client_;
   std::string blob_;
+  std::vector<std::pair<std::string, std::string>> metadata_headers_;
   std::string buffer_;
   bool blocks_mode_ = false;
   bool done_ = false;
@@ -238,10 +271,23 @@ class AzureStore final : public UnderStore {
     return r->body_out_size;
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     std::string k = Trimmed(key);
     if (k.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri() + ": name a file");
-    return std::unique_ptr<ObjectWriter>(new AzureWriter(client_, Blob(k)));
+    return std::unique_ptr<ObjectWriter>(new AzureWriter(client_, Blob(k), options.metadata));
+  }
+
+  Result<ObjectMetadata> Metadata(std::string_view key) override {
+    std::string k = Trimmed(key);
+    if (k.empty()) return Err(Code::kNotFound, "the root of " + uri() + " is not a blob");
+    HttpRequest req;
+    req.method = "HEAD";
+    req.url = client_->BlobUrl(Blob(k));
+    auto r = client_->Send(std::move(req));
+    if (!r) return Err(r.error());
+    if (r->status == 404) return Err(Code::kNotFound, "no such blob: " + client_->Display(Blob(k)));
+    if (!Is2xx(r->status)) return Err(client_->ErrorFor(*r, "read the metadata of", Blob(k)));
+    return AzureMetadataOf(r->headers);
   }
 
   Status Delete(std::string_view key) override {

@@ -89,8 +89,10 @@ std::shared_ptr<UnderStore> MakeFreshSas() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Azure, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"azure_shared_key", MakeFreshSharedKey, /*has_rename=*/false},
-                                           StoreFactory{"azure_sas", MakeFreshSas, /*has_rename=*/false}),
+                         ::testing::Values(StoreFactory{"azure_shared_key", MakeFreshSharedKey, /*has_rename=*/false,
+                                                        /*renames_dirs=*/false, /*keeps_metadata=*/true},
+                                           StoreFactory{"azure_sas", MakeFreshSas, /*has_rename=*/false,
+                                                        /*renames_dirs=*/false, /*keeps_metadata=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(AzureStore, WrongKeyIsPermissionDeniedNamingTheMount) {

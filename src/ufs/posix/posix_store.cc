@@ -3,17 +3,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "common/config.h"
+#include "common/sigv4.h"
 #include "ufs/mount_options.h"
 
 namespace shoal {
@@ -50,20 +54,100 @@ Status HideRoot(Status s, const std::string& root, const std::string& mount) {
   return Status(s.code(), std::move(m));
 }
 
-FileInfo InfoFromStat(std::string key, const struct stat& st) {
+int64_t Ns(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
+int64_t MtimeNs(const struct stat& st) { return Ns(st.st_mtim); }
+
+// What a file written through Shoal keeps beside its bytes, in extended
+// attributes of the user namespace. A file system without user xattrs keeps
+// neither; its files then get the ETag made of their stat.
+//
+// kEtagXattr: "<etag> <size> <mtime_ns> <ctime_ns>", the ETag (the MD5 of
+// the bytes, or what the writer gave: an S3 multipart upload's "md5-N") and
+// the file's stat just before the attribute was set, once the file is in
+// place. Setting it moves the ctime once more, by at most kEtagCtimeSlack
+// (the writer checks, and sets it again otherwise); every later change of
+// the file (a write, truncate, utimes, chmod, rename) moves the ctime past
+// that, so the kept ETag no longer holds and the stat one is given: an ETag
+// that looks like an MD5 is never kept for other bytes.
+constexpr char kEtagXattr[] = "user.shoal.etag";
+// kMetaXattr: the content type, then "name=value" lines of user metadata.
+constexpr char kMetaXattr[] = "user.shoal.meta";
+constexpr int64_t kEtagCtimeSlack = 20'000'000;  // 20 ms: a few ticks of the kernel's coarse clock
+constexpr int kEtagAttempts = 5;
+
+// The ETag of a regular file: the one kept in kEtagXattr (`kept`, as read)
+// while it holds, else one made of its stat. The stat one names the device
+// and inode, so no two files share it, and the ctime, so it changes with
+// every change of the bytes; it is never 32 hex digits (it would pass for an
+// MD5) and has no '-' (it would pass for a multipart ETag, whose MD5 tools
+// do not compare).
+std::string FileEtag(const struct stat& st, std::string_view kept) {
+  if (!kept.empty()) {
+    char etag[160];
+    unsigned long long size = 0;
+    long long mtime = 0, ctime = 0;
+    std::string text(kept);
+    if (std::sscanf(text.c_str(), "%159s %llu %lld %lld", etag, &size, &mtime, &ctime) == 4 &&
+        size == static_cast<unsigned long long>(st.st_size) && mtime == MtimeNs(st) && Ns(st.st_ctim) >= ctime &&
+        Ns(st.st_ctim) <= ctime + kEtagCtimeSlack) {
+      return etag;
+    }
+  }
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%llx.%llx.%llx.%llx.%llx", static_cast<unsigned long long>(MtimeNs(st)),
+                static_cast<unsigned long long>(st.st_size), static_cast<unsigned long long>(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino), static_cast<unsigned long long>(Ns(st.st_ctim)));
+  return buf;
+}
+
+// The value of attribute `name` of `path` (or of `fd` when >= 0); "" when
+// it has none, or the file system keeps none.
+std::string ReadXattr(const std::string& path, int fd, const char* name) {
+  char buf[4096];
+  ssize_t n = fd >= 0 ? ::fgetxattr(fd, name, buf, sizeof buf) : ::getxattr(path.c_str(), name, buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+FileInfo InfoFromStat(std::string key, const struct stat& st, std::string_view kept_etag) {
   FileInfo fi;
   fi.key = std::move(key);
   fi.is_dir = S_ISDIR(st.st_mode);
   fi.size = fi.is_dir ? 0 : static_cast<uint64_t>(st.st_size);
-  fi.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  fi.mtime_ns = MtimeNs(st);
+  if (!fi.is_dir) fi.etag = FileEtag(st, kept_etag);
   return fi;
 }
 
-std::string Parent(const std::string& path) { return path.substr(0, path.rfind('/')); }
-
-int64_t MtimeNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+// The FileInfo of `path` (stat `st`), reading its kept ETag (from `fd` when >= 0).
+FileInfo InfoOf(std::string key, const struct stat& st, const std::string& path, int fd = -1) {
+  std::string kept = S_ISREG(st.st_mode) ? ReadXattr(path, fd, kEtagXattr) : std::string();
+  return InfoFromStat(std::move(key), st, kept);
 }
+
+std::string EncodeMetadata(const ObjectMetadata& m) {
+  std::string out = m.content_type + "\n";
+  for (const auto& [k, v] : m.user) out += k + "=" + v + "\n";
+  return out;
+}
+
+ObjectMetadata DecodeMetadata(std::string_view text) {
+  ObjectMetadata m;
+  auto nl = text.find('\n');
+  if (nl == std::string_view::npos) return m;
+  m.content_type = std::string(text.substr(0, nl));
+  text.remove_prefix(nl + 1);
+  while (!text.empty()) {
+    nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    auto eq = line.find('=');
+    if (eq != std::string_view::npos)
+      m.user.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+  }
+  return m;
+}
+
+std::string Parent(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 // fsync of a directory, so a rename or mkdir in it survives a crash.
 Status SyncDir(const std::string& dir) {
@@ -81,8 +165,10 @@ Status SyncDir(const std::string& dir) {
 class PosixWriter final : public ObjectWriter {
  public:
   // `hide` rewrites what an error says (PosixStore::Hide).
-  PosixWriter(int fd, std::string tmp, std::string dest, std::function<Status(Status)> hide)
-      : fd_(fd), tmp_(std::move(tmp)), dest_(std::move(dest)), hide_(std::move(hide)) {}
+  PosixWriter(int fd, std::string tmp, std::string dest, WriteOptions options, std::function<Status(Status)> hide)
+      : fd_(fd), tmp_(std::move(tmp)), dest_(std::move(dest)), options_(std::move(options)), hide_(std::move(hide)) {
+    if (options_.etag.empty()) md5_.emplace(s3::StreamDigest::Kind::kMd5);
+  }
   ~PosixWriter() override { Abort(); }
 
   Status Append(std::span<const char> data) override { return hide_(AppendHere(data)); }
@@ -98,6 +184,7 @@ class PosixWriter final : public ObjectWriter {
         if (errno == EINTR) continue;
         return ErrnoStatus(errno, "cannot write", dest_);
       }
+      if (md5_) md5_->Update(data.first(static_cast<size_t>(n)));
       data = data.subspan(static_cast<size_t>(n));
     }
     return {};
@@ -109,20 +196,25 @@ class PosixWriter final : public ObjectWriter {
       Abort();
       return st;
     }
+    if (Status st = KeepMetadata(); !st.ok()) {
+      Abort();
+      return st;
+    }
     if (::fsync(fd_) != 0) {
       Status st = ErrnoStatus(errno, "cannot fsync", dest_);
       Abort();
       return st;
     }
-    ::close(fd_);
-    fd_ = -1;
     if (::rename(tmp_.c_str(), dest_.c_str()) != 0) {
       int e = errno;
-      ::unlink(tmp_.c_str());
-      tmp_.clear();
+      Abort();
       return ErrnoStatus(e, "cannot rename into place", dest_);
     }
     tmp_.clear();
+    Status kept = KeepEtag();  // after the rename, which moves the ctime
+    ::close(fd_);
+    fd_ = -1;
+    if (!kept.ok()) return kept;
     return SyncDir(dest_.substr(0, dest_.rfind('/')));
   }
 
@@ -148,9 +240,48 @@ class PosixWriter final : public ObjectWriter {
     return {};
   }
 
+  // kEtagXattr (see there), on the file in place. A file system without
+  // user xattrs (ENOTSUP) keeps none: the file has the ETag of its stat.
+  Status KeepEtag() {
+    const std::string etag = md5_ ? s3::HexOf(md5_->Bytes()) : options_.etag;
+    md5_.reset();
+    for (int attempt = 0; attempt < kEtagAttempts; ++attempt) {
+      struct stat before, after;
+      if (::fstat(fd_, &before) != 0) return ErrnoStatus(errno, "cannot stat", dest_);
+      const std::string kept = etag + " " + std::to_string(before.st_size) + " " + std::to_string(MtimeNs(before)) +
+                               " " + std::to_string(Ns(before.st_ctim));
+      if (::fsetxattr(fd_, kEtagXattr, kept.data(), kept.size(), 0) != 0) {
+        if (errno == ENOTSUP) return {};
+        return ErrnoStatus(errno, "cannot keep the ETag (extended attribute) of", dest_);
+      }
+      if (::fstat(fd_, &after) != 0) return ErrnoStatus(errno, "cannot stat", dest_);
+      if (FileEtag(after, kept) == etag) return {};
+    }
+    ::fremovexattr(fd_, kEtagXattr);  // the ctime kept moving: the ETag of the stat, which is right too
+    return {};
+  }
+
+  // kMetaXattr (see there), on the temporary.
+  Status KeepMetadata() {
+    if (options_.metadata.empty()) return {};
+    const std::string meta = EncodeMetadata(options_.metadata);
+    if (::fsetxattr(fd_, kMetaXattr, meta.data(), meta.size(), 0) != 0) {
+      if (errno == ENOTSUP) return {};
+      if (errno == E2BIG || errno == ENOSPC || errno == ERANGE) {
+        return Status(Code::kInvalidArgument,
+                      "the metadata of '" + dest_ + "' (" + std::to_string(meta.size()) +
+                          " bytes) is more than its file system keeps in an extended attribute");
+      }
+      return ErrnoStatus(errno, "cannot keep the metadata (extended attribute) of", dest_);
+    }
+    return {};
+  }
+
   int fd_;
   std::string tmp_;
   std::string dest_;
+  WriteOptions options_;
+  std::optional<s3::StreamDigest> md5_;  // of the bytes written, unless options_.etag gives the ETag
   std::function<Status(Status)> hide_;
 };
 
@@ -181,9 +312,10 @@ class PosixStore final : public UnderStore {
   Result<ReadWithInfoResult> ReadWithInfo(std::string_view key, uint64_t offset, std::span<char> out) override {
     return Hidden(ReadWithInfoHere(key, offset, out));
   }
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
-    return Hidden(OpenWriterHere(key));
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
+    return Hidden(OpenWriterHere(key, options));
   }
+  Result<ObjectMetadata> Metadata(std::string_view key) override { return Hidden(MetadataHere(key)); }
   Status Delete(std::string_view key) override { return Hide(DeleteHere(key)); }
   Status Mkdir(std::string_view key) override { return Hide(MkdirHere(key)); }
   Status Rmdir(std::string_view key) override { return Hide(RmdirHere(key)); }
@@ -201,7 +333,15 @@ class PosixStore final : public UnderStore {
     auto path = Path(key);
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return Err(ErrnoStatus(errno, "cannot stat", path));
-    return InfoFromStat(std::string(key), st);
+    return InfoOf(std::string(key), st, path);
+  }
+
+  Result<ObjectMetadata> MetadataHere(std::string_view key) {
+    auto path = Path(key);
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return Err(ErrnoStatus(errno, "cannot stat", path));
+    if (!S_ISREG(st.st_mode)) return Err(Code::kNotFound, "'" + path + "' is a directory, not a file");
+    return DecodeMetadata(ReadXattr(path, -1, kMetaXattr));
   }
 
   Result<ListPage> ListHere(std::string_view prefix, const ListOptions& options) {
@@ -252,14 +392,15 @@ class PosixStore final : public UnderStore {
       ::close(fd);
       return Err(Code::kInvalidArgument, "'" + path + "' is a directory, not a file");
     }
-    if (info) *info = InfoFromStat(std::string(key), st);
-    if (!options.if_version.empty() && InfoFromStat("", st).Version() != options.if_version) {
+    FileInfo now = InfoOf(std::string(key), st, path, fd);
+    if (!options.if_version.empty() && now.Version() != options.if_version) {
       ::close(fd);
       return Err(Code::kVersionMismatch, "'" + path + "' is not version " + options.if_version + " (now version " +
-                                             InfoFromStat("", st).Version() +
+                                             now.Version() +
                                              "): it changed since it was opened, or "
                                              "the version asked for is wrong");
     }
+    if (info) *info = std::move(now);
     size_t done = 0;
     while (done < out.size()) {
       ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
@@ -276,7 +417,7 @@ class PosixStore final : public UnderStore {
     return done;
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriterHere(std::string_view key) {
+  Result<std::unique_ptr<ObjectWriter>> OpenWriterHere(std::string_view key, const WriteOptions& options) {
     if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + MountName());
     auto dest = Path(key);
     auto slash = dest.rfind('/');
@@ -291,7 +432,7 @@ class PosixStore final : public UnderStore {
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return Err(ErrnoStatus(errno, "cannot create", tmp));
     return std::make_unique<PosixWriter>(
-        fd, std::move(tmp), std::move(dest),
+        fd, std::move(tmp), std::move(dest), options,
         [root = root_, mount = mount_](Status st) { return HideRoot(std::move(st), root, mount); });
   }
 
@@ -392,7 +533,7 @@ class PosixStore final : public UnderStore {
       if (!key.starts_with(prefix)) continue;
       struct stat st;
       if (::stat((dir + name).c_str(), &st) != 0) continue;  // vanished meanwhile
-      out->push_back(InfoFromStat(std::move(key), st));
+      out->push_back(InfoOf(std::move(key), st, dir + name));
     }
     ::closedir(d);
     return {};

@@ -214,10 +214,23 @@ class S3Store final : public UnderStore {
     return resp->body_out_size;
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     std::string rel = Trimmed(key);
     if (rel.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri());
-    return std::make_unique<S3Writer>(client_, Full(rel));
+    return std::make_unique<S3Writer>(client_, Full(rel), MetadataHeaders(options.metadata));
+  }
+
+  Result<ObjectMetadata> Metadata(std::string_view key) override {
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Err(Code::kNotFound, "the root of " + uri() + " is not an object");
+    S3Request r;
+    r.method = "HEAD";
+    r.key = Full(rel);
+    auto resp = client_->Send(r);
+    if (!resp) return Err(resp.error());
+    if (resp->status == 404) return Err(Code::kNotFound, "no such object: " + client_->UriOf(Full(rel)));
+    if (resp->status / 100 != 2) return Err(client_->ErrorFor(*resp, r));
+    return MetadataOfHeaders(resp->headers);
   }
 
   Status Write(std::string_view key, std::span<const char> data) override {

@@ -92,9 +92,9 @@ std::shared_ptr<UnderStore> MakeGcs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(S3, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"s3", MakeS3, true},
-                                           StoreFactory{"s3_signed_payload", MakeS3SignedPayload, true},
-                                           StoreFactory{"gcs", MakeGcs, true}),
+                         ::testing::Values(StoreFactory{"s3", MakeS3, true, false, /*keeps_metadata=*/true},
+                                           StoreFactory{"s3_signed_payload", MakeS3SignedPayload, true, false, true},
+                                           StoreFactory{"gcs", MakeGcs, true, false, true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(S3Store, RootIsADirectoryAndListsFolders) {

@@ -14,8 +14,24 @@ Headers UploadHeaders(const S3Settings& s, std::span<const char> body) {
   return h;
 }
 
-S3Writer::S3Writer(std::shared_ptr<const S3Client> client, std::string full_key)
-    : client_(std::move(client)), key_(std::move(full_key)) {}
+Headers MetadataHeaders(const ObjectMetadata& m) {
+  Headers h;
+  if (!m.content_type.empty()) h.emplace_back("Content-Type", m.content_type);
+  for (const auto& [k, v] : m.user) h.emplace_back("x-amz-meta-" + k, v);
+  return h;
+}
+
+ObjectMetadata MetadataOfHeaders(const std::map<std::string, std::string>& lower_headers) {
+  ObjectMetadata m;
+  for (const auto& [k, v] : lower_headers) {
+    if (k == "content-type") m.content_type = v;
+    if (k.starts_with("x-amz-meta-") && k.size() > 11) m.user.emplace_back(k.substr(11), v);
+  }
+  return m;
+}
+
+S3Writer::S3Writer(std::shared_ptr<const S3Client> client, std::string full_key, Headers object_headers)
+    : client_(std::move(client)), key_(std::move(full_key)), object_headers_(std::move(object_headers)) {}
 
 S3Writer::~S3Writer() {
   if (state_ == State::kOpen) Abort();
@@ -55,6 +71,7 @@ Status S3Writer::StartMultipart() {
   r.method = "POST";
   r.key = key_;
   r.query = {{"uploads", ""}};
+  r.headers = object_headers_;
   auto resp = client_->Send(r);
   if (!resp) return Fail(resp.error());
   if (resp->status / 100 != 2) return Fail(client_->ErrorFor(*resp, r));
@@ -140,6 +157,7 @@ Status S3Writer::Close() {
     r.key = key_;
     r.body = std::span<const char>(buffer_.data(), buffer_.size());
     r.headers = UploadHeaders(client_->settings(), r.body);
+    r.headers.insert(r.headers.end(), object_headers_.begin(), object_headers_.end());
     auto resp = client_->Send(r);
     Status st = !resp ? resp.error() : resp->status / 100 != 2 ? client_->ErrorFor(*resp, r) : Status::Ok();
     state_ = st.ok() ? State::kClosed : State::kAborted;

@@ -9,8 +9,9 @@
 // Thread safety: one writer is used by one thread at a time.
 #pragma once
 
-#include <future>
 #include <deque>
+#include <future>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,7 +24,9 @@ namespace shoal::s3 {
 
 class S3Writer final : public ObjectWriter {
  public:
-  S3Writer(std::shared_ptr<const S3Client> client, std::string full_key);
+  // `object_headers` (Content-Type, x-amz-meta-*) go with the PUT or the
+  // CreateMultipartUpload, so the store keeps them with the object.
+  S3Writer(std::shared_ptr<const S3Client> client, std::string full_key, Headers object_headers = {});
   ~S3Writer() override;
 
   Status Append(std::span<const char> data) override;
@@ -41,6 +44,7 @@ class S3Writer final : public ObjectWriter {
 
   std::shared_ptr<const S3Client> client_;
   std::string key_;
+  Headers object_headers_;
   std::string buffer_;
   std::string upload_id_;
   std::vector<std::string> etags_;  // etags_[i] belongs to part i + 1
@@ -54,5 +58,10 @@ class S3Writer final : public ObjectWriter {
 // Headers for an upload body: Content-MD5 when the payload is not signed, so
 // the store still verifies what it received.
 Headers UploadHeaders(const S3Settings& s, std::span<const char> body);
+
+// The headers that give an object its metadata (Content-Type, x-amz-meta-*),
+// and the metadata a HEAD of it answered (headers lower-cased).
+Headers MetadataHeaders(const ObjectMetadata& m);
+ObjectMetadata MetadataOfHeaders(const std::map<std::string, std::string>& lower_headers);
 
 }  // namespace shoal::s3

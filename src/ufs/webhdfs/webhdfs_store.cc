@@ -151,7 +151,7 @@ class WebHdfsStore final : public UnderStore {
     return client_->Open(path, offset, out);
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override {
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& = {}) override {
     if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri_ + ": name a file");
     std::string path = PathOf(key);
     size_t slash = path.rfind('/');

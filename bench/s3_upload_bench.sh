@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/s3_upload_bench.sh: uploads through Shoal's S3 endpoint (`shoal up
+# --ufs DIR --s3 0`, 2 workers) against s3rver on the same machine, and a
+# plain `cp` of the same 100 MiB into the under-store directory (issue 32
+# item 6: target >= 2x s3rver, >= 0.5x cp). boto3 (bench/s3_upload_bench.py)
+# runs the same rows against each; every object is read back and checked.
+#
+#   bench/s3_upload_bench.sh [--rounds R]
+#
+# Prints a Markdown table: best of R rounds per row, MB/s and the ratios.
+{
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=3
+while (($#)); do
+  case $1 in
+    --rounds) ROUNDS=$2; shift ;;
+    *) echo "usage: bench/s3_upload_bench.sh [--rounds R]" >&2; exit 2 ;;
+  esac
+  shift
+done
+# shellcheck source=bench/standalone.sh
+source "$ROOT/bench/standalone.sh" s3upload
+
+start_s3rver "$WORK/s3rver" bench
+mkdir -p "$WORK/ufs"
+bg shoal "$BUILD_DIR/shoal" up --ufs "$WORK/ufs" --workers 2 --cache-dir "$WORK/cache" --cache-size 2GiB \
+  --state-dir "$WORK/state" --s3 0
+line=$(wait_for_line "$WORK/shoal.log" '^s3: endpoint=' 60 "$BG_PID")
+read -r EP AK SK <<<"$(sed -E 's/^s3: endpoint=(\S+) access_key=(\S+) secret_key=(\S+).*/\1 \2 \3/' <<<"$line")"
+log "shoal s3 $EP; s3rver 127.0.0.1:$S3_PORT; machine load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+py() {  # py LABEL ENDPOINT BUCKET AK SK
+  local label=$1 ep=$2 bucket=$3
+  mkdir -p "$WORK/py-$label"
+  AWS_ACCESS_KEY_ID=$4 AWS_SECRET_ACCESS_KEY=$5 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
+    AWS_EC2_METADATA_DISABLED=true /usr/bin/python3 "$ROOT/bench/s3_upload_bench.py" --endpoint "$ep" \
+    --bucket "$bucket" --work "$WORK/py-$label" --rounds "$ROUNDS" | sed "s/^/$label /" >>"$RESULTS"
+}
+py s3rver "http://127.0.0.1:$S3_PORT" bench S3RVER S3RVER
+py shoal "$EP" data "$AK" "$SK"
+
+# cp of the same 100 MiB into the under-store directory (page cache, no fsync; best of R).
+src="$WORK/py-shoal/upload_100MiB.bin"
+bestcp=""
+for ((r = 0; r < ROUNDS; r++)); do
+  t0=$(date +%s.%N)
+  cp "$src" "$WORK/ufs/cp-$r.bin"
+  t1=$(date +%s.%N)
+  s=$(echo "$t1 - $t0" | bc -l)
+  if [[ -z $bestcp ]] || (($(echo "$s < $bestcp" | bc -l))); then bestcp=$s; fi
+done
+printf 'cp upload_file_100MiB %.3f %.1f\n' "$bestcp" "$(echo "104.8576 / $bestcp" | bc -l)" >>"$RESULTS"
+
+echo "| row | shoal MB/s | s3rver MB/s | shoal / s3rver | cp into the directory MB/s | shoal / cp |"
+echo "|---|---|---|---|---|---|"
+for row in put_object_40MiB upload_part_5x8MiB upload_file_100MiB; do
+  s=$(awk -v r=$row '$1=="shoal" && $2==r {print $4}' "$RESULTS")
+  v=$(awk -v r=$row '$1=="s3rver" && $2==r {print $4}' "$RESULTS")
+  c=$(awk '$1=="cp" {print $4}' "$RESULTS")
+  printf '| %s | %s | %s | %.2f | %s | %.2f |\n' "$row" "$s" "$v" "$(echo "$s / $v" | bc -l)" "$c" \
+    "$(echo "$s / $c" | bc -l)"
+done
+echo
+echo "best of $ROUNDS rounds; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+exit 0
+}

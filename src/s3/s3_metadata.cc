@@ -1,0 +1,111 @@
+#include "s3/s3_metadata.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "client/client_internal.h"
+
+namespace shoal::s3 {
+namespace {
+
+constexpr std::string_view kMetaPrefix = "x-amz-meta-";
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http) {
+  ObjectMetadata m;
+  if (const std::string* ct = http.Header("Content-Type")) m.content_type = *ct;
+  size_t total = 0;
+  for (const auto& [name, value] : http.headers) {
+    std::string lower = Lower(name);
+    if (!lower.starts_with(kMetaPrefix) || lower.size() == kMetaPrefix.size()) continue;
+    std::string key = lower.substr(kMetaPrefix.size());
+    if (key.find('=') != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
+      return S3Err(400, "InvalidArgument", "the metadata header " + name + " holds an '=' in its name or a line break");
+    }
+    total += key.size() + value.size();
+    auto same = std::find_if(m.user.begin(), m.user.end(), [&](const auto& kv) { return kv.first == key; });
+    if (same != m.user.end()) {
+      same->second += "," + value;  // a repeated header, as HTTP joins them
+    } else {
+      m.user.emplace_back(std::move(key), value);
+    }
+  }
+  if (total > kMaxUserMetadata) {
+    return S3Err(400, "MetadataTooLarge",
+                 "the x-amz-meta-* headers hold " + std::to_string(total) + " bytes, over the " +
+                     std::to_string(kMaxUserMetadata) + " S3 allows");
+  }
+  std::sort(m.user.begin(), m.user.end());
+  return m;
+}
+
+void SetCreateMetadata(const ObjectMetadata& m, CreateOptions* options) {
+  options->content_type = m.content_type;
+  options->metadata = m.user;
+}
+
+void AddMetadataHeaders(const ObjectMetadata& m, net::HttpResponse* response) {
+  for (const auto& [k, v] : m.user) response->headers.emplace_back(std::string(kMetaPrefix) + k, v);
+}
+
+std::string MetadataCache::Key(const FileStatus& st) {
+  return st.path + '\0' + st.version + '\0' + std::to_string(st.mtime_ns);
+}
+
+ObjectMetadata MetadataCache::Get(Client& client, const FileStatus& st) {
+  if (auto kept = Peek(st)) return std::move(*kept);
+  auto read = ReadObjectMetadata(client, st.path);
+  if (!read) {
+    // The bytes may well be served from the cache while the store is down.
+    spdlog::warn("s3: {}: answered without its Content-Type and x-amz-meta-* headers: {}", st.path,
+                 read.error().message());
+    return {};
+  }
+  Put(Key(st), st.path, *read);
+  return std::move(*read);
+}
+
+std::optional<ObjectMetadata> MetadataCache::Peek(const FileStatus& st) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(Key(st));
+  if (it == index_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->metadata;
+}
+
+void MetadataCache::Put(const std::string& key, const std::string& path, ObjectMetadata m) {
+  std::lock_guard lock(mu_);
+  if (auto it = index_.find(key); it != index_.end()) {
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+  lru_.push_front(Entry{key, path, std::move(m)});
+  index_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+}
+
+void MetadataCache::Forget(const std::string& path) {
+  std::lock_guard lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->path == path) {
+      index_.erase(it->key);
+      it = lru_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace shoal::s3

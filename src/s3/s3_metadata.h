@@ -1,0 +1,70 @@
+// Object metadata through the S3 endpoint: Content-Type and x-amz-meta-*
+// taken from PutObject, CopyObject (REPLACE) and CreateMultipartUpload,
+// kept by the under-store (CreateOptions, ReadObjectMetadata), and answered
+// on GET and HEAD. A MetadataCache keeps what was read per object version, so
+// a warm GET asks the store nothing.
+//
+// Thread safety: MetadataCache is safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "net/http_server.h"
+#include "s3/s3_errors.h"
+#include "shoal/client.h"
+#include "ufs/under_store.h"
+
+namespace shoal::s3 {
+
+// S3's limit on user metadata: names and values together.
+inline constexpr size_t kMaxUserMetadata = 2048;
+
+// The metadata a request gives: Content-Type and every x-amz-meta-* header
+// (names lower-cased, the prefix dropped, in name order). InvalidArgument
+// when a value holds a line break; MetadataTooLarge past kMaxUserMetadata.
+S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http);
+
+// Into the options of Client::Create.
+void SetCreateMetadata(const ObjectMetadata& m, CreateOptions* options);
+
+// x-amz-meta-* headers of `m` (Content-Type is the caller's: a
+// response-content-type override wins over it).
+void AddMetadataHeaders(const ObjectMetadata& m, net::HttpResponse* response);
+
+// The metadata of object versions read recently, at most `capacity`, the
+// least recently used dropped first. Keyed by path, version and mtime, so a
+// file rewritten with the same bytes (same MD5 ETag) and other metadata is
+// read again.
+class MetadataCache {
+ public:
+  explicit MetadataCache(size_t capacity = 16384) : capacity_(capacity) {}
+
+  // The metadata of `st`: kept, or read from its under-store (blocks). A
+  // store that cannot answer gives none (logged): the bytes are still served.
+  ObjectMetadata Get(Client& client, const FileStatus& st);
+  // What is kept for `st`, never blocking; nullopt when nothing is.
+  std::optional<ObjectMetadata> Peek(const FileStatus& st);
+  // Drops what is kept for `path` (the endpoint wrote it).
+  void Forget(const std::string& path);
+
+ private:
+  static std::string Key(const FileStatus& st);
+  void Put(const std::string& key, const std::string& path, ObjectMetadata m);
+
+  struct Entry {
+    std::string key;
+    std::string path;
+    ObjectMetadata metadata;
+  };
+  const size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+}  // namespace shoal::s3
