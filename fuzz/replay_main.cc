@@ -2,8 +2,11 @@
 // once over each file named, or each file in each directory named (sorted),
 // so that `make test` replays every corpus and every crash input kept in the
 // repository with whatever compiler builds the rest. A harness that finds a
-// problem aborts (fuzz_check.h), which fails the test. A corpus directory
+// problem aborts (fuzz_check.h), which fails the test, and so does one that
+// allocates past the limit libFuzzer sets (bad_alloc). A corpus directory
 // that is missing or empty fails too: every harness keeps seeds.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +21,10 @@ extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** arg
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
+  // libFuzzer fails an input that allocates past -malloc_limit_mb (2 GiB by
+  // default): so does the replay, through the address-space limit.
+  rlimit as{3ull << 30, 3ull << 30};
+  ::setrlimit(RLIMIT_AS, &as);
   if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR [CRASH_DIR|FILE]...\n", argv[0]);
