@@ -75,6 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       c.xxh3 = in.Int<uint64_t>();
       c.mtime_ns = in.Int<int64_t>();
       c.holders.push_back({"w" + std::to_string(b % 3), "127.0.0.1:" + std::to_string(9000 + b % 7)});
+      if (!wr::Recordable(c.path, c.holders).ok()) continue;  // refused at begin: never recorded
       bool put = (b >> 5) & 1;
       file += wr::EncodeRecord(put ? wr::CommitPayload(c, bytes) : wr::CommitPayload(c));
       auto it = std::find_if(live.begin(), live.end(), [&](const auto& l) { return l.id == id; });

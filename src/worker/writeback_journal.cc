@@ -259,6 +259,7 @@ Status WritebackJournal::AppendRecord(const std::string& payload) {
 Status WritebackJournal::CheckNewWrite(const std::string& id, const std::string& path,
                                        const std::vector<WorkerEntry>& holders, uint64_t more) {
   if (!ValidId(id)) return Status(Code::kInvalidArgument, "write-back id '" + id + "' is not 32 lowercase hex digits");
+  SHOAL_RETURN_IF_ERROR(writeback_records::Recordable(path, holders));
   bool mine = false;
   for (const auto& h : holders) mine = mine || h.id == options_.self_id;
   if (!mine) {

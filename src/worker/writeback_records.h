@@ -26,7 +26,11 @@ namespace shoal::writeback_records {
 constexpr size_t kRecordHeader = 12;       // u32 payload length, u64 XXH3-64 of the payload
 constexpr uint32_t kMaxRecord = 1u << 20;  // a record names a path and up to 16 holders (a put: its bytes too)
 
+// Why a write of `path` to `holders` cannot be recorded (the journal is
+// JSON: its strings must be UTF-8), or OK. Checked before a write begins.
+Status Recordable(std::string_view path, const std::vector<WorkerEntry>& holders);
 // The payload of a commit record; with `inline_bytes`, a put's (the bytes follow the JSON and a NUL).
+// REQUIRES: Recordable(c.path, c.holders).
 std::string CommitPayload(const WritebackCommit& c, std::optional<std::string_view> inline_bytes = std::nullopt);
 // The payload of a done record.
 std::string DonePayload(std::string_view id);
