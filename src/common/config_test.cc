@@ -282,6 +282,15 @@ s3:
   EXPECT_EQ(ToYaml(Config{}).find("s3:"), std::string::npos);
 }
 
+TEST(Config, NonScalarKeyIsAConfigError) {
+  // Found by fuzz/config.cc: yaml-cpp's conversion of such a key used to throw out of ParseConfig.
+  for (const char* text : {"cluster:\n  ? [a, b]\n  : x\n", "? {a: 1}\n: 2\n"}) {
+    auto c = ParseConfig(text, "k.yaml");
+    ASSERT_FALSE(c) << text;
+    EXPECT_NE(c.error().message().find("a key must be a plain name"), std::string::npos) << c.error().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace shoal
 
@@ -347,6 +356,15 @@ cluster:
   EXPECT_FALSE(ParseConfig("cluster:\n  etcd:\n    endpoint: [http://x:1]\n", "t.yaml"));  // unknown key
 }
 
+TEST(Config, NonScalarKeyIsAConfigError) {
+  // Found by fuzz/config.cc: yaml-cpp's conversion of such a key used to throw out of ParseConfig.
+  for (const char* text : {"cluster:\n  ? [a, b]\n  : x\n", "? {a: 1}\n: 2\n"}) {
+    auto c = ParseConfig(text, "k.yaml");
+    ASSERT_FALSE(c) << text;
+    EXPECT_NE(c.error().message().find("a key must be a plain name"), std::string::npos) << c.error().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace shoal
 
@@ -371,9 +389,6 @@ TEST(Config, HotShardKeysRoundTripAndAreChecked) {
   }
 }
 
-}  // namespace
-}  // namespace shoal
-
 TEST(Config, NonScalarKeyIsAConfigError) {
   // Found by fuzz/config.cc: yaml-cpp's conversion of such a key used to throw out of ParseConfig.
   for (const char* text : {"cluster:\n  ? [a, b]\n  : x\n", "? {a: 1}\n: 2\n"}) {
@@ -382,3 +397,6 @@ TEST(Config, NonScalarKeyIsAConfigError) {
     EXPECT_NE(c.error().message().find("a key must be a plain name"), std::string::npos) << c.error().ToString();
   }
 }
+
+}  // namespace
+}  // namespace shoal
