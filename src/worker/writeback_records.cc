@@ -109,11 +109,13 @@ Replayed Parse(std::string_view bytes) {
             throw std::runtime_error("its inline bytes do not match its size");
           }
           out.inline_data[id] = std::string(inline_bytes);
+        } else {
+          out.inline_data.erase(id);  // a put superseded by a streamed commit of the same id
         }
         if (!commits.contains(id)) order.push_back(id);
         commits[id] = std::move(c);
       } else if (t == "done") {
-        commits.erase(id);
+        if (commits.erase(id) > 0) std::erase(order, id);  // committed again later, it goes last
         out.inline_data.erase(id);
       }
     } catch (const std::exception& e) {
@@ -124,8 +126,7 @@ Replayed Parse(std::string_view bytes) {
   }
   out.valid_bytes = at;
   for (const auto& id : order) {
-    auto it = commits.find(id);
-    if (it != commits.end()) out.commits.push_back(it->second);
+    out.commits.push_back(std::move(commits.at(id)));
   }
   return out;
 }
