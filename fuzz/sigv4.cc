@@ -67,6 +67,19 @@ net::HttpRequest ReadRequest(std::string_view in) {
   return req;
 }
 
+// A date the request carries that names a real second of a real day must
+// come back from ParseAmzDate as that second (AmzDate prints it back).
+void CheckDate(const std::string* s) {
+  if (!s) return;
+  auto t = s3::ParseAmzDate(*s);
+  if (!t) return;
+  auto num = [&](size_t pos, size_t len) { return std::stoi(s->substr(pos, len)); };
+  std::chrono::year_month_day day{std::chrono::year(num(0, 4)), std::chrono::month(num(4, 2)),
+                                  std::chrono::day(num(6, 2))};
+  if (!day.ok() || num(13, 2) > 59) return;
+  FUZZ_CHECK(s3::AmzDate(*t) == *s, "date %s parses as %s", s->c_str(), s3::AmzDate(*t).c_str());
+}
+
 void CheckVerified(const s3::S3Result<s3::AuthInfo>& v, bool presigned, const std::string& what) {
   FUZZ_CHECK(v.has_value(), "a request %s does not verify: %s %s", what.c_str(), v ? "" : v.error().code.c_str(),
              v ? "" : v.error().message.c_str());
@@ -82,6 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto query = s3::ParseQuery(req.query());
   if (!query) return 0;
   if (mode == 0) {
+    CheckDate(req.Header("x-amz-date"));
+    CheckDate(s3::Param(*query, "X-Amz-Date"));
     auto v = Auth().Verify(req, *query, kNow);
     if (v && !v->access_key.empty()) {
       FUZZ_CHECK(v->access_key == kKey, "verified under unknown key '%s'", v->access_key.c_str());
