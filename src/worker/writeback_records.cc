@@ -37,8 +37,8 @@ bool ValidUtf8(std::string_view s) {
 Status Recordable(std::string_view path, const std::vector<WorkerEntry>& holders) {
   if (!ValidUtf8(path)) {
     return Status(Code::kInvalidArgument,
-                  "write-back of a path that is not UTF-8: write it through (write_mode: "
-                  "write-through) or rename it");
+                  "write-back of a path that is not UTF-8: write it with write_mode cache-through or "
+                  "through, or rename it");
   }
   for (const auto& h : holders) {
     if (!ValidUtf8(FormatWorkerEntry(h))) {
