@@ -11,7 +11,7 @@ BENCH ?= ON
 # `make format` formats the lines changed since the branch left FORMAT_BASE, not the whole tree.
 FORMAT_BASE ?= main
 
-.PHONY: all bootstrap configure build test demo bench install clean format
+.PHONY: all bootstrap configure build test demo bench install clean format fuzz
 
 all: build
 
@@ -42,6 +42,14 @@ install: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# `make fuzz [SECONDS=60] [HARNESS=name] [MERGE=1]`: every fuzz harness (fuzz/, docs/fuzzing.md)
+# for SECONDS each, one at a time, in build-fuzz (clang 16, ASan + UBSan). Exits non-zero on a crash.
+SECONDS ?= 60
+HARNESS ?=
+MERGE ?= 0
+fuzz:
+	@scripts/fuzz $(SECONDS) "$(HARNESS)" $(MERGE)
 
 # git clang-format exits 1 when it changed something.
 format:

@@ -445,4 +445,9 @@ EOF
     echo "not run: ${RING_NOTRUN:-}"
   fi
   echo
+
+  echo "## Fuzzing (make fuzz)"
+  echo
+  echo "Executions, coverage and findings of every fuzz harness are in [fuzzing.md](fuzzing.md) (not part of this run)."
+  echo
 }

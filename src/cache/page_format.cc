@@ -178,6 +178,9 @@ Status PageFileReader::Begin(int fd, uint32_t header_len, uint64_t at, uint64_t 
   at_ = at;
   ahead_out_ = nullptr;
   if (!verify_ && header_len != 0) return {};
+  // The length comes from the page store's index, or from the worker over the
+  // short-circuit socket: bounded before anything is allocated for it.
+  if (header_len > kMaxHeaderLen) return Corrupt("page header length " + std::to_string(header_len) + " recorded");
   // One pread for the header in the usual case: its length is known, or fits the probe.
   header_bytes_.resize(header_len ? header_len : kHeaderProbe);
   iovec iov{header_bytes_.data(), header_bytes_.size()};

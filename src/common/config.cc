@@ -33,6 +33,7 @@ class Reader {
     if (!map.IsMap()) return Fail(map, prefix, "expected a mapping");
     std::set<std::string> ok(known.begin(), known.end());
     for (const auto& kv : map) {
+      if (!kv.first.IsScalar()) return Fail(kv.first, prefix, "a key must be a plain name, not a list or mapping");
       auto k = kv.first.as<std::string>();
       if (!ok.contains(k)) {
         std::string list;

@@ -371,5 +371,14 @@ TEST(Config, HotShardKeysRoundTripAndAreChecked) {
   }
 }
 
+TEST(Config, NonScalarKeyIsAConfigError) {
+  // Found by fuzz/config.cc: yaml-cpp's conversion of such a key used to throw out of ParseConfig.
+  for (const char* text : {"cluster:\n  ? [a, b]\n  : x\n", "? {a: 1}\n: 2\n"}) {
+    auto c = ParseConfig(text, "k.yaml");
+    ASSERT_FALSE(c) << text;
+    EXPECT_NE(c.error().message().find("a key must be a plain name"), std::string::npos) << c.error().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace shoal

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "net/beast_request.h"
 #include "net/pending_response.h"
 
 // g++ 12 reports Asio's coroutine frames (aligned_alloc, then the frame's
@@ -448,8 +449,7 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
     // first byte; a streamed body's reads have deadlines of their own.
     c.Arm(o.header_timeout, CloseReason::kHeaderTimeout);
     http::request_parser<http::empty_body> head;
-    head.header_limit(static_cast<uint32_t>(o.header_limit));
-    head.body_limit(boost::none);  // checked below, once the route (and so the limit) is known
+    LimitHead(head, o.header_limit);  // the body's limit is checked below, once the route is known
     // What has arrived is parsed at once (the socket is non-blocking: this
     // never waits); only a request still on its way goes through the reactor.
     boost::system::error_code ec;
@@ -491,7 +491,7 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
           ec == asio::error::operation_aborted) {
         break;
       }
-      int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
+      int status = RequestErrorStatus(ec);
       std::string msg = "malformed HTTP request: " + ec.message();
       if (status == 431) msg += " (the request head is limited to " + std::to_string(o.header_limit) + " bytes)";
       if (status == 413) msg += " (a request body is limited to " + std::to_string(body_limit) + " bytes)";
@@ -502,19 +502,10 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
     }
     HttpRequest req;
     bool keep;
-    auto take_head = [&](const auto& msg) {
-      keep = msg.keep_alive();
-      req.method.assign(msg.method_string().data(), msg.method_string().size());
-      req.target.assign(msg.target().data(), msg.target().size());
-      for (const auto& f : msg) {
-        req.headers.emplace_back(std::string(f.name_string().data(), f.name_string().size()),
-                                 std::string(f.value().data(), f.value().size()));
-      }
-    };
     if (stream) {
-      take_head(stream->header());
+      keep = TakeHead(stream->header(), &req);
     } else {
-      take_head(parser.get());
+      keep = TakeHead(parser.get(), &req);
     }
     if (stream) {
       req.body_stream = stream;

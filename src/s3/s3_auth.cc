@@ -75,8 +75,10 @@ std::optional<std::chrono::system_clock::time_point> ParseAmzDate(std::string_vi
   tm.tm_hour = num(9, 2);
   tm.tm_min = num(11, 2);
   tm.tm_sec = num(13, 2);
-  if (tm.tm_year < 70 || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour < 0 ||
-      tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60) {
+  // Years past 2200 do not fit the clock's nanoseconds (2262) and sign nothing real.
+  if (tm.tm_year < 70 || tm.tm_year > 2200 - 1900 || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 ||
+      tm.tm_mday > 31 || tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 ||
+      tm.tm_sec > 60) {
     return std::nullopt;
   }
   return std::chrono::system_clock::from_time_t(timegm(&tm));

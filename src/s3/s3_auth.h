@@ -79,7 +79,7 @@ class Authenticator {
 // (the request's signature for the first chunk).
 std::string ChunkSignature(const AuthInfo& auth, std::string_view prev, std::span<const char> data);
 
-// "20240517T123456Z" -> time point; nullopt when malformed.
+// "20240517T123456Z" -> time point; nullopt when malformed or past the year 2200.
 std::optional<std::chrono::system_clock::time_point> ParseAmzDate(std::string_view s);
 
 }  // namespace shoal::s3

@@ -21,6 +21,7 @@
 #include "s3/s3_listing.h"
 #include "s3/s3_objects.h"
 #include "s3/s3_redirect.h"
+#include "s3/s3_request_parse.h"
 #include "s3/s3_writes.h"
 #include "ufs/http/xml.h"
 #include "ufs/uri.h"
@@ -29,28 +30,8 @@ namespace shoal::s3 {
 namespace {
 
 constexpr size_t kThreads = 16;
-constexpr size_t kMaxQueryParams = 64;
 constexpr size_t kMaxKeyLength = 1024;
 constexpr size_t kMaxWholeBody = 16ull << 20;
-
-S3Result<QueryParams> ParseQuery(std::string_view query) {
-  QueryParams out;
-  while (!query.empty()) {
-    if (out.size() == kMaxQueryParams) {
-      return S3Err(400, "InvalidArgument", "more than " + std::to_string(kMaxQueryParams) + " query parameters");
-    }
-    auto amp = query.find('&');
-    std::string_view item = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    auto k = PercentDecode(item.substr(0, eq));
-    auto v = PercentDecode(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
-    if (!k || !v) return S3Err(400, "InvalidURI", "the query has a malformed %-escape");
-    out.emplace_back(std::move(*k), std::move(*v));
-  }
-  return out;
-}
 
 bool IsIpHost(std::string_view host) {
   if (host.starts_with('[')) return true;

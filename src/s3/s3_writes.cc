@@ -16,6 +16,7 @@
 #include "s3/s3_common.h"
 #include "s3/s3_objects.h"
 #include "s3/s3_payload.h"
+#include "s3/s3_request_parse.h"
 #include "ufs/http/xml.h"
 
 namespace shoal::s3 {
@@ -23,8 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMaxParts = 10000;
-constexpr size_t kMaxDeleteKeys = 1000;
 // S3's own limits: one PutObject or UploadPart takes at most 5 GiB.
 constexpr uint64_t kMaxSinglePut = 5ull << 30;
 // A body read whole (XML documents, a directory marker).
@@ -39,27 +38,9 @@ constexpr auto kCompletedKept = std::chrono::minutes(15);
 constexpr char kCompletedFile[] = "completed";
 constexpr char kMetadataFile[] = "metadata.json";
 
-std::string Unquote(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c != '"') out += c;
-  }
-  return out;
-}
-
 bool IsUploadId(std::string_view id) {
   return id.size() == 32 &&
          std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-S3Result<int> PartNumber(const std::string* p) {
-  if (!p || p->empty() || p->size() > 5 ||
-      !std::all_of(p->begin(), p->end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return S3Err(400, "InvalidArgument", "partNumber must be a number between 1 and 10000");
-  }
-  int n = std::stoi(*p);
-  if (n < 1 || n > kMaxParts) return S3Err(400, "InvalidArgument", "partNumber must be between 1 and 10000");
-  return n;
 }
 
 // Refuses at once a body whose declared size is over `limit`
@@ -377,15 +358,12 @@ S3Result<net::HttpResponse> ObjectWrites::Delete(const WriteRequest& r) {
 S3Result<net::HttpResponse> ObjectWrites::DeleteObjects(const WriteRequest& r, const std::string& root) {
   auto body = Payload(*r.http, *r.auth);
   if (!body) return std::unexpected(body.error());
-  auto objects = XmlElements(*body, "Object");
-  if (FindXmlElement(*body, "Delete").end == std::string_view::npos)
-    return S3Err(400, "MalformedXML", "the body is not a <Delete> document");
-  if (objects.size() > kMaxDeleteKeys) return S3Err(400, "MalformedXML", "at most 1000 keys per DeleteObjects");
-  const bool quiet = XmlText(*body, "Quiet").value_or("") == "true";
+  auto doc = ParseDeleteObjects(*body);
+  if (!doc) return std::unexpected(doc.error());
+  const bool quiet = doc->quiet;
   std::string out = "<DeleteResult" + std::string(kS3Xmlns) + ">";
-  for (auto o : objects) {
-    auto key = XmlText(o, "Key");
-    if (!key || key->empty()) return S3Err(400, "MalformedXML", "an <Object> without a <Key>");
+  for (const std::string& k : doc->keys) {
+    const std::string* key = &k;
     WriteRequest one = r;
     one.key = *key;
     one.path = (root == "/" ? "" : root) + "/" + *key;
@@ -468,7 +446,7 @@ S3Result<net::HttpResponse> ObjectWrites::CreateUpload(const WriteRequest& r) {
 }
 
 S3Result<net::HttpResponse> ObjectWrites::UploadPart(const WriteRequest& r) {
-  auto n = PartNumber(Param(*r.query, "partNumber"));
+  auto n = ParsePartNumber(Param(*r.query, "partNumber"));
   if (!n) return std::unexpected(n.error());
   auto dir = UploadDir(r);
   if (!dir) return std::unexpected(dir.error());
@@ -486,7 +464,7 @@ S3Result<net::HttpResponse> ObjectWrites::UploadPart(const WriteRequest& r) {
 }
 
 S3Result<net::HttpResponse> ObjectWrites::UploadPartCopy(const WriteRequest& r, const std::string& source) {
-  auto n = PartNumber(Param(*r.query, "partNumber"));
+  auto n = ParsePartNumber(Param(*r.query, "partNumber"));
   if (!n) return std::unexpected(n.error());
   auto dir = UploadDir(r);
   if (!dir) return std::unexpected(dir.error());
@@ -568,30 +546,20 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
     res.headers.emplace_back("ETag", answer.substr(0, nl));
     return res;
   }
-  if (FindXmlElement(*body, "CompleteMultipartUpload").end == std::string_view::npos) {
-    return S3Err(400, "MalformedXML", "the body is not a <CompleteMultipartUpload> document");
-  }
-  auto parts = XmlElements(*body, "Part");
-  if (parts.empty() || parts.size() > static_cast<size_t>(kMaxParts)) {
-    return S3Err(400, "MalformedXML", "a CompleteMultipartUpload names 1 to 10000 parts");
-  }
+  auto parts = ParseCompleteMultipart(*body);
+  if (!parts) return std::unexpected(parts.error());
   std::vector<int> numbers;
   std::vector<std::string> md5s;
-  for (auto p : parts) {
-    auto num = XmlText(p, "PartNumber");
-    auto n = PartNumber(num ? &*num : nullptr);
-    if (!n) return S3Err(400, "MalformedXML", "a <Part> without a valid <PartNumber>");
-    if (!numbers.empty() && *n <= numbers.back()) {
-      return S3Err(400, "InvalidPartOrder", "the parts must be listed in ascending order of PartNumber");
-    }
-    std::string base = *dir + "/" + std::to_string(*n);
+  for (const CompletedPart& p : *parts) {
+    std::string base = *dir + "/" + std::to_string(p.number);
     std::ifstream et(base + ".etag");
     std::string have;
     std::getline(et, have);
-    if (!et || Unquote(XmlText(p, "ETag").value_or("")) != have) {
-      return S3Err(400, "InvalidPart", "part " + std::to_string(*n) + " was not uploaded, or its ETag does not match");
+    if (!et || p.etag != have) {
+      return S3Err(400, "InvalidPart",
+                   "part " + std::to_string(p.number) + " was not uploaded, or its ETag does not match");
     }
-    numbers.push_back(*n);
+    numbers.push_back(p.number);
     md5s.push_back(have);
   }
   for (size_t i = 0; i + 1 < numbers.size(); ++i) {

@@ -12,20 +12,17 @@
 
 #include <cerrno>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "common/metrics.h"
 #include "worker/writeback_entry.h"
+#include "worker/writeback_records.h"
 
 namespace shoal {
 
-using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kRecordHeader = 12;       // u32 payload length, u64 XXH3-64 of the payload
-constexpr uint32_t kMaxRecord = 1u << 20;  // a record names a path and up to 16 holders
 constexpr uint64_t kMaxFileSize = (1ull << 63) - 1;
 
 Status Errno(const std::string& what) {
@@ -48,13 +45,6 @@ Status WriteAll(int fd, const char* p, size_t n, uint64_t at, const std::string&
 int64_t WallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-Json CommitJson(const WritebackCommit& c) {
-  Json holders = Json::array();
-  for (const auto& h : c.holders) holders.push_back(FormatWorkerEntry(h));
-  return Json{{"t", "commit"},          {"id", c.id},        {"path", c.path}, {"size", c.size}, {"xxh3", c.xxh3},
-              {"mtime_ns", c.mtime_ns}, {"holders", holders}};
 }
 
 Counter& Committed() {
@@ -152,70 +142,24 @@ Status WritebackJournal::Replay() {
     if (n <= 0) return Errno("cannot read " + log);
     got += static_cast<size_t>(n);
   }
-  std::map<std::string, WritebackCommit> commits;
-  std::map<std::string, std::string> inline_data;  // id -> the bytes of a put, from its record
-  std::vector<std::string> order;
-  size_t at = 0;
-  for (;;) {
-    if (bytes.size() - at < kRecordHeader) break;
-    uint32_t len;
-    uint64_t sum;
-    std::memcpy(&len, bytes.data() + at, 4);
-    std::memcpy(&sum, bytes.data() + at + 4, 8);
-    if (len > kMaxRecord || bytes.size() - at - kRecordHeader < len) break;
-    std::string_view payload(bytes.data() + at + kRecordHeader, len);
-    if (XXH3_64bits(payload.data(), payload.size()) != sum) break;
-    // A put's commit carries the file's bytes after the JSON and a NUL.
-    const size_t nul = payload.find('\0');
-    const std::string_view inline_bytes = nul == std::string_view::npos ? std::string_view() : payload.substr(nul + 1);
-    try {
-      auto j = Json::parse(payload.substr(0, nul));
-      std::string t = j.at("t"), id = j.at("id");
-      if (t == "commit") {
-        WritebackCommit c;
-        c.id = id;
-        c.path = j.at("path");
-        c.size = j.at("size");
-        c.xxh3 = j.at("xxh3");
-        c.mtime_ns = j.at("mtime_ns");
-        for (const auto& h : j.at("holders")) {
-          auto e = ParseWorkerEntry(h.get<std::string>());
-          if (!e) throw std::runtime_error(e.error().message());
-          c.holders.push_back(*e);
-        }
-        if (j.contains("inline")) {
-          if (j.at("inline").get<uint64_t>() != inline_bytes.size() || c.size != inline_bytes.size()) {
-            throw std::runtime_error("its inline bytes do not match its size");
-          }
-          inline_data[id] = std::string(inline_bytes);
-        }
-        if (!commits.contains(id)) order.push_back(id);
-        commits[id] = std::move(c);
-      } else if (t == "done") {
-        commits.erase(id);
-        inline_data.erase(id);
-      }
-    } catch (const std::exception& e) {
-      spdlog::error(
-          "write-back journal {}: a record at byte {} passed its checksum but is malformed ({}); "
-          "the rest of the journal is ignored",
-          log, at, e.what());
-      break;
-    }
-    at += kRecordHeader + len;
-  }
-  if (at < bytes.size()) {
+  writeback_records::Replayed replayed = writeback_records::Parse(bytes);
+  const size_t at = replayed.valid_bytes;
+  if (!replayed.malformed.empty()) {
+    spdlog::error(
+        "write-back journal {}: a record at byte {} passed its checksum but is malformed ({}); "
+        "the rest of the journal is ignored",
+        log, at, replayed.malformed);
+  } else if (at < bytes.size()) {
     spdlog::warn(
         "write-back journal {}: {} bytes of a torn record at its end are dropped (a write that was never "
         "acknowledged)",
         log, bytes.size() - at);
   }
+  std::map<std::string, std::string>& inline_data = replayed.inline_data;
   // Check each committed write's data file; whatever else is in the directory goes.
   std::vector<WritebackCommit> live;
-  for (const auto& id : order) {
-    auto it = commits.find(id);
-    if (it == commits.end()) continue;
-    const WritebackCommit& c = it->second;
+  for (const WritebackCommit& c : replayed.commits) {
+    const std::string& id = c.id;
     const std::string data = options_.dir + "/" + id + ".data";
     std::string bad;
     if (auto in = inline_data.find(id); in != inline_data.end()) {
@@ -276,12 +220,7 @@ Status WritebackJournal::Replay() {
   // dir); the dir fsync also makes the data files rewritten above durable.
   std::string out;
   for (const auto& c : live) {
-    std::string payload = CommitJson(c).dump();
-    uint32_t len = static_cast<uint32_t>(payload.size());
-    uint64_t sum = XXH3_64bits(payload.data(), payload.size());
-    out.append(reinterpret_cast<const char*>(&len), 4);
-    out.append(reinterpret_cast<const char*>(&sum), 8);
-    out += payload;
+    out += writeback_records::EncodeRecord(writeback_records::CommitPayload(c));
   }
   const std::string tmp = options_.dir + "/journal.tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -311,13 +250,7 @@ Status WritebackJournal::Replay() {
 }
 
 Status WritebackJournal::AppendRecord(const std::string& payload) {
-  char head[kRecordHeader];
-  uint32_t len = static_cast<uint32_t>(payload.size());
-  uint64_t sum = XXH3_64bits(payload.data(), payload.size());
-  std::memcpy(head, &len, 4);
-  std::memcpy(head + 4, &sum, 8);
-  std::string rec(head, kRecordHeader);
-  rec += payload;
+  const std::string rec = writeback_records::EncodeRecord(payload);
   Status st = WriteAll(journal_fd_, rec.data(), rec.size(), journal_size_, "appending to the write-back journal");
   if (st.ok() && ::fdatasync(journal_fd_) != 0) st = Errno("fsync of the write-back journal");
   if (!st.ok()) {
@@ -332,6 +265,7 @@ Status WritebackJournal::AppendRecord(const std::string& payload) {
 Status WritebackJournal::CheckNewWrite(const std::string& id, const std::string& path,
                                        const std::vector<WorkerEntry>& holders, uint64_t more) {
   if (!ValidId(id)) return Status(Code::kInvalidArgument, "write-back id '" + id + "' is not 32 lowercase hex digits");
+  SHOAL_RETURN_IF_ERROR(writeback_records::Recordable(path, holders));
   bool mine = false;
   for (const auto& h : holders) mine = mine || h.id == options_.self_id;
   if (!mine) {
@@ -428,11 +362,7 @@ Result<WritebackCommit> WritebackJournal::Put(const std::string& id, const std::
     unopen();
     return Err(st);
   }
-  Json j = CommitJson(c);
-  j["inline"] = data.size();
-  std::string payload = j.dump();
-  payload += '\0';
-  payload.append(data);
+  const std::string payload = writeback_records::CommitPayload(c, data);
   {
     std::lock_guard jl(journal_mu_);
     if (Status rec = AppendRecord(payload); !rec.ok()) {
@@ -535,7 +465,7 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
   }
   {
     std::lock_guard jl(journal_mu_);
-    if (Status st = AppendRecord(CommitJson(c).dump()); !st.ok()) {
+    if (Status st = AppendRecord(writeback_records::CommitPayload(c)); !st.ok()) {
       o->failed = true;
       return Err(st.WithContext("committing write-back of " + o->path));
     }
@@ -672,7 +602,7 @@ Status WritebackJournal::Done(const std::string& id) {
 
 Status WritebackJournal::RecordDone(const std::string& id) {
   std::lock_guard jl(journal_mu_);
-  return AppendRecord(Json{{"t", "done"}, {"id", id}}.dump());
+  return AppendRecord(writeback_records::DonePayload(id));
 }
 
 void WritebackJournal::Forget(const std::string& id) {

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of fuzz/corpus/<harness>/ (run from the repository root).
+
+The seeds are the inputs the unit and end-to-end tests send (src/*_test.cc,
+tests/), in each harness's input format (see the comment at the top of each
+fuzz/<harness>.cc). Run again after changing a format; libFuzzer's own finds
+are merged next to them by `make fuzz MERGE=1`.
+"""
+import hashlib
+import os
+import struct
+import sys
+
+import xxhash
+
+
+def put(harness, name, data):
+    d = os.path.join("fuzz", "corpus", harness)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+# http_request: requests from src/net/http_server_test.cc and tests/worker_input_test.cc.
+HTTP = {
+    "get": "GET /v1/read?path=%2Fdata%2Fx&offset=0&length=10 HTTP/1.1\r\nHost: x\r\n\r\n",
+    "head": "HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n",
+    "post-empty": "POST /v1/refresh?path=/data/f150m&data=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+    "put-body": "PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789",
+    "chunked": "PUT /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n",
+    "expect": "PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
+    "pipelined": "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/stat?path=/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "http10": "GET /v1/health HTTP/1.0\r\n\r\n",
+    "delete": "DELETE /v1/stat?path=/data/f HTTP/1.1\r\nHost: x\r\n\r\n",
+    "big-length": "PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n",
+}
+for k, v in HTTP.items():
+    put("http_request", k, v)
+
+# worker_query: query strings the worker tests send.
+for i, q in enumerate([
+    "path=%2Fdata%2Fx&offset=0&length=10",
+    "path=/data/f150m&data=1",
+    "path=/a&version=wb-0123&size=5&offset=0",
+    "path=%2Fd&recursive=1&cache_only=1",
+    "id=0123456789abcdef0123456789abcdef&holders=w1@127.0.0.1:7001,w2@127.0.0.1:7002",
+    "offset=18446744073709551615&length=18446744073709551616",
+    "path=%zz",
+    "a&&b=&=c&spread=true",
+]):
+    put("worker_query", str(i), q)
+
+# local_wire: first byte 0 request, 1 reply, 2 touches (common/local_wire_test.cc's records).
+MAGIC = 0x53484C35
+
+
+def request(kind, path, version, size, offset, length):
+    p, v = path.encode(), version.encode()
+    return struct.pack("<IIIIQQQ", MAGIC, kind, len(p), len(v), size, offset, length) + p + v
+
+
+def reply(code, segments, message, epoch=0, lease=0):
+    m = message.encode()
+    out = struct.pack("<iIIQQ", code, len(segments), len(m), epoch, lease)
+    out = struct.pack("<I", MAGIC) + out
+    for s in segments:
+        out += struct.pack("<QQIIQQQQqQ", *s)
+    return out + m
+
+
+put("local_wire", "hello", b"\0" + request(1, "token-0123", "", 0, 0, 0))
+put("local_wire", "read", b"\0" + request(2, "/data/x", "v1-1048576", 1048576, 4096, 65536))
+put("local_wire", "open-cached", b"\0" + request(4, "/data/x", "", 0, 0, 1 << 20))
+put("local_wire", "reply", b"\1" + reply(0, [(4096, 65536, 560, 1048576, 0, 7, 1, 2, 3, 1048576)], '{"size":1}', 5, 10**9))
+put("local_wire", "reply-error", b"\1" + reply(14, [], "not cached"))
+put("local_wire", "touches",
+    b"\2" + struct.pack("<IIQ", 7, 3, 4096) + b"/data/x" + struct.pack("<IIQ", 2, 1, 0) + b"/y")
+
+# sigv4: mode byte, then the request (fuzz/sigv4.cc); from src/s3/s3_auth_test.cc.
+AUTHS = ["AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240517/us-east-1/s3/aws4_request, "
+         "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+         "Signature=0000000000000000000000000000000000000000000000000000000000000000",
+         "AWS AKTEST:sig",
+         "AWS4-HMAC-SHA256 Credential=AKTEST/2024/us/s3/aws4_request, SignedHeaders=host, Signature=x",
+         "AWS4-HMAC-SHA256 Credential=/////, SignedHeaders=;;;, Signature="]
+for i, a in enumerate(AUTHS):
+    put("sigv4", "header-%d" % i, "\0GET /data/x\nHost: 127.0.0.1:9001\nAuthorization: %s\n"
+        "x-amz-date: 20240517T120000Z\nx-amz-content-sha256: UNSIGNED-PAYLOAD\n\n" % a)
+put("sigv4", "presigned",
+    "\0GET /data/x?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20240517%2Fus-east-1%2Fs3%2F"
+    "aws4_request&X-Amz-Date=20240517T115000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature="
+    "0000000000000000000000000000000000000000000000000000000000000000\nHost: 127.0.0.1:9001\n\n")
+put("sigv4", "sigv2", "\0GET /data/x?AWSAccessKeyId=AK&Signature=x&Expires=1\nHost: h\n\n")
+put("sigv4", "sign-put", "\1PUT /bucket/a%20b?uploads=&partNumber=3\nContent-Type: text/plain\nX-Amz-Meta-A:  x  y \n\nbody\1")
+put("sigv4", "sign-get", "\1GET /bucket/key\nRange: bytes=0-9\n\n\0")
+put("sigv4", "presign", "\2GET /bucket/dir/a b+c\n\n\7")
+
+# aws_chunked: mode, streamed, stream sizes, buffer sizes, then body or chunk description.
+put("aws_chunked", "raw", b"\0\0\0\0" + b"5;chunk-signature=" + b"0" * 64 + b"\r\nhello\r\n0;chunk-signature=" +
+    b"0" * 64 + b"\r\n\r\n")
+put("aws_chunked", "signed", b"\1\0\0\0" + b"\x10" + b"\x05hello" + b"\x03\x02\x00")
+put("aws_chunked", "signed-streamed", b"\1\1\2\3\7\2\1\2" + b"\x40" + b"\x08abcdefgh" + b"\xff\x01\x10\x00")
+put("aws_chunked", "changed", b"\2\1\1\5\1\9" + b"\x01" + b"\x03xyz" + b"\x09\x00" + b"\x00\x00\x00\x00\x00\x00\x00\x30\x01")
+
+# s3_xml: mode, then the document (s3_endpoint_raw.cc, s3_endpoint_boto3.py).
+put("s3_xml", "complete", "\0<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+    "<Part><ETag>\"0cc175b9c0f1b6a831c399e269772661\"</ETag><PartNumber>1</PartNumber></Part>"
+    "<Part><ETag>&quot;92eb5ffee6ae2fec3ad71c777531578f&quot;</ETag><PartNumber>2</PartNumber></Part>"
+    "</CompleteMultipartUpload>")
+put("s3_xml", "delete", "\1<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete><Quiet>true</Quiet>"
+    "<Object><Key>a&amp;b &#x41;&#66;</Key></Object><Object><Key>dir/c</Key><VersionId>1</VersionId></Object>"
+    "</Delete>")
+put("s3_xml", "delete-empty-key", "\1<Delete><Object><Key/></Object></Delete>")
+put("s3_xml", "keys", b"\2a\0b/c\0&lt;\0<Key>\0\xc3\xa9")
+put("s3_xml", "etags", b"\3abc\0\"q\"\0&x")
+
+# page_header: mode 0/1 raw files (1: the harness reseals the header), 2/3 pages it writes.
+def page(path, version, offset, data, chunk=16384, generation=0):
+    n = (len(data) + chunk - 1) // chunk
+    p, v = path.encode(), version.encode()
+    h = bytearray(48 + 8 * n + len(p) + len(v))
+    h[0:8] = b"SHOALPG2"
+    struct.pack_into("<IIQIHHQ", h, 8, len(h), len(data), offset, chunk, len(p), len(v), generation)
+    for i in range(n):
+        struct.pack_into("<Q", h, 48 + 8 * i, xxhash.xxh3_64_intdigest(data[i * chunk:(i + 1) * chunk]))
+    h[48 + 8 * n:] = p + v
+    s = xxhash.xxh3_64(bytes(h[0:40]))
+    s.update(bytes(h[48:]))
+    struct.pack_into("<Q", h, 40, s.intdigest())
+    return bytes(h) + data
+
+
+put("page_header", "page", b"\0" + page("/data/x", "v1-100", 0, b"x" * 100))
+put("page_header", "page-2chunks", b"\0" + page("/d", "e", 1 << 20, bytes(range(256)) * 12, chunk=1024, generation=3))
+put("page_header", "old-format", b"\0SHOALPG1" + b"\0" * 60)
+put("page_header", "reseal", b"\1" + page("/a", "b", 0, b"y" * 2000, chunk=1024)[:-10])
+put("page_header", "write", b"\3\7/data/x\6v1-100" + struct.pack("<Q", 0) + b"\4\0" + struct.pack("<H", 40000) +
+    struct.pack("<I", 5) + b"\1\3abc" + b"\0" * 20)
+put("page_header", "write-changed", b"\2\2/a\1v" + struct.pack("<Q", 1 << 20) + b"\1\0" + struct.pack("<H", 3000) +
+    struct.pack("<I", 77) + b"\x10\2zz" + b"\1\5\7" * 4)
+
+# journal_record: mode 0 raw journal.log, mode 1 histories (worker/writeback_journal.cc's records).
+def record(payload):
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return struct.pack("<IQ", len(payload), xxhash.xxh3_64_intdigest(payload)) + payload
+
+
+ID = "0123456789abcdef0123456789abcdef"
+commit = ('{"holders":["w1@127.0.0.1:7001","w2@127.0.0.1:7002"],"id":"%s","mtime_ns":1715947200000000000,'
+          '"path":"/data/out/a","size":5,"t":"commit","xxh3":123}' % ID)
+put_rec = ('{"holders":["w1@127.0.0.1:7001"],"id":"%s","inline":3,"mtime_ns":1,"path":"/p","size":3,"t":"commit",'
+           '"xxh3":9}' % ID.replace("0", "f")).encode() + b"\0abc"
+done = '{"id":"%s","t":"done"}' % ID
+put("journal_record", "commit", b"\0" + record(commit))
+put("journal_record", "commit-done", b"\0" + record(commit) + record(done))
+put("journal_record", "put", b"\0" + record(put_rec) + record(commit))
+put("journal_record", "torn", b"\0" + record(commit) + record(done)[:-3])
+put("journal_record", "history", b"\1" + b"\x01\x04/a/b\x03abc" + b"\0" * 16 + b"\x21\x02/c\x01z" + b"\0" * 16 +
+    b"\x00\x09\x02/e\x00" + b"\0" * 16 + b"\x02\x05")
+
+# config: the YAML of src/common/config_test.cc.
+put("config", "full", """cluster:
+  shard_size: 8MiB
+  workers: [127.0.0.1:7001, 127.0.0.1:7002]
+mounts:
+  - path: /data/
+    ufs: file:///srv/datasets/
+    consistency: immutable
+  - path: /s3
+    ufs: s3://bucket/prefix/
+    consistency: ttl=30s
+    options:
+      endpoint: http://127.0.0.1:4568
+worker:
+  page_size: 256KiB
+  cache_dirs:
+    - path: /tmp/c1
+      capacity: 1GiB
+  verify_checksums: false
+client:
+  timeout: 3s
+  ufs_fallback: false
+  verify_checksums: false
+""")
+put("config", "writeback", "mounts:\n  - {path: /a, ufs: 'file:///a/', write_mode: write-back, write_back_replicas: 2}\n")
+put("config", "secret", "cluster:\n  secret: 0123456789abcdef0123\n")
+put("config", "watermarks", "worker:\n  eviction_high_watermark: 80\n  eviction_low_watermark: 60\n")
+put("config", "empty", "")
+
+# page_store: layout byte, then ops (fuzz/page_store.cc).
+put("page_store", "files", b"\0" + b"\0\1\2\1\0\7\2\7\6\0\2\1\2\7")
+put("page_store", "blocks", b"\1" + b"\0\1\0\2\0\3\0\4\0\5\0\6\0\7\2\1\6\0\3\1")
+put("page_store", "damage", b"\0" + b"\0\1\5\0\0\0\0\2\1\3\1\6\0\2\1")
+put("page_store", "copy-over", b"\0" + b"\0\1\0\2\5\0\3\0\0\1\2\1\2\2")
+put("page_store", "evict", b"\1" + bytes(x for i in range(12) for x in (0, i)) + b"\2\0\2\5\2\11")
