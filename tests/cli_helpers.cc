@@ -67,6 +67,15 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
+bool Mounted(const std::string& mp) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + mp + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
 int CountLines(const std::string& text, const std::string& needle) {
   std::istringstream in(text);
   std::string line;

@@ -39,4 +39,7 @@ std::string Slurp(const std::string& path);
 // The number of lines of `text` holding `needle`.
 int CountLines(const std::string& text, const std::string& needle);
 
+// Whether `mp` is a mount point of this process's mount namespace.
+bool Mounted(const std::string& mp);
+
 }  // namespace shoal::testing

@@ -110,15 +110,6 @@ size_t ResidentPages(const std::string& path) {
   return n;
 }
 
-bool Mounted(const std::string& mp) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find(" " + mp + " ") != std::string::npos) return true;
-  }
-  return false;
-}
-
 // Gone, or a zombie nobody has reaped yet.
 bool ProcessGone(pid_t pid) {
   if (::kill(pid, 0) != 0) return true;

@@ -27,15 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-bool Mounted(const std::string& mp) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find(" " + mp + " ") != std::string::npos) return true;
-  }
-  return false;
-}
-
 // A file's bytes, or "<absent>".
 std::string Contents(const std::string& path) {
   if (!fs::exists(path)) return "<absent>";
