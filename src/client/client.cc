@@ -507,7 +507,7 @@ Status ClientImpl::ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint6
           // on a loaded machine: then the rest goes over TCP); asking a hung
           // one again over TCP would only wait as long once more.
           if (n == 0 && std::chrono::steady_clock::now() - started >= config_.client.response_timeout &&
-              !caller_.Alive(w)) {
+              !caller_.Alive(w, started)) {
             return WorkerFailed<void>(Status(Code::kUnavailable,
                                              "worker " + w.address + " did not answer a short-circuit read for " +
                                                  FormatDuration(config_.client.response_timeout) +

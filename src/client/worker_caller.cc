@@ -50,8 +50,7 @@ void WorkerCaller::Heard(const std::string& address) {
   heard_[address] = now;
 }
 
-bool WorkerCaller::Alive(const WorkerEntry& worker) {
-  const auto silent_since = Clock::now() - options_.response_timeout;
+bool WorkerCaller::Alive(const WorkerEntry& worker, Clock::time_point silent_since) {
   {
     std::lock_guard lock(heard_mu_);
     auto it = heard_.find(worker.address);
@@ -60,8 +59,10 @@ bool WorkerCaller::Alive(const WorkerEntry& worker) {
   return Probe(worker, std::max(options_.response_timeout / 2, std::chrono::milliseconds(1))).ok();
 }
 
-bool WorkerCaller::WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline) {
-  if (conn.last_failure() != Failure::kSilent || Clock::now() >= deadline || !Alive(worker)) return false;
+bool WorkerCaller::WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline,
+                              Clock::time_point* since) {
+  if (conn.last_failure() != Failure::kSilent || Clock::now() >= deadline || !Alive(worker, *since)) return false;
+  *since = Clock::now();
   slow_waits_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -102,14 +103,17 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
       conn = std::move(*c);
     }
     conn->set_secret(options_.secret);
+    // When the silence began: an answer of the worker after it is a sign of life.
+    Clock::time_point since = Clock::now();
     Status st = conn->SendRequest(method, target, limits, request_body);
     Result<ResponseHead> head = st.ok() ? conn->ReadHead(limits) : Result<ResponseHead>(Err(st));
-    while (st.ok() && !head && WaitLonger(*conn, worker, deadline)) head = conn->ReadHead(limits);
+    while (st.ok() && !head && WaitLonger(*conn, worker, deadline, &since)) head = conn->ReadHead(limits);
     if (!head) {
       if (reused && conn->last_failure() == Failure::kClosed && conn->interim_seen() == 0) continue;
       return judge(*conn, head.error());
     }
     Heard(worker.address);
+    since = Clock::now();  // the head is here: only what comes after it counts for the body
     WorkerReply r;
     const bool ok = head->status >= 200 && head->status < 300;
     std::span<char> into = body_out;
@@ -129,7 +133,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
     }
     for (size_t done = 0;;) {
       st = conn->ReadBody(into.subspan(done), limits);
-      if (st.ok() || !WaitLonger(*conn, worker, deadline)) break;
+      if (st.ok() || !WaitLonger(*conn, worker, deadline, &since)) break;
       done += conn->body_received();
     }
     if (!st.ok()) return judge(*conn, st);

@@ -71,10 +71,11 @@ class WorkerCaller {
   // connect and the answer (default: connect_timeout and response_timeout).
   Status Probe(const WorkerEntry& worker, std::optional<std::chrono::milliseconds> limit = std::nullopt);
 
-  // Whether a worker that has been silent for a response timeout is alive
-  // (above): an answer of it arrived since then, or a health probe with half
-  // the response timeout succeeds.
-  bool Alive(const WorkerEntry& worker);
+  // Whether a worker that has been silent since `since` (a request sent, a
+  // wait begun) is alive (above): an answer of it arrived after `since`, or a
+  // health probe with half the response timeout succeeds. An answer from
+  // before the request proves nothing: the worker may have frozen since.
+  bool Alive(const WorkerEntry& worker, std::chrono::steady_clock::time_point since);
 
   // Requests to workers that failed (Call only, not probes).
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
@@ -87,7 +88,9 @@ class WorkerCaller {
   WorkerReply Failed(const WorkerEntry& worker, Status why);
   // A step on `conn` failed: true when it failed only by silence, time is left
   // and the worker is alive, so the step may be taken again.
-  bool WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline);
+  // `*since`: when the silence began; moved to now when the worker is found
+  // alive, so that each further wait needs new evidence.
+  bool WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline, Clock::time_point* since);
   void Heard(const std::string& address);
 
   Options options_;
