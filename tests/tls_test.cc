@@ -83,41 +83,41 @@ TEST_F(TlsUpTest, TheReviewCheck) {
 
   // Plain HTTP to the TLS port: refused at once, with a line saying why.
   auto t0 = Clock::now();
-  Run plain = Curl({"http://" + worker_ + "/health"});
+  auto plain = Curl({"http://" + worker_ + "/health"});
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "a plaintext request must not hang";
   EXPECT_EQ(LastLine(plain.out), "400") << plain.out << plain.err;
   EXPECT_NE(plain.err.find("HTTPS only"), std::string::npos) << plain.err;
 
-  Run good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
+  auto good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
   EXPECT_EQ(good.exit_code, 0) << good.err;
   EXPECT_EQ(LastLine(good.out), "200") << good.err;
 
-  Run untrusted = Curl({"https://" + worker_ + "/health"});
+  auto untrusted = Curl({"https://" + worker_ + "/health"});
   EXPECT_EQ(untrusted.exit_code, 60) << "curl without the CA must fail to verify: " << untrusted.err;
 
   // The client config `shoal up` wrote reads correct bytes over TLS.
-  Run cat = Shoal({"cat", "--config", up_.config, "/data/big.bin"});
+  auto cat = Shoal({"cat", "--config", up_.config, "/data/big.bin"});
   ASSERT_EQ(cat.exit_code, 0) << cat.err;
   EXPECT_TRUE(cat.out == data_) << "shoal cat over TLS read different bytes";
-  Run status = Shoal({"status", "--config", up_.config});
+  auto status = Shoal({"status", "--config", up_.config});
   EXPECT_EQ(CountLines(status.out, "tls: on, certificate expires"), 2) << status.out;
 
   // A token: accepted as issued, refused with its last character changed.
-  Run issued = Shoal({"token", "issue", "--config", up_.config, "--user", "alice"});
+  auto issued = Shoal({"token", "issue", "--config", up_.config, "--user", "alice"});
   ASSERT_EQ(issued.exit_code, 0) << issued.err;
   std::string token = LastLine(issued.out);
   ASSERT_EQ(std::count(token.begin(), token.end(), '.'), 2) << token;
   std::string url = "https://" + worker_ + "/v1/stat?path=%2Fdata%2Fbig.bin";
-  Run ok = Curl({"--cacert", ca_, "-H", "Authorization: Bearer " + token, url});
+  auto ok = Curl({"--cacert", ca_, "-H", "Authorization: Bearer " + token, url});
   EXPECT_EQ(LastLine(ok.out), "200") << ok.err;
   std::string forged = token;
   forged.back() = forged.back() == 'A' ? 'B' : 'A';
-  Run bad = Curl({"--cacert", ca_, "-H", "Authorization: Bearer " + forged, url});
+  auto bad = Curl({"--cacert", ca_, "-H", "Authorization: Bearer " + forged, url});
   EXPECT_EQ(LastLine(bad.out), "401") << bad.err;
   EXPECT_NE(bad.err.find("forged"), std::string::npos) << bad.err;
 
   // SHOAL_TOKEN reaches the workers from any client command.
-  Run with_env = Command({"env", "SHOAL_TOKEN=" + forged, ShoalBinary(), "stat", "--config", up_.config, "/data/big.bin"});
+  auto with_env = Command({"env", "SHOAL_TOKEN=" + forged, ShoalBinary(), "stat", "--config", up_.config, "/data/big.bin"});
   EXPECT_NE(with_env.exit_code, 0) << "a forged SHOAL_TOKEN must not be taken as none";
 }
 
@@ -136,12 +136,12 @@ TEST_F(TlsUpTest, AClientThatNeverHandshakesIsDroppedAndOthersAreServed) {
   // Others are served while the silent ones wait.
   for (int i = 0; i < 3; ++i) {
     auto t0 = Clock::now();
-    Run good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
+    auto good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
     EXPECT_EQ(LastLine(good.out), "200") << good.err;
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
   }
   // TLS garbage: refused, and the worker keeps serving.
-  Run garbage = Command({"sh", "-c", "printf '\\026\\003\\001\\000\\005hello' | curl -sS --max-time 5 telnet://" +
+  auto garbage = Command({"sh", "-c", "printf '\\026\\003\\001\\000\\005hello' | curl -sS --max-time 5 telnet://" +
                                          worker_ + " -o /dev/null; echo done"});
   EXPECT_NE(garbage.out.find("done"), std::string::npos);
   // The handshake deadline (10 s) closes each silent connection: recv sees the end.
@@ -152,7 +152,7 @@ TEST_F(TlsUpTest, AClientThatNeverHandshakesIsDroppedAndOthersAreServed) {
     EXPECT_LE(::recv(fd, &c, 1, 0), 0) << "a client that never handshakes must be dropped";
     ::close(fd);
   }
-  Run good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
+  auto good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
   EXPECT_EQ(LastLine(good.out), "200") << good.err;
 }
 
@@ -177,7 +177,7 @@ TEST_F(TlsUpTest, RotationDuringReadsFailsNoRead) {
         }
         auto f = (*c)->OpenFile("/data/big.bin");
         std::string got(data_.size(), '\0');
-        auto n = f ? (*f)->Pread(std::span<char>(got.data(), got.size()), 0) : Result<size_t>(Err(f.error()));
+        auto n = f ? (*f)->Pread(0, std::span<char>(got.data(), got.size())) : Result<size_t>(Err(f.error()));
         if (!n || *n != data_.size() || got != data_) {
           std::lock_guard lock(mu);
           if (first_failure.empty()) first_failure = n ? "different bytes" : n.error().ToString();
@@ -200,7 +200,7 @@ TEST_F(TlsUpTest, RotationDuringReadsFailsNoRead) {
   int at_rotation = reads.load();
   wait_reads(at_rotation + 15);
   // The worker now presents the renewed certificate (30 days).
-  Run status = Shoal({"status", "--config", up_.config});
+  auto status = Shoal({"status", "--config", up_.config});
   stop = true;
   for (auto& t : readers) t.join();
   EXPECT_EQ(failures.load(), 0) << first_failure;
