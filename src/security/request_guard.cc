@@ -45,6 +45,7 @@ std::expected<Identity, RequestGuard::Refusal> RequestGuard::FromCredentials(con
   Identity id;
   if (const std::string* h = req.Header("Authorization")) {
     if (!h->starts_with(kBearer)) {
+      if (!options_.cluster_secret.empty()) return std::unexpected(SecretRefusal("wrong_secret"));
       return std::unexpected(Unauthenticated(
           "unsupported Authorization scheme: send `Authorization: Bearer TOKEN` (a token from `shoal token issue`)",
           "bad_scheme"));
