@@ -73,7 +73,7 @@ class TlsUpTest : public ::testing::Test {
 TEST_F(TlsUpTest, TheReviewCheck) {
   // `tls: ca=PATH` among the lines `shoal up` printed.
   EXPECT_NE(up_.proc.output().find("tls: ca=" + ca_), std::string::npos) << up_.proc.output();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((state_ + "/tls").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   for (const char* key : {"/tls/ca.key", "/tls/worker.key", "/token.key"}) {
@@ -117,7 +117,8 @@ TEST_F(TlsUpTest, TheReviewCheck) {
   EXPECT_NE(bad.err.find("forged"), std::string::npos) << bad.err;
 
   // SHOAL_TOKEN reaches the workers from any client command.
-  auto with_env = Command({"env", "SHOAL_TOKEN=" + forged, ShoalBinary(), "stat", "--config", up_.config, "/data/big.bin"});
+  auto with_env =
+      Command({"env", "SHOAL_TOKEN=" + forged, ShoalBinary(), "stat", "--config", up_.config, "/data/big.bin"});
   EXPECT_NE(with_env.exit_code, 0) << "a forged SHOAL_TOKEN must not be taken as none";
 }
 
@@ -141,8 +142,9 @@ TEST_F(TlsUpTest, AClientThatNeverHandshakesIsDroppedAndOthersAreServed) {
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
   }
   // TLS garbage: refused, and the worker keeps serving.
-  auto garbage = Command({"sh", "-c", "printf '\\026\\003\\001\\000\\005hello' | curl -sS --max-time 5 telnet://" +
-                                         worker_ + " -o /dev/null; echo done"});
+  auto garbage = Command({"sh", "-c",
+                          "printf '\\026\\003\\001\\000\\005hello' | curl -sS --max-time 5 telnet://" + worker_ +
+                              " -o /dev/null; echo done"});
   EXPECT_NE(garbage.out.find("done"), std::string::npos);
   // The handshake deadline (10 s) closes each silent connection: recv sees the end.
   for (int fd : silent) {
@@ -189,13 +191,15 @@ TEST_F(TlsUpTest, RotationDuringReadsFailsNoRead) {
   }
   auto wait_reads = [&](int at_least) {
     auto deadline = Clock::now() + std::chrono::seconds(120);
-    while (reads.load() < at_least && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (reads.load() < at_least && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   };
   wait_reads(5);
   // Renew: a new worker certificate from the same CA, written in place.
   std::string before = Slurp(state_ + "/tls/worker.pem");
   ASSERT_TRUE(security::IssueCertificate(state_ + "/tls", "shoal-worker", {"127.0.0.1", "::1", "localhost"}, 30,
-                                         state_ + "/tls/worker").ok());
+                                         state_ + "/tls/worker")
+                  .ok());
   ASSERT_NE(before, Slurp(state_ + "/tls/worker.pem"));
   int at_rotation = reads.load();
   wait_reads(at_rotation + 15);

@@ -19,7 +19,6 @@ std::string Time(int64_t ns) {
   return buf;
 }
 
-
 // "tls: on, certificate expires 2027-12-05 (364 days)", with a warning under 14 days.
 std::string TlsLine(const WorkerStatus& w) {
   if (!w.tls) return "tls: off";

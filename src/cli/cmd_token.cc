@@ -35,8 +35,9 @@ int RunIssue(const IssueArgs& a) {
   auto cfg = LoadConfig(path);
   if (!cfg) return Fail(cfg.error());
   if (cfg->security.token_key_file.empty()) {
-    return Fail(Status(Code::kInvalidArgument, path + " names no cluster key (security.token_key_file): make one with "
-                                                      "`shoal token keygen --out FILE` and set it in the workers' config"));
+    return Fail(
+        Status(Code::kInvalidArgument, path + " names no cluster key (security.token_key_file): make one with "
+                                              "`shoal token keygen --out FILE` and set it in the workers' config"));
   }
   auto ttl = ParseDuration(a.ttl);
   if (!ttl) return Fail(ttl.error().WithContext("--ttl"));

@@ -2,8 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 
 #include "client/client_impl.h"

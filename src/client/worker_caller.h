@@ -25,8 +25,8 @@
 #include <string_view>
 
 #include "client/worker_connection.h"
-#include "security/tls_context.h"
 #include "common/config.h"
+#include "security/tls_context.h"
 #include "shoal/status.h"
 
 namespace shoal {

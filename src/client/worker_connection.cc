@@ -76,8 +76,9 @@ Status WorkerConnection::Handshake(security::TlsContext* tls, Deadline deadline)
       why = std::string("its certificate does not verify: ") + X509_verify_cert_error_string(verify) +
             " (check client.tls.ca_file: it must hold the CA that signed the workers' certificates)";
     } else if (why.empty()) {
-      why = "the worker closed the connection during the handshake (not a TLS port, or it wants a client "
-            "certificate: set client.tls.cert_file and key_file)";
+      why =
+          "the worker closed the connection during the handshake (not a TLS port, or it wants a client "
+          "certificate: set client.tls.cert_file and key_file)";
     }
     return Fail(Code::kUnavailable, "TLS handshake failed: " + why, Failure::kNotShoal);
   }

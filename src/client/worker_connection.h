@@ -123,7 +123,7 @@ class WorkerConnection {
   Status CheckHandshake(const ResponseHead& h);
 
   int fd_;
-  SSL* ssl_ = nullptr;                  // on a TLS connection
+  SSL* ssl_ = nullptr;                   // on a TLS connection
   security::TlsContext* tls_ = nullptr;  // which keeps the session for the next connection
   std::string address_;
   std::string secret_;

@@ -388,7 +388,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   c.source = source;
   if (!root.IsDefined() || root.IsNull()) return c;
   Reader r(source);
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security"}));
+  SHOAL_RETURN_IF_ERROR(
+      r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security"}));
 
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd", "secret"}));
@@ -547,9 +548,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& cc = root["client"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "response_timeout", "ufs_fallback",
-                                                   "readahead", "max_parallel", "down_backoff", "short_circuit", "verify_checksums",
-                                                   "fallback_rate", "fallback_requests", "tls", "token_file"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      cc, "client",
+      {"timeout", "connect_timeout", "response_timeout", "ufs_fallback", "readahead", "max_parallel", "down_backoff",
+       "short_circuit", "verify_checksums", "fallback_rate", "fallback_requests", "tls", "token_file"}));
   if (cc.IsDefined() && !cc.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
@@ -636,8 +638,8 @@ Status ParseSecurity(const Reader& r, const YAML::Node& n, SecurityConfig* out) 
 void EmitTls(YAML::Emitter& e, const char* key, const TlsConfig& t) {
   if (t == TlsConfig{}) return;
   e << YAML::Key << key << YAML::Value << YAML::BeginMap;
-  for (auto [k, v] : {std::pair{"cert_file", &t.cert_file}, std::pair{"key_file", &t.key_file},
-                      std::pair{"ca_file", &t.ca_file}}) {
+  for (auto [k, v] :
+       {std::pair{"cert_file", &t.cert_file}, std::pair{"key_file", &t.key_file}, std::pair{"ca_file", &t.ca_file}}) {
     if (!v->empty()) e << YAML::Key << k << YAML::Value << *v;
   }
   if (t.client_auth != "none") e << YAML::Key << "client_auth" << YAML::Value << t.client_auth;
@@ -650,8 +652,8 @@ void EmitSecurity(YAML::Emitter& e, const SecurityConfig& s) {
   e << YAML::Key << "security" << YAML::Value << YAML::BeginMap;
   if (s.required) e << YAML::Key << "required" << YAML::Value << true;
   if (!s.token_key_file.empty()) e << YAML::Key << "token_key_file" << YAML::Value << s.token_key_file;
-  for (auto [k, list] : {std::pair{"previous_token_key_files", &s.previous_token_key_files},
-                         std::pair{"proxy_users", &s.proxy_users}}) {
+  for (auto [k, list] :
+       {std::pair{"previous_token_key_files", &s.previous_token_key_files}, std::pair{"proxy_users", &s.proxy_users}}) {
     if (list->empty()) continue;
     e << YAML::Key << k << YAML::Value << YAML::BeginSeq;
     for (const auto& v : *list) e << v;

@@ -908,8 +908,9 @@ class HttpServer::Impl {
     t.context = core_.opts.tls_context();
     t.handshake_timeout = core_.opts.tls_handshake_timeout;
     t.write_timeout = core_.opts.write_timeout;
-    Status st(Code::kInvalidArgument, "this port speaks HTTPS only: use https:// (and the cluster's CA, "
-                                      "client.tls.ca_file)");
+    Status st(Code::kInvalidArgument,
+              "this port speaks HTTPS only: use https:// (and the cluster's CA, "
+              "client.tls.ca_file)");
     HttpResponse err = core_.Error(400, st);
     t.plaintext_answer = core_.Head(err.status, err.headers, err.body.size(), false) + err.body;
     asio::any_io_executor ex = sock.get_executor();

@@ -25,9 +25,8 @@ constexpr size_t kDownBuffer = 256 << 10;
 constexpr int kPairBuffer = 4 << 20;
 
 Counter& Handshakes(const char* result) {
-  return MetricsRegistry::Global().GetCounter("shoal_tls_handshakes_total",
-                                              "TLS handshakes on the server's listeners, by result",
-                                              {{"result", result}});
+  return MetricsRegistry::Global().GetCounter(
+      "shoal_tls_handshakes_total", "TLS handshakes on the server's listeners, by result", {{"result", result}});
 }
 
 std::string ErrorText() {
@@ -120,8 +119,8 @@ awaitable<void> Up(std::shared_ptr<Relay> r) {
     size_t off = 0;
     bool ok = true;
     while (ok && off < static_cast<size_t>(n)) {
-      ssize_t w = ::send(r->plain.native_handle(), buf.data() + off, static_cast<size_t>(n) - off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t w =
+          ::send(r->plain.native_handle(), buf.data() + off, static_cast<size_t>(n) - off, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w > 0) {
         off += static_cast<size_t>(w);
       } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {

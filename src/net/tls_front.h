@@ -30,7 +30,8 @@ struct TlsFrontOptions {
 
 // Called on the connection's strand once the handshake is done: `plain` is
 // the server's end of the relay.
-using TlsReady = std::function<void(boost::asio::ip::tcp::socket plain, std::shared_ptr<const TransportInfo> transport)>;
+using TlsReady =
+    std::function<void(boost::asio::ip::tcp::socket plain, std::shared_ptr<const TransportInfo> transport)>;
 
 boost::asio::awaitable<void> ServeTls(boost::asio::ip::tcp::socket sock, TlsFrontOptions options, TlsReady ready);
 

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -126,7 +126,8 @@ Status MakeDir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status(Code::kIo, "cannot create " + dir + ": " + std::strerror(errno));
   }
-  if (::chmod(dir.c_str(), 0700) != 0) return Status(Code::kIo, "cannot chmod 0700 " + dir + ": " + std::strerror(errno));
+  if (::chmod(dir.c_str(), 0700) != 0)
+    return Status(Code::kIo, "cannot chmod 0700 " + dir + ": " + std::strerror(errno));
   return {};
 }
 

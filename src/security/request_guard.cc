@@ -88,23 +88,21 @@ std::expected<Identity, RequestGuard::Refusal> RequestGuard::Admit(const net::Ht
   if (!id) return id;
   if (const std::string* behalf = req.Header(kOnBehalfHeader)) {
     bool trusted = id->proof == Proof::kClusterSecret ||
-                   (!id->anonymous() &&
-                    std::find(options_.proxy_users.begin(), options_.proxy_users.end(), id->user) !=
-                        options_.proxy_users.end());
+                   (!id->anonymous() && std::find(options_.proxy_users.begin(), options_.proxy_users.end(), id->user) !=
+                                            options_.proxy_users.end());
     if (!trusted) {
-      return std::unexpected(Refusal{403,
-                                     Status(Code::kPermissionDenied,
-                                            id->ToString() + " may not act on behalf of other users (" +
-                                                std::string(kOnBehalfHeader) +
-                                                "): list it in security.proxy_users of the workers' config"),
-                                     "not_proxy"});
+      return std::unexpected(
+          Refusal{403,
+                  Status(Code::kPermissionDenied, id->ToString() + " may not act on behalf of other users (" +
+                                                      std::string(kOnBehalfHeader) +
+                                                      "): list it in security.proxy_users of the workers' config"),
+                  "not_proxy"});
     }
     Identity end;
     if (!ParseOnBehalf(*behalf, &end)) {
-      return std::unexpected(Refusal{400,
-                                     Status(Code::kInvalidArgument, std::string(kOnBehalfHeader) +
-                                                                        " must be USER or USER;groups=A,B"),
-                                     "bad_on_behalf"});
+      return std::unexpected(Refusal{
+          400, Status(Code::kInvalidArgument, std::string(kOnBehalfHeader) + " must be USER or USER;groups=A,B"),
+          "bad_on_behalf"});
     }
     end.proof = id->proof;
     end.acting_for_by = id->user;

@@ -35,16 +35,16 @@ inline constexpr std::string_view kOnBehalfHeader = "X-Shoal-On-Behalf-Of";
 class RequestGuard {
  public:
   struct Options {
-    std::string cluster_secret;  // cluster.secret ("": none)
-    bool required = false;       // security.required
+    std::string cluster_secret;               // cluster.secret ("": none)
+    bool required = false;                    // security.required
     std::shared_ptr<const TokenKeys> tokens;  // null: tokens are refused
     std::vector<std::string> proxy_users;
   };
   explicit RequestGuard(Options options) : options_(std::move(options)) {}
 
   struct Refusal {
-    int http_status;  // 401 or 403
-    Status status;    // one line saying what failed and what to do
+    int http_status;     // 401 or 403
+    Status status;       // one line saying what failed and what to do
     const char* reason;  // for the refusals counter: "no_credential", "bad_token", ...
   };
   std::expected<Identity, Refusal> Admit(const net::HttpRequest& request, Access access) const;

@@ -17,7 +17,7 @@ constexpr size_t kMaxSessions = 64;
 
 std::string FileStamp(const std::string& path) {
   if (path.empty()) return "-";
-  struct stat st{};
+  struct stat st {};
   // stat follows symlinks: a renewal that swaps a link (Kubernetes secrets) changes the target.
   if (::stat(path.c_str(), &st) != 0) return path + ":missing";
   return path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
@@ -25,7 +25,7 @@ std::string FileStamp(const std::string& path) {
 }
 
 int64_t AsUnix(const ASN1_TIME* t) {
-  struct tm tm{};
+  struct tm tm {};
   if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
   return static_cast<int64_t>(timegm(&tm));
 }
@@ -60,8 +60,8 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(Side side, const TlsConfi
     return Err(Code::kInvalidArgument, what + ": give cert_file and key_file together");
   }
   if (side == Side::kServer && files.client_auth != "none" && files.ca_file.empty()) {
-    return Err(Code::kInvalidArgument,
-               what + ".client_auth: " + files.client_auth + " needs " + what + ".ca_file (the CA of client certificates)");
+    return Err(Code::kInvalidArgument, what + ".client_auth: " + files.client_auth + " needs " + what +
+                                           ".ca_file (the CA of client certificates)");
   }
   std::shared_ptr<TlsContext> c(new TlsContext(side, files, std::move(what)));
   c->stamp_ = c->Stamp();
@@ -95,8 +95,8 @@ Result<std::shared_ptr<SSL_CTX>> TlsContext::Build(int64_t* not_after, std::stri
                                              ": not a PEM certificate chain that can be read: " + OpenSslError());
     }
     if (SSL_CTX_use_PrivateKey_file(c, files_.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-      return Err(Code::kInvalidArgument,
-                 what_ + ".key_file " + files_.key_file + ": not a PEM private key that can be read: " + OpenSslError());
+      return Err(Code::kInvalidArgument, what_ + ".key_file " + files_.key_file +
+                                             ": not a PEM private key that can be read: " + OpenSslError());
     }
     if (SSL_CTX_check_private_key(c) != 1) {
       return Err(Code::kInvalidArgument, what_ + ": key_file " + files_.key_file + " does not belong to cert_file " +
@@ -110,8 +110,8 @@ Result<std::shared_ptr<SSL_CTX>> TlsContext::Build(int64_t* not_after, std::stri
   }
   if (!files_.ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(c, files_.ca_file.c_str(), nullptr) != 1) {
-      return Err(Code::kInvalidArgument,
-                 what_ + ".ca_file " + files_.ca_file + ": not PEM CA certificates that can be read: " + OpenSslError());
+      return Err(Code::kInvalidArgument, what_ + ".ca_file " + files_.ca_file +
+                                             ": not PEM CA certificates that can be read: " + OpenSslError());
     }
   } else if (side_ == Side::kClient) {
     SSL_CTX_set_default_verify_paths(c);
@@ -204,7 +204,8 @@ Status ExpectServerName(SSL* ssl, const std::string& address) {
   bool ip = inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
   int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(p, host.c_str()) : X509_VERIFY_PARAM_set1_host(p, host.c_str(), 0);
   if (!ip) SSL_set_tlsext_host_name(ssl, host.c_str());
-  if (ok != 1) return Status(Code::kInvalidArgument, "cannot check the certificate of " + address + ": " + OpenSslError());
+  if (ok != 1)
+    return Status(Code::kInvalidArgument, "cannot check the certificate of " + address + ": " + OpenSslError());
   return {};
 }
 

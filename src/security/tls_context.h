@@ -52,7 +52,8 @@ class TlsContext {
   void PutSession(const std::string& address, SSL_SESSION* session);
 
  private:
-  TlsContext(Side side, TlsConfig files, std::string what) : side_(side), files_(std::move(files)), what_(std::move(what)) {}
+  TlsContext(Side side, TlsConfig files, std::string what)
+      : side_(side), files_(std::move(files)), what_(std::move(what)) {}
   Result<std::shared_ptr<SSL_CTX>> Build(int64_t* not_after, std::string* subject) const;
   std::string Stamp() const;
 

@@ -29,8 +29,8 @@ std::string ModeText(unsigned mode) {
 
 std::string Base64Url(std::string_view in) {
   std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
   out.resize(static_cast<size_t>(n));
   while (!out.empty() && out.back() == '=') out.pop_back();
   for (char& c : out) {
@@ -57,8 +57,8 @@ bool FromBase64Url(std::string_view in, std::string* out) {
   size_t pad = (4 - b.size() % 4) % 4;
   b.append(pad, '=');
   std::string raw(b.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()), reinterpret_cast<const unsigned char*>(b.data()),
-                          static_cast<int>(b.size()));
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()),
+                          reinterpret_cast<const unsigned char*>(b.data()), static_cast<int>(b.size()));
   if (n < 0 || static_cast<size_t>(n) < pad) return false;
   raw.resize(static_cast<size_t>(n) - pad);
   if (Base64Url(raw) != in) return false;
@@ -89,7 +89,7 @@ std::string Fingerprint(std::string_view secret) {
 Status Refused(const std::string& why) { return Status(Code::kPermissionDenied, "token refused: " + why); }
 
 Result<std::string> ReadKeyFile(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return Err(Code::kInvalidArgument, "token key file " + path + ": " + std::strerror(errno) +
                                            " (security.token_key_file; make one with `shoal token keygen --out " +
@@ -187,12 +187,15 @@ Result<Identity> TokenKeys::Verify(std::string_view token, int64_t now) const {
   auto a = token.find('.');
   auto b = a == std::string_view::npos ? a : token.find('.', a + 1);
   if (b == std::string_view::npos || token.find('.', b + 1) != std::string_view::npos) {
-    return Err(Refused("malformed (a token is three base64url parts joined by '.'; issue one with `shoal token issue`)"));
+    return Err(
+        Refused("malformed (a token is three base64url parts joined by '.'; issue one with `shoal token issue`)"));
   }
   std::string header_text, payload_text, signature;
-  if (!FromBase64Url(token.substr(0, a), &header_text) || !FromBase64Url(token.substr(a + 1, b - a - 1), &payload_text) ||
+  if (!FromBase64Url(token.substr(0, a), &header_text) ||
+      !FromBase64Url(token.substr(a + 1, b - a - 1), &payload_text) ||
       !FromBase64Url(token.substr(b + 1), &signature)) {
-    return Err(Refused("malformed (a part is not base64url): it was changed or cut; issue a new one with `shoal token issue`"));
+    return Err(Refused(
+        "malformed (a part is not base64url): it was changed or cut; issue a new one with `shoal token issue`"));
   }
   Json header = Json::parse(header_text, nullptr, false);
   Json payload = Json::parse(payload_text, nullptr, false);

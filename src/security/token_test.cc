@@ -88,7 +88,7 @@ TEST(Token, KeyFileIsMadeMode0600AndLoads) {
   std::filesystem::create_directories(dir);
   std::string path = (dir / "token.key").string();
   ASSERT_TRUE(TokenKeys::CreateKeyFile(path).ok());
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   auto keys = TokenKeys::Load(path);

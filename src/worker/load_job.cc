@@ -620,8 +620,7 @@ class Loader {
 LoadJobs::LoadJobs(WorkerService* svc, std::vector<std::string> self_names)
     : svc_(svc),
       self_names_(std::move(self_names)),
-      caller_(std::make_unique<WorkerCaller>(WorkerCaller::OptionsFor(svc->config()))) {
-}
+      caller_(std::make_unique<WorkerCaller>(WorkerCaller::OptionsFor(svc->config()))) {}
 
 void LoadJobs::SetMembership(std::shared_ptr<const Membership> membership) {
   std::lock_guard lock(mu_);

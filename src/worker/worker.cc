@@ -494,8 +494,7 @@ class Worker::Impl {
     g.required = config_.security.required;
     g.proxy_users = config_.security.proxy_users;
     if (!config_.security.token_key_file.empty()) {
-      auto keys = security::TokenKeys::Load(config_.security.token_key_file,
-                                            config_.security.previous_token_key_files);
+      auto keys = security::TokenKeys::Load(config_.security.token_key_file, config_.security.previous_token_key_files);
       if (!keys) return keys.error();
       g.tokens = std::make_shared<const security::TokenKeys>(std::move(*keys));
     }
@@ -847,28 +846,28 @@ class Worker::Impl {
     auto t = svc_->totals();
     auto wb = wb_->stats();
     Json j{{"address", address_},
-                {"id", id_},
-                {"cache_used_bytes", st.used_bytes},
-                {"cache_capacity_bytes", st.capacity_bytes},
-                {"cache_effective_capacity_bytes", st.effective_capacity_bytes},
-                {"pages", st.pages},
-                {"hit_bytes", t.hit_bytes},
-                {"miss_bytes", t.miss_bytes},
-                {"ufs_read_bytes", t.ufs_read_bytes},
-                {"evicted_bytes", st.evicted_bytes},
-                {"pinned_bytes", st.pinned_bytes},
-                {"quotas", QuotasJson(st)},
-                {"rules_version", svc_->rules().version()},
-                {"local_socket", local_ ? local_->path() : std::string()},
-                {"s3_endpoint", s3_address_},
-                {"tls", tls_ != nullptr},
-                {"tls_not_after", tls_ ? tls_->not_after() : 0},
-                {"local_token", local_ ? local_token_ : std::string()},
-                {"write_back_pending_bytes", wb.pending_bytes},
-                {"write_back_open_bytes", wb.open_bytes},
-                {"write_back_pending_files", wb.pending_files},
-                {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
-                {"write_back_paused", wb.paused}};
+           {"id", id_},
+           {"cache_used_bytes", st.used_bytes},
+           {"cache_capacity_bytes", st.capacity_bytes},
+           {"cache_effective_capacity_bytes", st.effective_capacity_bytes},
+           {"pages", st.pages},
+           {"hit_bytes", t.hit_bytes},
+           {"miss_bytes", t.miss_bytes},
+           {"ufs_read_bytes", t.ufs_read_bytes},
+           {"evicted_bytes", st.evicted_bytes},
+           {"pinned_bytes", st.pinned_bytes},
+           {"quotas", QuotasJson(st)},
+           {"rules_version", svc_->rules().version()},
+           {"local_socket", local_ ? local_->path() : std::string()},
+           {"s3_endpoint", s3_address_},
+           {"tls", tls_ != nullptr},
+           {"tls_not_after", tls_ ? tls_->not_after() : 0},
+           {"local_token", local_ ? local_token_ : std::string()},
+           {"write_back_pending_bytes", wb.pending_bytes},
+           {"write_back_open_bytes", wb.open_bytes},
+           {"write_back_pending_files", wb.pending_files},
+           {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
+           {"write_back_paused", wb.paused}};
     j.update(hot_->StatusJson());
     return j;
   }
@@ -1518,7 +1517,7 @@ class Worker::Impl {
   std::unique_ptr<s3::S3Endpoint> s3_;
   std::unique_ptr<net::HttpServer> s3_server_;  // worker.s3_listen
   std::unique_ptr<net::HttpServer> metrics_server_;  // worker.metrics_listen
-  std::shared_ptr<security::TlsContext> tls_;  // null without tls.cert_file
+  std::shared_ptr<security::TlsContext> tls_;        // null without tls.cert_file
   std::unique_ptr<security::RequestGuard> guard_;
   std::string s3_address_;
   Counter* trusted_reads_ = &MetricsRegistry::Global().GetCounter(
@@ -1538,7 +1537,8 @@ class Worker::Impl {
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   std::unique_ptr<Scrubber> scrubber_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
-      "shoal_auth_refused_total", "Requests refused for a missing or bad credential (cluster secret, token, certificate)");
+      "shoal_auth_refused_total",
+      "Requests refused for a missing or bad credential (cluster secret, token, certificate)");
 };
 
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
