@@ -70,6 +70,10 @@ struct WorkerStatus {
   // hot shards as their next owner on the ring.
   std::vector<std::string> hot_shards;
   uint64_t hot_spread_reads = 0;
+  // Transport security: whether it serves TLS, and when its certificate
+  // expires (Unix seconds; 0 without TLS).
+  bool tls = false;
+  int64_t tls_not_after = 0;
   double hit_ratio() const {
     auto t = hit_bytes + miss_bytes;
     return t ? static_cast<double>(hit_bytes) / static_cast<double>(t) : 0.0;

@@ -19,6 +19,20 @@ std::string Time(int64_t ns) {
   return buf;
 }
 
+// "tls: on, certificate expires 2027-12-05 (364 days)", with a warning under 14 days.
+std::string TlsLine(const WorkerStatus& w) {
+  if (!w.tls) return "tls: off";
+  const int64_t now = std::time(nullptr);
+  const int64_t days = (w.tls_not_after - now) / 86400;
+  char date[32] = "?";
+  std::time_t t = static_cast<std::time_t>(w.tls_not_after);
+  if (std::tm tm{}; gmtime_r(&t, &tm) != nullptr) std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+  std::string line = "tls: on, certificate expires " + std::string(date) + " (" + std::to_string(days) + " days)";
+  if (w.tls_not_after <= now) return line + "  WARNING: expired: renew it now";
+  if (days < 14) line += "  WARNING: renew it (under 14 days left)";
+  return line;
+}
+
 }  // namespace
 
 void AddClientCommands(CLI::App& app, int* exit_code) {
@@ -175,7 +189,9 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
                            {"write_back_pending_files", w.write_back_pending_files},
                            {"write_back_oldest_pending_seconds", w.write_back_oldest_pending_seconds},
                            {"hot_shards", w.hot_shards},
-                           {"hot_spread_reads", w.hot_spread_reads}};
+                           {"hot_spread_reads", w.hot_spread_reads},
+                           {"tls", w.tls},
+                           {"tls_not_after", w.tls_not_after}};
           std::printf("%s\n", j.dump().c_str());
         }
         *exit_code = down == 0 ? 0 : 5;
@@ -210,6 +226,7 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
         for (const auto& h : w.hot_shards) hot += (hot.empty() ? "" : ", ") + h;
         std::printf("%-22s hot shards: %s; reads served as next owner: %llu\n", "", hot.empty() ? "none" : hot.c_str(),
                     static_cast<unsigned long long>(w.hot_spread_reads));
+        std::printf("%-22s %s\n", "", TlsLine(w).c_str());
       }
       std::printf("path rules (shoal rules):\n");
       PrintRuleUsage(**c);

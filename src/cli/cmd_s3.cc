@@ -13,6 +13,7 @@
 #include "cli/s3_service.h"
 #include "net/http_server.h"
 #include "s3/s3_endpoint.h"
+#include "security/tls_context.h"
 
 namespace shoal::cli {
 
@@ -20,6 +21,7 @@ struct S3Service::State {
   std::unique_ptr<Client> client;
   std::unique_ptr<s3::S3Endpoint> endpoint;
   std::unique_ptr<net::HttpServer> server;
+  bool tls = false;
 };
 
 S3Service::S3Service(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -42,6 +44,15 @@ Result<std::unique_ptr<S3Service>> S3Service::Start(const std::string& config_pa
   state->endpoint = std::move(*endpoint);
   auto options = s3::S3Endpoint::ServerOptionsFor(listen);
   options.handle_signals = handle_signals;
+  // TLS when the config secures its listeners (tls.cert_file), as the workers do.
+  auto cfg = LoadConfig(config_path);
+  if (!cfg) return Err(cfg.error());
+  if (!cfg->tls.cert_file.empty()) {
+    auto tls = security::TlsContext::Create(security::TlsContext::Side::kServer, cfg->tls, "tls");
+    if (!tls) return Err(tls.error().WithContext("s3 endpoint"));
+    options.tls_context = [tls = *tls] { return tls->Current(); };
+    state->tls = true;
+  }
   auto server = net::HttpServer::Bind(options);
   if (!server) return Err(server.error().WithContext("s3 endpoint on " + listen));
   state->server = std::move(*server);
@@ -50,6 +61,7 @@ Result<std::unique_ptr<S3Service>> S3Service::Start(const std::string& config_pa
 }
 
 const std::string& S3Service::address() const { return state_->server->address(); }
+bool S3Service::tls() const { return state_->tls; }
 void S3Service::Wait() { state_->server->Wait(); }
 
 Result<std::pair<std::string, std::string>> LoadOrMakeS3Keys(const std::string& path) {

@@ -33,11 +33,13 @@
 #include "cli/s3_service.h"
 #include "cli/worker_supervisor.h"
 #include "cluster/local_etcd.h"
-#include "meta/etcd_mounts.h"
 #include "common/config.h"
 #include "common/subprocess.h"
 #include "common/units.h"
 #include "fuse/fuse_mount.h"
+#include "meta/etcd_mounts.h"
+#include "security/local_ca.h"
+#include "security/token.h"
 #include "ufs/under_store.h"
 #include "ufs/uri.h"
 
@@ -67,6 +69,7 @@ struct UpArgs {
   std::string etcd_endpoints;     // --etcd-endpoints URL,...: membership from this etcd
   std::string eviction;           // --eviction NAME: worker.eviction ("" = the default policy)
   std::string page_store = "files";  // worker.page_store
+  bool tls = false;                  // --tls: a local CA, TLS on every worker, a client config trusting it
 };
 
 // Creates the state dir and makes it private: owned by us, mode 0700 (an
@@ -169,10 +172,13 @@ Result<std::unique_ptr<S3Service>> StartS3(const UpArgs& a, const std::string& s
   auto service = S3Service::Start(client_config, s3, "127.0.0.1:" + std::to_string(port), false);
   if (!service) return Err(service.error().WithContext("--s3"));
   const std::string& address = (*service)->address();
-  std::printf("s3: endpoint=http://%s access_key=%s secret_key=%s\n", address.c_str(), keys->first.c_str(),
+  const char* scheme = (*service)->tls() ? "https" : "http";
+  const std::string ca = (*service)->tls() ? " --ca-bundle " + state + "/tls/ca.pem" : "";
+  std::printf("s3: endpoint=%s://%s access_key=%s secret_key=%s\n", scheme, address.c_str(), keys->first.c_str(),
               keys->second.c_str());
-  std::printf("s3: try: AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url http://%s s3 ls s3://%s/\n",
-              keys->first.c_str(), keys->second.c_str(), address.c_str(), a.mount_path.substr(1).c_str());
+  std::printf("s3: try: AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url %s://%s%s s3 ls s3://%s/\n",
+              keys->first.c_str(), keys->second.c_str(), scheme, address.c_str(), ca.c_str(),
+              a.mount_path.substr(1).c_str());
   return service;
 }
 
@@ -270,6 +276,21 @@ int RunUp(const UpArgs& a) {
     if (auto st = PublishEtcdMounts(cfg.cluster.etcd, cfg.mounts); !st.ok()) return Fail(st);
   }
 
+  // The cluster key that signs tokens (`shoal token issue --config STATE/shoal.yaml`), kept across starts.
+  cfg.security.token_key_file = state + "/token.key";
+  if (auto st = security::TokenKeys::CreateKeyFile(cfg.security.token_key_file); !st.ok()) return Fail(st);
+  if (a.tls) {
+    // The CA is kept across starts (clients keep trusting it); the workers'
+    // certificate is made anew each start.
+    auto files = security::MakeLocalCa(state + "/tls", {});
+    if (!files) return Fail(files.error().WithContext("--tls"));
+    cfg.tls.cert_file = files->server_cert;
+    cfg.tls.key_file = files->server_key;
+    cfg.tls.ca_file = files->ca_cert;
+    cfg.client.tls.ca_file = files->ca_cert;
+    cfg.client.tls.enabled = true;
+  }
+
   // Both configs may hold secrets from -o: readable by their owner only.
   std::string worker_config = state + "/worker.yaml";
   if (auto st = WriteFileAtomic(worker_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);
@@ -306,6 +327,7 @@ int RunUp(const UpArgs& a) {
                 info[i].entry.id.c_str(), static_cast<int>(info[i].pid), info[i].cache_dir.c_str(),
                 FormatSize(*cache_size).c_str());
   }
+  if (a.tls) std::printf("tls: ca=%s\n", cfg.tls.ca_file.c_str());
   std::unique_ptr<S3Service> s3;
   if (!a.s3_port.empty()) {
     auto started = StartS3(a, state, client_config);
@@ -445,6 +467,9 @@ void AddUp(CLI::App& app, int* exit_code) {
                   "Membership from this etcd (URL,...), e.g. http://10.0.0.5:2379, instead of a static list");
   cmd->add_option("--fuse", a->fuse,
                   "Also mount the namespace on this directory (FUSE); unmounted before the workers stop");
+  cmd->add_flag("--tls", a->tls,
+                "TLS on every worker: a local CA and certificates in STATE/tls (keys 0600), and a client config "
+                "that trusts it; prints `tls: ca=PATH`");
   cmd->add_option("--page-store", a->page_store,
                   "How workers keep pages on disk: files (a file per page) or blocks (slots of block files reused "
                   "in place)")

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   shoal::cli::AddS3(app, &exit_code);
   shoal::cli::AddLoadCommands(app, &exit_code);
   shoal::cli::AddScrubCommand(app, &exit_code);
+  shoal::cli::AddTokenCommands(app, &exit_code);
   shoal::cli::AddRulesCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

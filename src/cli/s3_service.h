@@ -12,12 +12,14 @@ namespace shoal::cli {
 
 class S3Service {
  public:
-  // Opens a client over `config_path` and serves the S3 API on `listen`.
+  // Opens a client over `config_path` and serves the S3 API on `listen`
+  // (over TLS when that config sets tls.cert_file).
   static Result<std::unique_ptr<S3Service>> Start(const std::string& config_path, const S3Config& s3,
                                                   const std::string& listen, bool handle_signals);
   ~S3Service();  // stops the server, then the endpoint, then the client
 
   const std::string& address() const;
+  bool tls() const;  // serves https (the config's tls.cert_file)
   void Wait();  // until stopped (SIGINT/SIGTERM with handle_signals)
 
   struct State;

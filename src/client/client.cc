@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 
 #include "client/client_impl.h"
@@ -74,14 +75,30 @@ WriteMode ClientImpl::WriteModeFor(const ResolvedPath& rp) const {
   return rules_.For(rp.ns_path).write_mode.value_or(rp.mount->write_mode);
 }
 
+// The caller options of a client: OptionsFor's, and the bearer token from
+// SHOAL_TOKEN or client.token_file.
+WorkerCaller::Options ClientCallerOptions(const Config& config) {
+  auto o = WorkerCaller::OptionsFor(config);
+  if (const char* env = std::getenv("SHOAL_TOKEN"); env && *env) {
+    o.token = env;
+  } else if (!config.client.token_file.empty()) {
+    std::ifstream in(config.client.token_file);
+    if (!in || !(in >> o.token)) {
+      o.setup_error = Status(Code::kInvalidArgument, "client.token_file " + config.client.token_file +
+                                                         ": cannot read a token from it (write the last line of "
+                                                         "`shoal token issue` there)");
+    }
+  }
+  return o;
+}
+
 ClientImpl::ClientImpl(Config config) : ClientImpl(config, std::make_shared<StaticMembership>(config.cluster.workers)) {}
 
 ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membership)
     : config_(std::move(config)),
       mounts_(config_.mounts, EtcdMountLoader(config_.cluster.etcd, /*with_secrets=*/false)),
       rules_(PathRules::Make(config_.rules).value_or(PathRules())),
-      caller_(WorkerCaller::Options{config_.client.connect_timeout, config_.client.response_timeout,
-                                     config_.cluster.secret}),
+      caller_(ClientCallerOptions(config_)),
       health_([this](const WorkerEntry& w) { return caller_.Probe(w); },
               WorkerHealth::Options{config_.client.down_backoff, std::chrono::seconds(30)}),
       limiter_(config_.client.fallback_rate, static_cast<uint64_t>(config_.client.fallback_requests)),
@@ -428,6 +445,8 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
         s.write_back_pending_bytes = j.value("write_back_pending_bytes", uint64_t{0});
         s.write_back_pending_files = j.value("write_back_pending_files", uint64_t{0});
         s.write_back_oldest_pending_seconds = j.value("write_back_oldest_pending_seconds", 0.0);
+        s.tls = j.value("tls", false);
+        s.tls_not_after = j.value("tls_not_after", int64_t{0});
         s.hot_spread_reads = j.value("hot_spread_reads", uint64_t{0});
         for (const auto& h : j.value("hot_shards", Json::array())) {
           s.hot_shards.push_back(h.value("path", "") + " shard " + std::to_string(h.value("shard", uint64_t{0})) + " (" +
@@ -609,6 +628,7 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(path));
+  if (auto o = detail::ClientCallerOptions(*c); !o.setup_error.ok()) return Err(o.setup_error.WithContext(path));
   auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m));
   // With etcd, the mounts published there join the config's (meta/etcd_mounts.h).
   if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(path));
@@ -621,6 +641,7 @@ Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const 
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(source));
+  if (auto o = detail::ClientCallerOptions(*c); !o.setup_error.ok()) return Err(o.setup_error.WithContext(source));
   auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m));
   if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(source));
   return std::unique_ptr<Client>(new Client(std::move(impl)));

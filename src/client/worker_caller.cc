@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "worker/http_status.h"
 
@@ -26,8 +28,41 @@ std::string WorkerLabel(const WorkerEntry& w) { return w.id == w.address ? w.add
 
 }  // namespace
 
+WorkerCaller::Options WorkerCaller::OptionsFor(const Config& config) {
+  Options o;
+  o.connect_timeout = config.client.connect_timeout;
+  o.response_timeout = config.client.response_timeout;
+  o.secret = config.cluster.secret;
+  TlsConfig files = config.client.tls;
+  std::string what = "client.tls";
+  if (!files.enabled && files.ca_file.empty() && !config.tls.cert_file.empty()) {
+    files = config.tls;  // a worker's config: its peers share its CA
+    files.enabled = true;
+    what = "tls";
+  }
+  if (!files.enabled && files.ca_file.empty()) return o;
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<security::TlsContext>> contexts;
+  const std::string key = files.ca_file + "|" + files.cert_file + "|" + files.key_file;
+  std::lock_guard lock(mu);
+  if (auto ctx = contexts[key].lock()) {
+    o.tls = std::move(ctx);
+    return o;
+  }
+  auto ctx = security::TlsContext::Create(security::TlsContext::Side::kClient, files, what);
+  if (!ctx) {
+    o.setup_error = ctx.error();
+    return o;
+  }
+  contexts[key] = *ctx;
+  o.tls = std::move(*ctx);
+  return o;
+}
+
 Result<std::unique_ptr<WorkerConnection>> WorkerCaller::Connect(const WorkerEntry& worker, Deadline deadline) const {
-  auto conn = WorkerConnection::Connect(worker.address, std::min(deadline, Clock::now() + options_.connect_timeout));
+  if (!options_.setup_error.ok()) return Err(options_.setup_error);
+  auto conn = WorkerConnection::Connect(worker.address, std::min(deadline, Clock::now() + options_.connect_timeout),
+                                        options_.tls.get());
   if (!conn) return conn;
   // A config entry without an id names the worker by its address: any Shoal worker may answer there.
   (*conn)->ExpectHandshake(worker.id == worker.address ? std::string() : worker.id);
@@ -102,7 +137,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
       }
       conn = std::move(*c);
     }
-    conn->set_secret(options_.secret);
+    conn->set_secret(options_.token.empty() ? options_.secret : options_.token);
     // When the silence began: an answer of the worker after it is a sign of life.
     Clock::time_point since = Clock::now();
     Status st = conn->SendRequest(method, target, limits, request_body);

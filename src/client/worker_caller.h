@@ -37,6 +37,7 @@
 
 #include "client/worker_connection.h"
 #include "common/config.h"
+#include "security/tls_context.h"
 #include "shoal/status.h"
 
 namespace shoal {
@@ -56,7 +57,18 @@ class WorkerCaller {
     std::chrono::milliseconds connect_timeout{1'000};
     std::chrono::milliseconds response_timeout{1'500};
     std::string secret;  // cluster.secret, sent with every request
+    std::string token;   // a bearer token, sent instead of the secret when set
+    // TLS to workers (client.tls, or for a worker's peer calls its tls files); null: plain TCP.
+    std::shared_ptr<security::TlsContext> tls;
+    // Why the TLS settings (or the token) could not be loaded: every call fails with it
+    // (never falls back to plain TCP).
+    Status setup_error;
   };
+  // The options `config` asks for: timeouts, the cluster secret, and TLS
+  // (client.tls; for a worker's own config without client.tls, its tls
+  // files, so that it trusts and shows its peers the same CA and
+  // certificate). Contexts are shared per process, and so are their sessions.
+  static Options OptionsFor(const Config& config);
   explicit WorkerCaller(Options options) : options_(std::move(options)) {}
 
   // Sends `method target` (with `request_body` when not empty) to `worker`

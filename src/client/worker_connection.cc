@@ -9,10 +9,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cerrno>
 #include <cstring>
+
+#include "security/tls_context.h"
 
 namespace shoal {
 namespace {
@@ -31,7 +36,94 @@ bool IEquals(std::string_view a, std::string_view b) {
 }  // namespace
 
 WorkerConnection::~WorkerConnection() {
+  if (ssl_ != nullptr) {
+    // Kept for the next connection to this worker: it resumes in one round trip.
+    SSL_SESSION* session = SSL_get_session(ssl_);
+    if (tls_ != nullptr && session != nullptr && SSL_SESSION_is_resumable(session)) {
+      tls_->PutSession(address_, SSL_get1_session(ssl_));
+    }
+    SSL_free(ssl_);
+  }
   if (fd_ >= 0) ::close(fd_);
+}
+
+Status WorkerConnection::Handshake(security::TlsContext* tls, Deadline deadline) {
+  std::shared_ptr<SSL_CTX> ctx = tls->Current();
+  ssl_ = SSL_new(ctx.get());  // holds its own reference to the context
+  if (ssl_ == nullptr) return Fail(Code::kInternal, "cannot start TLS: " + security::OpenSslError());
+  tls_ = tls;
+  SSL_set_fd(ssl_, fd_);
+  SHOAL_RETURN_IF_ERROR(security::ExpectServerName(ssl_, address_));
+  if (SSL_SESSION* s = tls->TakeSession(address_)) {
+    SSL_set_session(ssl_, s);
+    SSL_SESSION_free(s);
+  }
+  for (;;) {
+    ERR_clear_error();
+    int rc = SSL_connect(ssl_);
+    if (rc == 1) return {};
+    int err = SSL_get_error(ssl_, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      if (!WaitFor(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline).ok()) {
+        return Fail(Code::kUnavailable, "no TLS handshake within client.connect_timeout (is it a TLS port?)",
+                    Failure::kNotShoal);
+      }
+      continue;
+    }
+    std::string why = security::OpenSslError();
+    long verify = SSL_get_verify_result(ssl_);
+    if (verify != X509_V_OK) {
+      why = std::string("its certificate does not verify: ") + X509_verify_cert_error_string(verify) +
+            " (check client.tls.ca_file: it must hold the CA that signed the workers' certificates)";
+    } else if (why.empty()) {
+      why =
+          "the worker closed the connection during the handshake (not a TLS port, or it wants a client "
+          "certificate: set client.tls.cert_file and key_file)";
+    }
+    return Fail(Code::kUnavailable, "TLS handshake failed: " + why, Failure::kNotShoal);
+  }
+}
+
+ssize_t WorkerConnection::Send(const char* data, size_t len) {
+  if (ssl_ == nullptr) return ::send(fd_, data, len, MSG_NOSIGNAL);
+  ERR_clear_error();
+  errno = 0;
+  int n = SSL_write(ssl_, data, static_cast<int>(std::min<size_t>(len, 1 << 30)));
+  if (n > 0) return n;
+  int err = SSL_get_error(ssl_, n);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    errno = EAGAIN;
+  } else if (err != SSL_ERROR_SYSCALL || errno == 0) {
+    errno = ECONNRESET;
+  }
+  return -1;
+}
+
+ssize_t WorkerConnection::Recv(char* data, size_t len, bool wait_all) {
+  if (ssl_ == nullptr) return ::recv(fd_, data, len, wait_all ? MSG_WAITALL : 0);
+  size_t got = 0;
+  while (got < len) {
+    ERR_clear_error();
+    errno = 0;
+    int n = SSL_read(ssl_, data + got, static_cast<int>(std::min<size_t>(len - got, 1 << 30)));
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      if (!wait_all) break;
+      continue;
+    }
+    int err = SSL_get_error(ssl_, n);
+    if (got > 0) break;  // what arrived; the next call reports the error
+    if (err == SSL_ERROR_ZERO_RETURN) return 0;
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      errno = EAGAIN;
+    } else if (err == SSL_ERROR_SYSCALL && errno == 0) {
+      return 0;  // the peer closed without close_notify
+    } else if (err != SSL_ERROR_SYSCALL) {
+      errno = EPROTO;
+    }
+    return -1;
+  }
+  return static_cast<ssize_t>(got);
 }
 
 Status WorkerConnection::Fail(Code code, const std::string& what, Failure kind) {
@@ -40,7 +132,8 @@ Status WorkerConnection::Fail(Code code, const std::string& what, Failure kind) 
   return Status(code, "worker " + address_ + ": " + what);
 }
 
-Result<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(const std::string& address, Deadline deadline) {
+Result<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(const std::string& address, Deadline deadline,
+                                                                    security::TlsContext* tls) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos) return Err(Code::kInvalidArgument, "worker address '" + address + "' is not host:port");
   std::string host = address.substr(0, colon), port = address.substr(colon + 1);
@@ -75,6 +168,9 @@ Result<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(const std::s
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (tls != nullptr) {
+    if (Status st = c->Handshake(tls, deadline); !st.ok()) return Err(st);
+  }
   // From here on the socket blocks, with SO_RCVTIMEO/SO_SNDTIMEO bounding each
   // call: one syscall per receive instead of poll + recv.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -138,7 +234,7 @@ Status WorkerConnection::SendRequest(std::string_view method, std::string_view t
     // The head, then the body from the caller's buffer (no copy).
     const char* from = sent < req.size() ? req.data() + sent : body.data() + (sent - req.size());
     size_t len = sent < req.size() ? req.size() - sent : total - sent;
-    ssize_t n = ::send(fd_, from, len, MSG_NOSIGNAL);
+    ssize_t n = Send(from, len);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       continue;
@@ -159,7 +255,7 @@ Result<ResponseHead> WorkerConnection::ReadHead(Limits limits) {
       if (head.size() > 64 * 1024) return Err(Fail(Code::kIo, "response head too large"));
       SHOAL_RETURN_IF_ERROR(Arm(limits));
       char buf[8192];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      ssize_t n = Recv(buf, sizeof buf, false);
       if (n > 0) {
         head.append(buf, static_cast<size_t>(n));
         continue;
@@ -258,7 +354,7 @@ Status WorkerConnection::ReadBody(std::span<char> out, Limits limits) {
     // MSG_WAITALL: one wake-up for the whole body rather than one per segment
     // batch. SO_RCVTIMEO still bounds it; a partial count comes back then, and
     // the next round allows the silence limit again (bytes did arrive).
-    ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, MSG_WAITALL);
+    ssize_t n = Recv(out.data() + got, out.size() - got, true);
     if (n > 0) {
       got += static_cast<size_t>(n);
       continue;
@@ -295,9 +391,10 @@ std::unique_ptr<WorkerConnection> ConnectionPool::TakeIdle(const std::string& ad
   return c;
 }
 
-Result<std::unique_ptr<WorkerConnection>> ConnectionPool::Acquire(const std::string& address, Deadline deadline) {
+Result<std::unique_ptr<WorkerConnection>> ConnectionPool::Acquire(const std::string& address, Deadline deadline,
+                                                                  security::TlsContext* tls) {
   if (auto c = TakeIdle(address)) return c;
-  return WorkerConnection::Connect(address, deadline);
+  return WorkerConnection::Connect(address, deadline, tls);
 }
 
 void ConnectionPool::Release(std::unique_ptr<WorkerConnection> conn) {

@@ -29,7 +29,13 @@
 
 #include "shoal/status.h"
 
+typedef struct ssl_st SSL;
+
 namespace shoal {
+
+namespace security {
+class TlsContext;
+}
 
 using Deadline = std::chrono::steady_clock::time_point;
 
@@ -55,9 +61,12 @@ struct ResponseHead {
 
 class WorkerConnection {
  public:
-  // `deadline` bounds the TCP connect.
-  static Result<std::unique_ptr<WorkerConnection>> Connect(const std::string& address, Deadline deadline);
-  // Sent as `Authorization: Bearer SECRET` on every request (cluster.secret); "" sends none.
+  // `deadline` bounds the TCP connect and, with `tls`, the TLS handshake
+  // (the worker's certificate must chain to tls's CAs and name the host).
+  static Result<std::unique_ptr<WorkerConnection>> Connect(const std::string& address, Deadline deadline,
+                                                           security::TlsContext* tls = nullptr);
+  // Sent as `Authorization: Bearer SECRET` on every request (a token, or
+  // cluster.secret); "" sends none.
   void set_secret(std::string_view secret) {
     if (secret_ != secret) secret_ = secret;
   }
@@ -103,6 +112,11 @@ class WorkerConnection {
 
  private:
   WorkerConnection(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
+  Status Handshake(security::TlsContext* tls, Deadline deadline);
+  // send(2)/recv(2), through TLS on a TLS connection: the count, or -1 with
+  // errno (EAGAIN when SO_SNDTIMEO/SO_RCVTIMEO ran out); recv 0 at the end.
+  ssize_t Send(const char* data, size_t len);
+  ssize_t Recv(char* data, size_t len, bool wait_all);
   Status WaitFor(short events, Deadline deadline);
   // Bounds the next blocking send/recv by the silence limit and the deadline.
   Status Arm(const Limits& limits);
@@ -112,6 +126,8 @@ class WorkerConnection {
   Status CheckHandshake(const ResponseHead& h);
 
   int fd_;
+  SSL* ssl_ = nullptr;                   // on a TLS connection
+  security::TlsContext* tls_ = nullptr;  // which keeps the session for the next connection
   std::string address_;
   std::string secret_;
   std::string buffered_;  // bytes received past the response head
@@ -130,8 +146,9 @@ class ConnectionPool {
  public:
   explicit ConnectionPool(size_t max_idle_per_worker = 16) : max_idle_(max_idle_per_worker) {}
 
-  // An idle connection to `address`, or a new one.
-  Result<std::unique_ptr<WorkerConnection>> Acquire(const std::string& address, Deadline deadline);
+  // An idle connection to `address`, or a new one (over TLS with `tls`).
+  Result<std::unique_ptr<WorkerConnection>> Acquire(const std::string& address, Deadline deadline,
+                                                    security::TlsContext* tls = nullptr);
   // An idle connection to `address`, or null.
   std::unique_ptr<WorkerConnection> TakeIdle(const std::string& address);
   // Returns a connection after use; kept only when reusable().

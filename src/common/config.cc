@@ -96,6 +96,8 @@ class Reader {
 };
 
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3);
+Status ParseTls(const Reader& r, const YAML::Node& n, const std::string& key, TlsConfig* out);
+Status ParseSecurity(const Reader& r, const YAML::Node& n, SecurityConfig* out);
 Status ParseRules(const Reader& r, const YAML::Node& n, std::vector<PathRule>* rules);
 
 }  // namespace
@@ -387,7 +389,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   c.source = source;
   if (!root.IsDefined() || root.IsNull()) return c;
   Reader r(source);
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules"}));
+  SHOAL_RETURN_IF_ERROR(
+      r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security"}));
 
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd", "secret"}));
@@ -464,7 +467,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
                                      "hot_shard_rps",
                                      "hot_shard_window",
                                      "eviction_high_watermark",
-                                     "eviction_low_watermark"}));
+                                     "eviction_low_watermark",
+                                     "metrics_listen"}));
   if (w.IsDefined() && !w.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.String(w["listen"], "worker.listen", &c.worker.listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["id"], "worker.id", &c.worker.id));
@@ -506,6 +510,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
                             std::to_string(c.worker.eviction_high_watermark) + "), e.g. 90 against 95"));
     }
     SHOAL_RETURN_IF_ERROR(r.String(w["s3_listen"], "worker.s3_listen", &c.worker.s3_listen));
+    SHOAL_RETURN_IF_ERROR(r.String(w["metrics_listen"], "worker.metrics_listen", &c.worker.metrics_listen));
     SHOAL_RETURN_IF_ERROR(r.String(w["page_store"], "worker.page_store", &c.worker.page_store));
     if (c.worker.page_store != "files" && c.worker.page_store != "blocks") {
       return Err(r.Fail(w["page_store"], "worker.page_store", "must be files or blocks"));
@@ -544,9 +549,10 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
 
   const auto& cc = root["client"];
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(cc, "client", {"timeout", "connect_timeout", "response_timeout", "ufs_fallback",
-                                                   "readahead", "max_parallel", "down_backoff", "short_circuit", "verify_checksums",
-                                                   "fallback_rate", "fallback_requests"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      cc, "client",
+      {"timeout", "connect_timeout", "response_timeout", "ufs_fallback", "readahead", "max_parallel", "down_backoff",
+       "short_circuit", "verify_checksums", "fallback_rate", "fallback_requests", "tls", "token_file"}));
   if (cc.IsDefined() && !cc.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["timeout"], "client.timeout", &c.client.timeout));
     SHOAL_RETURN_IF_ERROR(r.Duration(cc["connect_timeout"], "client.connect_timeout", &c.client.connect_timeout));
@@ -560,7 +566,11 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
     SHOAL_RETURN_IF_ERROR(r.Size(cc["fallback_rate"], "client.fallback_rate", &c.client.fallback_rate));
     SHOAL_RETURN_IF_ERROR(
         r.Integer(cc["fallback_requests"], "client.fallback_requests", &c.client.fallback_requests, 0, 1'000'000));
+    SHOAL_RETURN_IF_ERROR(ParseTls(r, cc["tls"], "client.tls", &c.client.tls));
+    SHOAL_RETURN_IF_ERROR(r.String(cc["token_file"], "client.token_file", &c.client.token_file));
   }
+  SHOAL_RETURN_IF_ERROR(ParseTls(r, root["tls"], "tls", &c.tls));
+  SHOAL_RETURN_IF_ERROR(ParseSecurity(r, root["security"], &c.security));
   SHOAL_RETURN_IF_ERROR(ParseS3(r, root["s3"], &c.s3));
   SHOAL_RETURN_IF_ERROR(ParseRules(r, root["rules"], &c.rules));
   SHOAL_RETURN_IF_ERROR(Validate(c));
@@ -584,6 +594,73 @@ Status StringMap(const Reader& r, const YAML::Node& n, const std::string& key, b
     (*out)[kv.first.as<std::string>()] = v;
   }
   return {};
+}
+
+Status StringList(const Reader& r, const YAML::Node& n, const std::string& key, std::vector<std::string>* out) {
+  if (!n.IsDefined() || n.IsNull()) return {};
+  if (!n.IsSequence()) return r.Fail(n, key, "expected a list of strings");
+  for (const auto& v : n) {
+    if (!v.IsScalar()) return r.Fail(v, key, "expected a string");
+    out->push_back(v.as<std::string>());
+  }
+  return {};
+}
+
+Status ParseTls(const Reader& r, const YAML::Node& n, const std::string& key, TlsConfig* out) {
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, key, {"cert_file", "key_file", "ca_file", "client_auth", "enabled"}));
+  if (!n.IsDefined() || n.IsNull()) return {};
+  SHOAL_RETURN_IF_ERROR(r.String(n["cert_file"], key + ".cert_file", &out->cert_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["key_file"], key + ".key_file", &out->key_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["ca_file"], key + ".ca_file", &out->ca_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["client_auth"], key + ".client_auth", &out->client_auth));
+  SHOAL_RETURN_IF_ERROR(r.Bool(n["enabled"], key + ".enabled", &out->enabled));
+  if (out->client_auth != "none" && out->client_auth != "optional" && out->client_auth != "required") {
+    return r.Fail(n["client_auth"], key + ".client_auth",
+                  "expected none, optional or required, not '" + out->client_auth + "'");
+  }
+  if (out->cert_file.empty() != out->key_file.empty()) {
+    return r.Fail(n, key, "give cert_file and key_file together");
+  }
+  return {};
+}
+
+Status ParseSecurity(const Reader& r, const YAML::Node& n, SecurityConfig* out) {
+  SHOAL_RETURN_IF_ERROR(
+      r.CheckKeys(n, "security", {"required", "token_key_file", "previous_token_key_files", "proxy_users"}));
+  if (!n.IsDefined() || n.IsNull()) return {};
+  SHOAL_RETURN_IF_ERROR(r.Bool(n["required"], "security.required", &out->required));
+  SHOAL_RETURN_IF_ERROR(r.String(n["token_key_file"], "security.token_key_file", &out->token_key_file));
+  SHOAL_RETURN_IF_ERROR(StringList(r, n["previous_token_key_files"], "security.previous_token_key_files",
+                                   &out->previous_token_key_files));
+  SHOAL_RETURN_IF_ERROR(StringList(r, n["proxy_users"], "security.proxy_users", &out->proxy_users));
+  return {};
+}
+
+void EmitTls(YAML::Emitter& e, const char* key, const TlsConfig& t) {
+  if (t == TlsConfig{}) return;
+  e << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  for (auto [k, v] :
+       {std::pair{"cert_file", &t.cert_file}, std::pair{"key_file", &t.key_file}, std::pair{"ca_file", &t.ca_file}}) {
+    if (!v->empty()) e << YAML::Key << k << YAML::Value << *v;
+  }
+  if (t.client_auth != "none") e << YAML::Key << "client_auth" << YAML::Value << t.client_auth;
+  if (t.enabled) e << YAML::Key << "enabled" << YAML::Value << true;
+  e << YAML::EndMap;
+}
+
+void EmitSecurity(YAML::Emitter& e, const SecurityConfig& s) {
+  if (s == SecurityConfig{}) return;
+  e << YAML::Key << "security" << YAML::Value << YAML::BeginMap;
+  if (s.required) e << YAML::Key << "required" << YAML::Value << true;
+  if (!s.token_key_file.empty()) e << YAML::Key << "token_key_file" << YAML::Value << s.token_key_file;
+  for (auto [k, list] :
+       {std::pair{"previous_token_key_files", &s.previous_token_key_files}, std::pair{"proxy_users", &s.proxy_users}}) {
+    if (list->empty()) continue;
+    e << YAML::Key << k << YAML::Value << YAML::BeginSeq;
+    for (const auto& v : *list) e << v;
+    e << YAML::EndSeq;
+  }
+  e << YAML::EndMap;
 }
 
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
@@ -765,6 +842,7 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "eviction_high_watermark" << YAML::Value << c.worker.eviction_high_watermark;
   if (c.worker.eviction_low_watermark != defaults.eviction_low_watermark)
     e << YAML::Key << "eviction_low_watermark" << YAML::Value << c.worker.eviction_low_watermark;
+  if (!c.worker.metrics_listen.empty()) e << YAML::Key << "metrics_listen" << YAML::Value << c.worker.metrics_listen;
   if (!c.worker.s3_listen.empty()) e << YAML::Key << "s3_listen" << YAML::Value << c.worker.s3_listen;
   if (c.worker.write_back_max_pending != 0)
     e << YAML::Key << "write_back_max_pending" << YAML::Value << std::to_string(c.worker.write_back_max_pending);
@@ -789,7 +867,11 @@ std::string ToYaml(const Config& c) {
   e << YAML::Key << "verify_checksums" << YAML::Value << c.client.verify_checksums;
   e << YAML::Key << "fallback_rate" << YAML::Value << std::to_string(c.client.fallback_rate);
   e << YAML::Key << "fallback_requests" << YAML::Value << c.client.fallback_requests;
+  EmitTls(e, "tls", c.client.tls);
+  if (!c.client.token_file.empty()) e << YAML::Key << "token_file" << YAML::Value << c.client.token_file;
   e << YAML::EndMap;
+  EmitTls(e, "tls", c.tls);
+  EmitSecurity(e, c.security);
   // Written only when set, so that a config written here still loads in a
   // process that predates the S3 endpoint.
   if (c.s3 != S3Config{}) {

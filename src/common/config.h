@@ -181,6 +181,9 @@ struct WorkerConfig {
   // (epoch, lru, fifo, lfu, s3fifo, sieve); "": the default. Checked when the
   // worker opens its cache.
   std::string eviction;
+  // host:port of a plain-HTTP listener serving only /metrics (and health),
+  // for Prometheus when the API is TLS-only; "" (the default): off.
+  std::string metrics_listen;
   // host:port on which this worker also serves the S3 API (the `s3:`
   // section; port 0 picks a free one); "" (the default): off.
   std::string s3_listen;
@@ -216,6 +219,38 @@ struct WorkerConfig {
   int eviction_low_watermark = 90;
 };
 
+// TLS files of one side of a connection (src/security/tls_context.h). The
+// top-level `tls:` section secures the worker's listeners; `client.tls:`
+// makes clients (and workers calling their peers) speak TLS to workers.
+struct TlsConfig {
+  std::string cert_file;  // PEM chain; a listener's certificate, or a client's for mTLS
+  std::string key_file;   // PEM private key of cert_file (mode 0600)
+  std::string ca_file;    // PEM CAs that peers' certificates must chain to ("": the system's, client side)
+  // Server side: whether clients must present a certificate from ca_file:
+  // none | optional (verified when sent) | required (mTLS).
+  std::string client_auth = "none";
+  // Client side: speak TLS to workers (also on when ca_file is set).
+  bool enabled = false;
+  bool operator==(const TlsConfig&) const = default;
+};
+
+// Authentication (src/security/). Without any of it, a worker answers
+// everyone as before (cluster.secret aside).
+struct SecurityConfig {
+  // Refuse requests without a credential (token, client certificate, cluster
+  // secret) on every route but health.
+  bool required = false;
+  // The cluster key that signs bearer tokens (`shoal token issue`), 64 hex
+  // digits in a file of mode 0600; "" : tokens are refused.
+  std::string token_key_file;
+  // Keys still accepted after a rotation, until their tokens have expired.
+  std::vector<std::string> previous_token_key_files;
+  // Identities (token users, certificate names) that may act on behalf of
+  // others (FUSE mounts, S3 endpoints), as HDFS proxy users do.
+  std::vector<std::string> proxy_users;
+  bool operator==(const SecurityConfig&) const = default;
+};
+
 struct ClientConfig {
   // The deadline of one whole call (stat, list, open, one read), including
   // failover and the direct under-store read.
@@ -240,6 +275,10 @@ struct ClientConfig {
   // second of burst; 0 = unlimited): a lost worker must not stampede the store.
   uint64_t fallback_rate = 200ull << 20;  // bytes/s
   int fallback_requests = 100;            // requests/s
+  // TLS to workers: on when tls.enabled or tls.ca_file is set.
+  TlsConfig tls;
+  // A file holding the bearer token to send (`shoal token issue`); SHOAL_TOKEN overrides it.
+  std::string token_file;
 };
 
 // The S3-compatible endpoint (`shoal s3`, `shoal up --s3`; src/s3/).
@@ -271,6 +310,8 @@ struct Config {
   ClientConfig client;
   S3Config s3;
   std::vector<PathRule> rules;  // sorted by path; at most one per path
+  TlsConfig tls;                // the worker's listeners (on when tls.cert_file is set)
+  SecurityConfig security;
   std::string source;  // file the config came from, for messages
 };
 

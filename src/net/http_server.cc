@@ -37,6 +37,7 @@
 #include "common/metrics.h"
 #include "net/beast_request.h"
 #include "net/pending_response.h"
+#include "net/tls_front.h"
 
 // g++ 12 reports Asio's coroutine frames (aligned_alloc, then the frame's
 // operator delete, which frees it) as mismatched; they are not.
@@ -138,8 +139,8 @@ class StreamingBody;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ServerCore& core, tcp::socket sock)
-      : core_(core), sock_(std::move(sock)), wake_(sock_.get_executor()) {}
+  Connection(ServerCore& core, tcp::socket sock, std::shared_ptr<const TransportInfo> transport)
+      : core_(core), sock_(std::move(sock)), wake_(sock_.get_executor()), transport_(std::move(transport)) {}
 
   ~Connection() {
     std::lock_guard lock(core_.mu);
@@ -239,6 +240,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ServerCore& core_;
   tcp::socket sock_;
   asio::steady_timer wake_;  // waits for answers and deferred body parts
+  std::shared_ptr<const TransportInfo> transport_;  // null on a plain connection
   std::atomic<int64_t> deadline_{kNoDeadline};  // steady_clock ticks; written on the strand
   CloseReason deadline_reason_ = CloseReason::kNone;  // strand only
   State state_ = State::kIdle;
@@ -525,6 +527,7 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
 
 awaitable<bool> Connection::Serve(HttpRequest& req, bool keep) {
   target_ = req.target;
+  req.transport = transport_;
   bool head_only = req.method == "HEAD";
   const Handler* handler = nullptr;
   Router::Match match = Router::Match::kNone;
@@ -929,25 +932,63 @@ class HttpServer::Impl {
       }
       boost::system::error_code ignored;
       sock.set_option(tcp::no_delay(true), ignored);
-      sock.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
-      sock.non_blocking(true, ignored);  // synchronous reads and writes never wait on an I/O thread
-      auto conn = std::make_shared<Connection>(core_, std::move(sock));
-      std::shared_ptr<Connection> victim;
-      if (!Admit(*conn, &victim)) {
-        Reject(conn->socket());
+      if (core_.opts.tls_context) {
+        StartTls(std::move(sock));
         continue;
       }
-      if (victim) Evict(std::move(victim));
-      asio::any_io_executor ex = conn->executor();
-      asio::co_spawn(ex, Connection::Run(std::move(conn)), [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          spdlog::error("connection dropped by an exception (a bug): {}", ex.what());
-        }
-      });
+      Start(std::move(sock), nullptr);
     }
+  }
+
+  // A TLS connection: the handshake first, then the HTTP session on the
+  // server's end of its relay (net/tls_front.h).
+  void StartTls(tcp::socket sock) {
+    detail::TlsFrontOptions t;
+    t.context = core_.opts.tls_context();
+    t.handshake_timeout = core_.opts.tls_handshake_timeout;
+    t.write_timeout = core_.opts.write_timeout;
+    Status st(Code::kInvalidArgument,
+              "this port speaks HTTPS only: use https:// (and the cluster's CA, "
+              "client.tls.ca_file)");
+    HttpResponse err = core_.Error(400, st);
+    t.plaintext_answer = core_.Head(err.status, err.headers, err.body.size(), false) + err.body;
+    asio::any_io_executor ex = sock.get_executor();
+    asio::co_spawn(ex,
+                   detail::ServeTls(std::move(sock), std::move(t),
+                                    [this](tcp::socket plain, std::shared_ptr<const TransportInfo> transport) {
+                                      Start(std::move(plain), std::move(transport));
+                                    }),
+                   [](std::exception_ptr e) {
+                     if (!e) return;
+                     try {
+                       std::rethrow_exception(e);
+                     } catch (const std::exception& ex) {
+                       spdlog::error("TLS connection dropped by an exception (a bug): {}", ex.what());
+                     }
+                   });
+  }
+
+  // Admits a connection (plain, or the server's end of a TLS relay) and starts its session.
+  void Start(tcp::socket sock, std::shared_ptr<const TransportInfo> transport) {
+    boost::system::error_code ignored;
+    sock.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
+    sock.non_blocking(true, ignored);  // synchronous reads and writes never wait on an I/O thread
+    auto conn = std::make_shared<Connection>(core_, std::move(sock), std::move(transport));
+    std::shared_ptr<Connection> victim;
+    if (!Admit(*conn, &victim)) {
+      Reject(conn->socket());
+      return;
+    }
+    if (victim) Evict(std::move(victim));
+    asio::any_io_executor ex = conn->executor();
+    asio::co_spawn(ex, Connection::Run(std::move(conn)), [](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("connection dropped by an exception (a bug): {}", ex.what());
+      }
+    });
   }
 
   ServerCore core_;  // first: outlives the io_context and every connection in it

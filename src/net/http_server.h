@@ -59,6 +59,8 @@
 
 #include "shoal/status.h"
 
+typedef struct ssl_ctx_st SSL_CTX;
+
 namespace shoal::net {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -80,6 +82,14 @@ class BodyReader {
   virtual Result<size_t> Read(std::span<char> out) = 0;
 };
 
+// What the connection a request came on proves: set by the server for every request.
+struct TransportInfo {
+  bool tls = false;
+  // The name a verified TLS client certificate carries (URI SAN, else
+  // subject CN); "" without one.
+  std::string peer_name;
+};
+
 struct HttpRequest {
   std::string method;  // "GET", "HEAD", "POST", ... (a HEAD is routed as a GET and answered without body)
   std::string target;  // as sent: "/v1/read?path=%2Fdata%2Fx&offset=0"
@@ -89,6 +99,8 @@ struct HttpRequest {
   // readable until the handler answers. A handler that answers before the
   // end of the body gets the connection closed after its answer.
   std::shared_ptr<BodyReader> body_stream;
+  // The connection's transport (null on a plain connection).
+  std::shared_ptr<const TransportInfo> transport;
 
   std::string_view path() const;   // the target up to '?', not decoded
   std::string_view query() const;  // after '?' ("" if none), not decoded
@@ -224,6 +236,14 @@ struct ServerOptions {
   // The config section the limits come from, for messages ("worker" names
   // worker.max_connections).
   std::string settings_prefix = "server";
+  // TLS: when set, every connection is TLS, with the context this returns at
+  // its accept (so renewed certificates apply to new connections). A first
+  // byte that is not a TLS handshake is answered `400` in plain HTTP at once
+  // and the connection closed; a handshake must finish within
+  // tls_handshake_timeout. The verified client certificate's name reaches
+  // handlers in HttpRequest::transport.
+  std::function<std::shared_ptr<SSL_CTX>()> tls_context;
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
   // Appended to the message of a 404 for an unknown route: where the routes are documented.
   std::string unknown_route_hint;
   // Renders an error the server answers itself (malformed request, unknown

@@ -622,9 +622,7 @@ class Loader {
 LoadJobs::LoadJobs(WorkerService* svc, std::vector<std::string> self_names)
     : svc_(svc),
       self_names_(std::move(self_names)),
-      caller_(std::make_unique<WorkerCaller>(WorkerCaller::Options{
-          svc->config().client.connect_timeout, svc->config().client.response_timeout, svc->config().cluster.secret})) {
-}
+      caller_(std::make_unique<WorkerCaller>(WorkerCaller::OptionsFor(svc->config()))) {}
 
 void LoadJobs::SetMembership(std::shared_ptr<const Membership> membership) {
   std::lock_guard lock(mu_);

@@ -22,9 +22,11 @@ PeerFetch::PeerFetch(const Config& config, std::shared_ptr<const Membership> mem
       self_(std::move(self)),
       rules_(PathRules::Make(config.rules).value_or(PathRules())),
       history_(membership),
-      caller_(std::make_unique<WorkerCaller>(
-          WorkerCaller::Options{std::chrono::milliseconds(500), config.client.response_timeout,
-                                config.cluster.secret})),
+      caller_(std::make_unique<WorkerCaller>([&config] {
+        auto o = WorkerCaller::OptionsFor(config);
+        o.connect_timeout = std::chrono::milliseconds(500);
+        return o;
+      }())),
       membership_(std::move(membership)) {
   auto& m = MetricsRegistry::Global();
   fetched_bytes_ = &m.GetCounter("shoal_peer_fetch_bytes_total", "Bytes a miss read from another worker's cache");

@@ -26,6 +26,8 @@
 #include "common/metrics.h"
 #include "net/http_server.h"
 #include "s3/s3_endpoint.h"
+#include "security/request_guard.h"
+#include "security/tls_context.h"
 #include "shoal/client.h"
 #include "ufs/uri.h"
 #include "worker/advertise.h"
@@ -263,9 +265,11 @@ class Worker::Impl {
     scrubber_ = std::make_unique<Scrubber>(
         svc_->pages(), Scrubber::Options{.rate = config_.worker.scrub_rate, .interval = config_.worker.scrub_interval});
 
+    SHOAL_RETURN_IF_ERROR(StartSecurity());
     const WorkerConfig& w = config_.worker;
     net::ServerOptions o;
     o.listen = w.listen;
+    SetTls(&o);
     o.io_threads = w.io_threads;
     o.header_timeout = w.header_timeout;
     o.idle_timeout = w.idle_timeout;
@@ -303,6 +307,12 @@ class Worker::Impl {
     std::vector<net::Router> routes;
     routes.push_back(Routes());
     server_->Serve(std::move(routes));
+    if (!w.metrics_listen.empty()) {
+      if (Status st = StartMetricsListener(o); !st.ok()) {
+        server_->Stop();
+        return st;
+      }
+    }
     spdlog::info("worker {} accepts up to {} connections (worker.max_connections)", id_, server_->max_connections());
     if (!w.s3_listen.empty()) {
       if (Status st = StartS3(handle_signals); !st.ok()) {
@@ -338,6 +348,7 @@ class Worker::Impl {
   }
 
   void Stop() {
+    if (metrics_server_) metrics_server_->Stop();
     if (s3_server_) s3_server_->Stop();
     if (server_) server_->Stop();
   }
@@ -350,6 +361,10 @@ class Worker::Impl {
       s3_server_->Wait();
     }
     s3_server_.reset();
+    if (metrics_server_) {
+      metrics_server_->Stop();
+      metrics_server_->Wait();
+    }
     s3_.reset();
     s3_client_.reset();
     registration_.reset();  // leaves the ring: deletes its etcd key
@@ -403,6 +418,7 @@ class Worker::Impl {
     o.body_read_timeout = config_.worker.body_read_timeout;
     o.max_connections = config_.worker.max_connections;
     o.settings_prefix = "worker";
+    SetTls(&o);
     (void)handle_signals;  // the native listener takes the signals and stops both
     auto server = net::HttpServer::Bind(o);
     if (!server) return server.error().WithContext("worker.s3_listen");
@@ -410,6 +426,57 @@ class Worker::Impl {
     s3_address_ = s3_server_->address();
     s3_server_->Serve({s3_->Routes()});
     spdlog::info("worker {} serves the S3 API on {} ({} mode)", id_, s3_address_, config_.s3.mode);
+    return {};
+  }
+
+  // Transport security and identity (src/security/): the TLS context of the
+  // listeners (tls:) and the one access check of the routes.
+  Status StartSecurity() {
+    if (!config_.tls.cert_file.empty()) {
+      auto tls = security::TlsContext::Create(security::TlsContext::Side::kServer, config_.tls, "tls");
+      if (!tls) return tls.error();
+      tls_ = std::move(*tls);
+      if (security::KernelHasTls()) {
+        spdlog::info("worker TLS: certificate {} (client_auth {})", tls_->subject(), config_.tls.client_auth);
+      } else {
+        spdlog::info("worker TLS: certificate {} (client_auth {}; the kernel has no tls module: no kTLS)",
+                     tls_->subject(), config_.tls.client_auth);
+      }
+    }
+    security::RequestGuard::Options g;
+    g.cluster_secret = config_.cluster.secret;
+    g.required = config_.security.required;
+    g.proxy_users = config_.security.proxy_users;
+    if (!config_.security.token_key_file.empty()) {
+      auto keys = security::TokenKeys::Load(config_.security.token_key_file, config_.security.previous_token_key_files);
+      if (!keys) return keys.error();
+      g.tokens = std::make_shared<const security::TokenKeys>(std::move(*keys));
+    }
+    guard_ = std::make_unique<security::RequestGuard>(std::move(g));
+    return {};
+  }
+
+  void SetTls(net::ServerOptions* o) {
+    if (!tls_) return;
+    o->tls_context = [tls = tls_] { return tls->Current(); };
+    o->tls_handshake_timeout = std::min(config_.worker.header_timeout, std::chrono::milliseconds(10'000));
+  }
+
+  // worker.metrics_listen: /metrics and health in plain HTTP, for scrapers,
+  // when the API itself is TLS-only.
+  Status StartMetricsListener(net::ServerOptions o) {
+    o.listen = config_.worker.metrics_listen;
+    o.tls_context = nullptr;
+    o.handle_signals = false;
+    o.io_threads = 1;
+    auto server = net::HttpServer::Bind(o);
+    if (!server) return server.error().WithContext("worker.metrics_listen");
+    metrics_server_ = std::move(*server);
+    net::Router r;
+    r.Add("GET", "/metrics", [this](const HttpRequest& req, Responder res) { HandleMetrics(req, std::move(res)); });
+    r.Add("GET", "/health", [this](const HttpRequest& req, Responder res) { HandleHealth(req, std::move(res)); });
+    metrics_server_->Serve({std::move(r)});
+    spdlog::info("worker {} serves /metrics in plain HTTP on {}", id_, metrics_server_->address());
     return {};
   }
 
@@ -438,50 +505,59 @@ class Worker::Impl {
     return parts;
   }
 
-  // The worker's native API (docs/protocol.md) as a route table.
+  // The worker's native API (docs/protocol.md) as one route table: each route
+  // names the access it needs, and the guard checks it before the handler
+  // runs (security/request_guard.h); nothing else decides access.
   net::Router Routes() {
+    using security::Access;
+    using Handle = void (Impl::*)(const HttpRequest&, Responder);
+    struct Route {
+      const char* method;
+      const char* path;
+      Access access;
+      Handle handle;
+    };
+    static const Route kRoutes[] = {
+        {"GET", "/v1/health", Access::kPublic, &Impl::HandleHealth},
+        {"GET", "/health", Access::kPublic, &Impl::HandleHealth},
+        {"GET", "/metrics", Access::kMetrics, &Impl::HandleMetrics},
+        {"GET", "/v1/read", Access::kRead, &Impl::HandleRead},
+        {"GET", "/v1/open", Access::kRead, &Impl::HandleOpen},
+        {"GET", "/v1/stat", Access::kRead, &Impl::HandleStat},
+        {"GET", "/v1/list", Access::kRead, &Impl::HandleList},
+        {"GET", "/v1/status", Access::kRead, &Impl::HandleStatus},
+        {"GET", "/v1/load", Access::kRead, &Impl::HandleLoad},
+        {"GET", "/v1/rules", Access::kRead, &Impl::HandleRules},
+        {"GET", "/v1/scrub", Access::kRead, &Impl::HandleScrub},
+        {"GET", "/v1/wb/state", Access::kRead, &Impl::HandleWriteback},
+        {"POST", "/v1/refresh", Access::kWrite, &Impl::HandleRefresh},
+        {"POST", "/v1/wb/begin", Access::kWrite, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/append", Access::kWrite, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/commit", Access::kWrite, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/put", Access::kWrite, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/abort", Access::kWrite, &Impl::HandleWriteback},
+        {"POST", "/v1/page", Access::kPeer, &Impl::HandlePagePush},
+        {"POST", "/v1/wb/done", Access::kPeer, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/pause", Access::kPeer, &Impl::HandleWriteback},
+        {"POST", "/v1/load", Access::kAdmin, &Impl::HandleLoad},
+        {"POST", "/v1/load/stop", Access::kAdmin, &Impl::HandleLoad},
+        {"POST", "/v1/free", Access::kAdmin, &Impl::HandleLoad},
+        {"POST", "/v1/rules", Access::kAdmin, &Impl::HandleRules},
+        {"POST", "/v1/rules/rm", Access::kAdmin, &Impl::HandleRules},
+        {"POST", "/v1/scrub", Access::kAdmin, &Impl::HandleScrub},
+    };
     net::Router r;
-    // With cluster.secret set, every route but health and metrics (what
-    // probes and scrapers call) answers only requests that carry it.
-    auto route = [this, &r](const char* method, const char* path, void (Impl::*h)(const HttpRequest&, Responder)) {
-      const std::string_view p(path);
-      const bool open = p == "/v1/health" || p == "/health" || p == "/metrics";
-      r.Add(method, path, [this, h, open](const HttpRequest& req, Responder res) {
-        if (!open && !Authorized(req)) {
+    for (const Route& route : kRoutes) {
+      r.Add(route.method, route.path, [this, route](const HttpRequest& req, Responder res) {
+        auto who = guard_->Admit(req, route.access);
+        if (!who) {
           auth_refused_->Add();
-          res.Respond(ErrorAnswer(Status(Code::kPermissionDenied,
-                                         "this worker requires the cluster secret: the request carried none or a "
-                                         "wrong one (set cluster.secret in the client's config to the workers' "
-                                         "value; `shoal up` writes it into STATE/shoal.yaml)")));
+          res.Respond(ErrorAnswer(who.error().http_status, who.error().status));
           return;
         }
-        (this->*h)(req, std::move(res));
+        (this->*route.handle)(req, std::move(res));
       });
-    };
-    route("GET", "/v1/read", &Impl::HandleRead);
-    route("GET", "/v1/open", &Impl::HandleOpen);
-    route("GET", "/v1/stat", &Impl::HandleStat);
-    route("GET", "/v1/list", &Impl::HandleList);
-    route("POST", "/v1/refresh", &Impl::HandleRefresh);
-    route("POST", "/v1/page", &Impl::HandlePagePush);
-    route("GET", "/v1/health", &Impl::HandleHealth);
-    route("GET", "/health", &Impl::HandleHealth);
-    route("GET", "/metrics", &Impl::HandleMetrics);
-    route("GET", "/v1/status", &Impl::HandleStatus);
-    route("POST", "/v1/load", &Impl::HandleLoad);
-    route("GET", "/v1/load", &Impl::HandleLoad);
-    for (const char* wb : {"/v1/wb/begin", "/v1/wb/append", "/v1/wb/commit", "/v1/wb/put", "/v1/wb/abort",
-                           "/v1/wb/done", "/v1/wb/pause"}) {
-      route("POST", wb, &Impl::HandleWriteback);
     }
-    route("GET", "/v1/wb/state", &Impl::HandleWriteback);
-    route("POST", "/v1/load/stop", &Impl::HandleLoad);
-    route("POST", "/v1/free", &Impl::HandleLoad);
-    route("GET", "/v1/rules", &Impl::HandleRules);
-    route("POST", "/v1/rules", &Impl::HandleRules);
-    route("POST", "/v1/rules/rm", &Impl::HandleRules);
-    route("POST", "/v1/scrub", &Impl::HandleScrub);
-    route("GET", "/v1/scrub", &Impl::HandleScrub);
     return r;
   }
 
@@ -714,17 +790,6 @@ class Worker::Impl {
     return out;
   }
 
-  // True when no secret is set, or the request carries it (compared in
-  // constant time: the answer's timing says nothing of the secret).
-  bool Authorized(const HttpRequest& req) const {
-    const std::string& secret = config_.cluster.secret;
-    if (secret.empty()) return true;
-    const std::string* h = req.Header("Authorization");
-    static constexpr std::string_view kBearer = "Bearer ";
-    if (h == nullptr || h->size() != kBearer.size() + secret.size() || !h->starts_with(kBearer)) return false;
-    return CRYPTO_memcmp(h->data() + kBearer.size(), secret.data(), secret.size()) == 0;
-  }
-
   static Json QuotasJson(const PageStore::Stats& st) {
     Json out = Json::array();
     for (const auto& q : st.quotas)
@@ -738,26 +803,28 @@ class Worker::Impl {
     auto t = svc_->totals();
     auto wb = wb_->stats();
     Json j{{"address", address_},
-                {"id", id_},
-                {"cache_used_bytes", st.used_bytes},
-                {"cache_capacity_bytes", st.capacity_bytes},
-                {"cache_effective_capacity_bytes", st.effective_capacity_bytes},
-                {"pages", st.pages},
-                {"hit_bytes", t.hit_bytes},
-                {"miss_bytes", t.miss_bytes},
-                {"ufs_read_bytes", t.ufs_read_bytes},
-                {"evicted_bytes", st.evicted_bytes},
-                {"pinned_bytes", st.pinned_bytes},
-                {"quotas", QuotasJson(st)},
-                {"rules_version", svc_->rules().version()},
-                {"local_socket", local_ ? local_->path() : std::string()},
-                {"s3_endpoint", s3_address_},
-                {"local_token", local_ ? local_token_ : std::string()},
-                {"write_back_pending_bytes", wb.pending_bytes},
-                {"write_back_open_bytes", wb.open_bytes},
-                {"write_back_pending_files", wb.pending_files},
-                {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
-                {"write_back_paused", wb.paused}};
+           {"id", id_},
+           {"cache_used_bytes", st.used_bytes},
+           {"cache_capacity_bytes", st.capacity_bytes},
+           {"cache_effective_capacity_bytes", st.effective_capacity_bytes},
+           {"pages", st.pages},
+           {"hit_bytes", t.hit_bytes},
+           {"miss_bytes", t.miss_bytes},
+           {"ufs_read_bytes", t.ufs_read_bytes},
+           {"evicted_bytes", st.evicted_bytes},
+           {"pinned_bytes", st.pinned_bytes},
+           {"quotas", QuotasJson(st)},
+           {"rules_version", svc_->rules().version()},
+           {"local_socket", local_ ? local_->path() : std::string()},
+           {"s3_endpoint", s3_address_},
+           {"tls", tls_ != nullptr},
+           {"tls_not_after", tls_ ? tls_->not_after() : 0},
+           {"local_token", local_ ? local_token_ : std::string()},
+           {"write_back_pending_bytes", wb.pending_bytes},
+           {"write_back_open_bytes", wb.open_bytes},
+           {"write_back_pending_files", wb.pending_files},
+           {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
+           {"write_back_paused", wb.paused}};
     j.update(hot_->StatusJson());
     return j;
   }
@@ -1403,8 +1470,9 @@ class Worker::Impl {
   // (the write-back uploader may run before: only first shards are cached then).
   std::atomic<PeerFetch*> peer_fetch_{nullptr};
   WorkerCaller peers_{[this] {
-    WorkerCaller::Options o;
-    o.secret = config_.cluster.secret;
+    auto o = WorkerCaller::OptionsFor(config_);
+    o.connect_timeout = WorkerCaller::Options{}.connect_timeout;
+    o.response_timeout = WorkerCaller::Options{}.response_timeout;
     return o;
   }()};
   std::unique_ptr<WritebackJournal> wb_;
@@ -1412,6 +1480,9 @@ class Worker::Impl {
   std::unique_ptr<Client> s3_client_;  // opened by the S3 endpoint's first request
   std::unique_ptr<s3::S3Endpoint> s3_;
   std::unique_ptr<net::HttpServer> s3_server_;  // worker.s3_listen
+  std::unique_ptr<net::HttpServer> metrics_server_;  // worker.metrics_listen
+  std::shared_ptr<security::TlsContext> tls_;        // null without tls.cert_file
+  std::unique_ptr<security::RequestGuard> guard_;
   std::string s3_address_;
   Counter* trusted_reads_ = &MetricsRegistry::Global().GetCounter(
       "shoal_cache_trusted_reads_total",
@@ -1430,7 +1501,8 @@ class Worker::Impl {
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   std::unique_ptr<Scrubber> scrubber_;  // made in Init, with the page store
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
-      "shoal_auth_refused_total", "Requests refused for a missing or wrong cluster secret (cluster.secret)");
+      "shoal_auth_refused_total",
+      "Requests refused for a missing or bad credential (cluster secret, token, certificate)");
 };
 
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

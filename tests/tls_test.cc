@@ -1,0 +1,218 @@
+// Transport security end to end (issue 27), against real processes: `shoal up
+// --tls` with its local CA, curl with and without the CA, `shoal cat` over
+// TLS, tokens from `shoal token issue`, a client that never handshakes, and
+// certificates renewed while clients read.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "common/config.h"
+#include "security/local_ca.h"
+#include "shoal/client.h"
+#include "tests/cli_helpers.h"
+#include "tests/harness/harness_util.h"
+#include "tests/harness/shoal_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string LastLine(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// curl's answer: "HTTP_CODE" on the last line of out (-w), or its exit code.
+Run Curl(std::vector<std::string> args) {
+  std::vector<std::string> argv = {"curl", "-sS", "--max-time", "20", "-o", "/dev/stderr", "-w", "%{http_code}"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Command(argv, std::chrono::seconds(60));
+}
+
+class TlsUpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("tls");
+    ASSERT_FALSE(dir_.empty());
+    ufs_ = dir_ + "/ufs";
+    state_ = dir_ + "/state";
+    data_ = RandomBytes(3 * 1024 * 1024 + 17, 7);
+    ASSERT_TRUE(WriteFile(ufs_ + "/big.bin", data_).ok());
+    up_ = LaunchUp({"--ufs", ufs_, "--workers", "2", "--state-dir", state_, "--cache-size", "128MiB", "--page-size",
+                    "256KiB", "--shard-size", "1MiB", "--tls"},
+                   dir_ + "/up.err");
+    ASSERT_TRUE(up_.ready) << up_.err();
+    auto cfg = LoadConfig(up_.config);
+    ASSERT_TRUE(cfg) << cfg.error().ToString();
+    ASSERT_EQ(cfg->cluster.workers.size(), 2u);
+    worker_ = cfg->cluster.workers[0].address;
+    ca_ = state_ + "/tls/ca.pem";
+  }
+  void TearDown() override {
+    up_.proc.Stop();
+    fs::remove_all(dir_);
+  }
+
+  std::string dir_, ufs_, state_, data_, worker_, ca_;
+  Up up_;
+};
+
+TEST_F(TlsUpTest, TheReviewCheck) {
+  // `tls: ca=PATH` among the lines `shoal up` printed.
+  EXPECT_NE(up_.proc.output().find("tls: ca=" + ca_), std::string::npos) << up_.proc.output();
+  struct stat st {};
+  ASSERT_EQ(::stat((state_ + "/tls").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  for (const char* key : {"/tls/ca.key", "/tls/worker.key", "/token.key"}) {
+    ASSERT_EQ(::stat((state_ + key).c_str(), &st), 0) << key;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << key;
+  }
+
+  // Plain HTTP to the TLS port: refused at once, with a line saying why.
+  auto t0 = Clock::now();
+  auto plain = Curl({"http://" + worker_ + "/health"});
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "a plaintext request must not hang";
+  EXPECT_EQ(LastLine(plain.out), "400") << plain.out << plain.err;
+  EXPECT_NE(plain.err.find("HTTPS only"), std::string::npos) << plain.err;
+
+  auto good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_EQ(LastLine(good.out), "200") << good.err;
+
+  auto untrusted = Curl({"https://" + worker_ + "/health"});
+  EXPECT_EQ(untrusted.exit_code, 60) << "curl without the CA must fail to verify: " << untrusted.err;
+
+  // The client config `shoal up` wrote reads correct bytes over TLS.
+  auto cat = Shoal({"cat", "--config", up_.config, "/data/big.bin"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_TRUE(cat.out == data_) << "shoal cat over TLS read different bytes";
+  auto status = Shoal({"status", "--config", up_.config});
+  EXPECT_EQ(CountLines(status.out, "tls: on, certificate expires"), 2) << status.out;
+
+  // A token: accepted as issued, refused with its last character changed.
+  auto issued = Shoal({"token", "issue", "--config", up_.config, "--user", "alice"});
+  ASSERT_EQ(issued.exit_code, 0) << issued.err;
+  std::string token = LastLine(issued.out);
+  ASSERT_EQ(std::count(token.begin(), token.end(), '.'), 2) << token;
+  std::string url = "https://" + worker_ + "/v1/stat?path=%2Fdata%2Fbig.bin";
+  auto ok = Curl({"--cacert", ca_, "-H", "Authorization: Bearer " + token, url});
+  EXPECT_EQ(LastLine(ok.out), "200") << ok.err;
+  std::string forged = token;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  auto bad = Curl({"--cacert", ca_, "-H", "Authorization: Bearer " + forged, url});
+  EXPECT_EQ(LastLine(bad.out), "401") << bad.err;
+  EXPECT_NE(bad.err.find("forged"), std::string::npos) << bad.err;
+
+  // SHOAL_TOKEN reaches the workers from any client command.
+  auto with_env =
+      Command({"env", "SHOAL_TOKEN=" + forged, ShoalBinary(), "stat", "--config", up_.config, "/data/big.bin"});
+  EXPECT_NE(with_env.exit_code, 0) << "a forged SHOAL_TOKEN must not be taken as none";
+}
+
+TEST_F(TlsUpTest, AClientThatNeverHandshakesIsDroppedAndOthersAreServed) {
+  auto colon = worker_.rfind(':');
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(worker_.substr(colon + 1))));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  std::vector<int> silent;
+  for (int i = 0; i < 20; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    silent.push_back(fd);
+  }
+  // Others are served while the silent ones wait.
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    auto good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
+    EXPECT_EQ(LastLine(good.out), "200") << good.err;
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  }
+  // TLS garbage: refused, and the worker keeps serving.
+  auto garbage = Command({"sh", "-c",
+                          "printf '\\026\\003\\001\\000\\005hello' | curl -sS --max-time 5 telnet://" + worker_ +
+                              " -o /dev/null; echo done"});
+  EXPECT_NE(garbage.out.find("done"), std::string::npos);
+  // The handshake deadline (10 s) closes each silent connection: recv sees the end.
+  for (int fd : silent) {
+    timeval tv{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char c;
+    EXPECT_LE(::recv(fd, &c, 1, 0), 0) << "a client that never handshakes must be dropped";
+    ::close(fd);
+  }
+  auto good = Curl({"--cacert", ca_, "https://" + worker_ + "/health"});
+  EXPECT_EQ(LastLine(good.out), "200") << good.err;
+}
+
+// Certificates renewed in place while clients read: new connections get the
+// new pair, and not one read fails.
+TEST_F(TlsUpTest, RotationDuringReadsFailsNoRead) {
+  auto cfg = LoadConfig(up_.config);
+  ASSERT_TRUE(cfg);
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, failures{0};
+  std::string first_failure;
+  std::mutex mu;
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&, t] {
+      while (!stop.load()) {
+        // A new client each round: new connections, so the renewed pair is used.
+        auto c = Client::Open(up_.config);
+        if (!c) {
+          failures++;
+          continue;
+        }
+        auto f = (*c)->OpenFile("/data/big.bin");
+        std::string got(data_.size(), '\0');
+        auto n = f ? (*f)->Pread(0, std::span<char>(got.data(), got.size())) : Result<size_t>(Err(f.error()));
+        if (!n || *n != data_.size() || got != data_) {
+          std::lock_guard lock(mu);
+          if (first_failure.empty()) first_failure = n ? "different bytes" : n.error().ToString();
+          failures++;
+        }
+        reads++;
+      }
+    });
+  }
+  auto wait_reads = [&](int at_least) {
+    auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (reads.load() < at_least && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  wait_reads(5);
+  // Renew: a new worker certificate from the same CA, written in place.
+  std::string before = Slurp(state_ + "/tls/worker.pem");
+  ASSERT_TRUE(security::IssueCertificate(state_ + "/tls", "shoal-worker", {"127.0.0.1", "::1", "localhost"}, 30,
+                                         state_ + "/tls/worker")
+                  .ok());
+  ASSERT_NE(before, Slurp(state_ + "/tls/worker.pem"));
+  int at_rotation = reads.load();
+  wait_reads(at_rotation + 15);
+  // The worker now presents the renewed certificate (30 days).
+  auto status = Shoal({"status", "--config", up_.config});
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  EXPECT_GE(reads.load(), at_rotation + 15);
+  EXPECT_TRUE(status.out.find("(29 days)") != std::string::npos || status.out.find("(30 days)") != std::string::npos)
+      << "the workers still present the old certificate:\n"
+      << status.out;
+}
+
+}  // namespace
+}  // namespace shoal::testing
