@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -68,6 +69,8 @@ class HttpReader : public Reader {
     // An S3 endpoint in redirect mode answers 307 to the owning worker.
     curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(curl_, CURLOPT_MAXREDIRS, 2L);
+    // https:// URLs: the CA of a local test server (bench/tls_bench.sh).
+    if (const char* ca = std::getenv("LOADGEN_CA_FILE"); ca && *ca) curl_easy_setopt(curl_, CURLOPT_CAINFO, ca);
     std::string range;
     if (offset != 0 || length != file.size) {
       range = std::to_string(offset) + "-" + std::to_string(offset + length - 1);

@@ -379,6 +379,16 @@ EOF
     echo "not run: $S3EP_NOTRUN"
   fi
   echo
+  echo "## TLS (bench/tls_bench.sh)"
+  echo
+  if [[ -f $WORK/tls_bench.out ]]; then
+    echo "Warm reads through two 2-worker \`shoal up\` clusters on the same files, one plain and one with \`--tls\`, over TCP (short circuit off), against nginx serving the same files over http and https with the same certificate. Targets (issue 27): large >= 0.9x plain; small >= 0.8x plain; a new client's first read <= 5 ms more. Every byte is checked."
+    echo
+    cat "$WORK/tls_bench.out"
+  else
+    echo "not run: $TLSB_NOTRUN"
+  fi
+  echo
   echo "## Preloading: \`shoal load\` (bench/load_bench.sh)"
   echo
   if [[ -f $WORK/load_bench.out ]]; then

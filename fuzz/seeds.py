@@ -196,3 +196,35 @@ put("page_store", "blocks", b"\1" + b"\0\1\0\2\0\3\0\4\0\5\0\6\0\7\2\1\6\0\3\1")
 put("page_store", "damage", b"\0" + b"\0\1\5\0\0\0\0\2\1\3\1\6\0\2\1")
 put("page_store", "copy-over", b"\0" + b"\0\1\0\2\5\0\3\0\0\1\2\1\2\2")
 put("page_store", "evict", b"\1" + bytes(x for i in range(12) for x in (0, i)) + b"\2\0\2\5\2\11")
+
+# token: mode 0 bearer credentials, mode 1 (user, groups, changed byte), mode 2 On-Behalf-Of values (fuzz/token.cc).
+import base64
+import hmac
+import json
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=")
+
+
+def jwt(header, payload, key):
+    signing = b64url(json.dumps(header).encode()) + b"." + b64url(json.dumps(payload).encode())
+    return signing + b"." + b64url(hmac.new(key, signing, hashlib.sha256).digest())
+
+
+other = jwt({"alg": "HS256", "typ": "JWT", "kid": "0123456789abcdef"},
+            {"sub": "alice", "groups": ["ml"], "iss": "shoal", "iat": 1, "exp": 4000000000}, b"other-cluster-key")
+put("token", "other-cluster", b"\0" + other)
+put("token", "alg-none", b"\0" + b64url(b'{"alg":"none"}') + b"." + b64url(b'{"sub":"root"}') + b".")
+put("token", "two-parts", b"\0a.b")
+put("token", "not-base64", b"\0a$.b.c")
+put("token", "padded", b"\0" + other.replace(b".", b"=.", 1))
+put("token", "too-large", b"\0" + b"A" * 5000 + b".b.c")
+put("token", "empty", b"\0")
+put("token", "issued-changed", b"\1" + b"\5alice" + b"\2" + b"\2ml" + b"\6vision" + struct.pack("<Q", 40) + b"X")
+put("token", "issued-unchanged", b"\1" + b"\3bob" + b"\0" + struct.pack("<Q", 0) + b"e")
+put("token", "on-behalf", b"\2alice;groups=ml,vision")
+put("token", "on-behalf-user", b"\2carol")
+put("token", "on-behalf-bad", b"\2al ice;groups=a\r\nX-Other: 1")
+put("token", "on-behalf-empty-groups", b"\2bob;groups=,,")
+put("token", "on-behalf-roles", b"\2bob;roles=admin")

@@ -1,6 +1,7 @@
 // The `shoal` command line, end to end: `shoal up` with real workers, the client
 // commands against it, and the one-line errors with their exit codes.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <cstring>
@@ -44,9 +45,10 @@ class CliTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  void StartUp(std::vector<std::string> extra = {}) {
+  void StartUp(std::vector<std::string> extra = {}, int workers = 2) {
     Subprocess::Options o;
-    o.argv = {ShoalBinary(), "up", "--ufs", ufs_, "--workers", "2", "--state-dir", state_, "--cache-size", "64MiB"};
+    o.argv = {ShoalBinary(),           "up",          "--ufs", ufs_,           "--workers",
+              std::to_string(workers), "--state-dir", state_,  "--cache-size", "64MiB"};
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
     o.stderr_file = dir_ + "/up.err";
     auto p = Subprocess::Start(o);
@@ -60,6 +62,125 @@ class CliTest : public ::testing::Test {
   std::string dir_, ufs_, state_, config_, big_;
   Subprocess up_;
 };
+
+// `shoal status --json` is one document whose summary is the sum of its
+// workers, and the text status shows the same numbers; the bytes the store sent
+// (its own count: the file's size, once) and the bytes saved agree with it.
+TEST_F(CliTest, StatusIsOneJsonDocumentWhoseSummaryAddsUpTheWorkers) {
+  StartUp();
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto cat = Shoal({"cat", "--config", config_, "/data/train/big.bin"});
+    ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  }
+  auto status = Shoal({"status", "--json", "--config", config_});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto doc = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << "not one JSON document:\n" << status.out;
+  const auto& workers = doc["workers"];
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(doc["ring"]["members"].size(), 2u);
+  EXPECT_EQ(doc["ring"]["membership"], "static");
+  const auto& sum = doc["summary"];
+  EXPECT_EQ(sum["workers"], 2);
+  EXPECT_EQ(sum["up"], 2);
+  EXPECT_EQ(sum["down"], 0);
+  uint64_t hit = 0, ufs = 0, used = 0;
+  for (const auto& w : workers) {
+    hit += w["hit_bytes"].get<uint64_t>();
+    ufs += w["ufs_read_bytes"].get<uint64_t>();
+    used += w["cache_used_bytes"].get<uint64_t>();
+    EXPECT_TRUE(w.contains("pinned_bytes") && w.contains("quotas")) << w.dump();
+  }
+  EXPECT_EQ(sum["hit_bytes"].get<uint64_t>(), hit);
+  EXPECT_EQ(sum["egress_saved_bytes"].get<uint64_t>(), hit);
+  EXPECT_EQ(sum["ufs_read_bytes"].get<uint64_t>(), ufs);
+  EXPECT_EQ(sum["cache_used_bytes"].get<uint64_t>(), used);
+  // The store sent the file once (cold), give or take a page; the warm epoch was all hits.
+  EXPECT_GE(ufs, big_.size());
+  EXPECT_LE(ufs, big_.size() + (1 << 20));
+  EXPECT_GE(hit, big_.size());
+  auto lines = Shoal({"status", "--json-lines", "--config", config_});
+  EXPECT_EQ(CountLines(lines.out, "\"address\""), 2) << lines.out;
+  auto text = Shoal({"status", "--config", config_});
+  EXPECT_NE(text.out.find("cluster: 2 up, 0 down"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("egress saved"), std::string::npos) << text.out;
+}
+
+// Every worker serves the status page at GET /: HTML naming every worker of
+// the cluster, carrying the document it draws, and the JSON route the page
+// refreshes from is the document `shoal status --json` prints.
+TEST_F(CliTest, EveryWorkerServesAStatusPageNamingEveryWorker) {
+  StartUp({}, 3);
+  auto cat = Shoal({"cat", "--config", config_, "/data/train/big.bin"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  auto status = Shoal({"status", "--json", "--config", config_});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto doc = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << status.out;
+  std::vector<std::string> addresses;
+  for (const auto& w : doc["workers"]) addresses.push_back(w["address"].get<std::string>());
+  ASSERT_EQ(addresses.size(), 3u);
+  for (const auto& at : addresses) {
+    auto page = Command({"curl", "-sS", "--max-time", "30", "-H", "Accept: text/html", "-w",
+                         "\n%{http_code} %{content_type}", "http://" + at + "/"});
+    ASSERT_EQ(page.exit_code, 0) << page.err;
+    EXPECT_NE(page.out.find("\n200 text/html"), std::string::npos) << page.out.substr(page.out.rfind('\n'));
+    EXPECT_EQ(page.out.rfind("<!DOCTYPE html>", 0), 0u);
+    for (const auto& other : addresses) {
+      EXPECT_NE(page.out.find(other), std::string::npos) << "the page of " << at << " does not name " << other;
+    }
+    auto json = Command({"curl", "-sS", "--fail", "--max-time", "30", "http://" + at + "/v1/cluster/status"});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    auto served = nlohmann::json::parse(json.out, nullptr, false);
+    ASSERT_TRUE(served.is_object()) << json.out;
+    EXPECT_EQ(served["ring"], doc["ring"]);
+    EXPECT_EQ(served["summary"]["up"], 3);
+    // Nothing was read in between: the same bytes as `shoal status --json` counted.
+    EXPECT_EQ(served["summary"]["hit_bytes"], doc["summary"]["hit_bytes"]);
+    // (Read-ahead may still be landing: the store's count only grows.)
+    EXPECT_GE(served["summary"]["ufs_read_bytes"].get<uint64_t>(), doc["summary"]["ufs_read_bytes"].get<uint64_t>());
+    EXPECT_GT(served["summary"]["egress_price_per_gb"].get<double>(), 0.0);
+  }
+}
+
+// log.format: json (or SHOAL_LOG_FORMAT=json): every line a worker logs is one
+// JSON object with its time, level and message, text from the network included.
+TEST_F(CliTest, AWorkerLogsOneJsonObjectPerLine) {
+  for (bool from_env : {false, true}) {
+    SCOPED_TRACE(from_env ? "SHOAL_LOG_FORMAT=json" : "log.format: json");
+    std::string config = dir_ + "/worker.yaml";
+    ASSERT_TRUE(WriteFile(config, std::string("mounts:\n  - {path: /data, ufs: 'file://") + ufs_ + "/'}\n" +
+                                      (from_env ? "" : "log:\n  format: json\n"))
+                    .ok());
+    Subprocess::Options o;
+    o.argv = {ShoalBinary(), "worker", "--config", config, "--cache-dir", dir_ + "/cache", "--cache-size", "16MiB"};
+    if (from_env) o.env["SHOAL_LOG_FORMAT"] = "json";
+    o.env["SHOAL_LOG"] = "info";
+    o.stderr_file = dir_ + "/worker.err";
+    auto p = Subprocess::Start(o);
+    ASSERT_TRUE(p) << p.error().ToString();
+    auto line = p->WaitForLine("listening:", std::chrono::seconds(60));
+    ASSERT_TRUE(line) << Slurp(o.stderr_file);
+    // A request with a quote, a newline and a byte that is not UTF-8 in its path: logged as text, safely.
+    std::string address = line->substr(std::string("listening: ").size());
+    address = address.substr(0, address.find(' '));
+    Command({"curl", "-s", "--max-time", "10", "http://" + address + "/v1/stat?path=%2Fdata%2F%22x%0Ay%FF"});
+    p->Stop(std::chrono::seconds(20));
+    std::istringstream err(Slurp(o.stderr_file));
+    int lines = 0;
+    bool serving = false;
+    for (std::string l; std::getline(err, l);) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      ASSERT_TRUE(j.is_object()) << "not a JSON object: " << l;
+      ASSERT_TRUE(j.contains("time") && j.contains("level") && j.contains("msg") && j.contains("pid")) << l;
+      serving = serving || j["msg"].get<std::string>().find("worker serving on") != std::string::npos;
+      ++lines;
+    }
+    EXPECT_GT(lines, 0);
+    EXPECT_TRUE(serving) << Slurp(o.stderr_file);
+    fs::remove_all(dir_ + "/cache");
+  }
+}
 
 TEST_F(CliTest, UpServesClientCommandsAndStopsCleanly) {
   StartUp();

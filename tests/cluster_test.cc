@@ -173,6 +173,9 @@ TEST_F(ClusterTest, LargeFileSpreadsOverWorkersAndSecondReadIsCached) {
   EXPECT_EQ(Metric("shoal_ufs_read_bytes_total"), ufs1) << "the second read went to the under-store";
   EXPECT_GE(Metric("shoal_cache_hit_bytes_total") - hit1, static_cast<double>(data.size()));
   EXPECT_GT(Metric("shoal_read_latency_seconds_count"), 0);
+  // Every byte served left through one door: the doors add up to hits and misses.
+  EXPECT_EQ(Metric("shoal_served_bytes_total"),
+            Metric("shoal_cache_hit_bytes_total") + Metric("shoal_cache_miss_bytes_total"));
 }
 
 TEST_F(ClusterTest, SameHostClientReadsCachedPagesShortCircuit) {

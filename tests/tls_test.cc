@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 #include "common/config.h"
@@ -202,16 +203,144 @@ TEST_F(TlsUpTest, RotationDuringReadsFailsNoRead) {
                   .ok());
   ASSERT_NE(before, Slurp(state_ + "/tls/worker.pem"));
   int at_rotation = reads.load();
-  wait_reads(at_rotation + 15);
-  // The worker now presents the renewed certificate (30 days).
-  auto status = Shoal({"status", "--config", up_.config});
+  // The worker looks at its files at most once a second: poll until it presents the renewed
+  // certificate (30 days), the readers going on all the while.
+  auto renewed = [](const std::string& out) {
+    return out.find("(29 days)") != std::string::npos || out.find("(30 days)") != std::string::npos;
+  };
+  ::shoal::testing::Run status;
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  do {
+    status = Shoal({"status", "--config", up_.config});
+  } while (!renewed(status.out) && Clock::now() < deadline);
+  int at_renewed = reads.load();
+  wait_reads(at_renewed + 15);
   stop = true;
   for (auto& t : readers) t.join();
   EXPECT_EQ(failures.load(), 0) << first_failure;
-  EXPECT_GE(reads.load(), at_rotation + 15);
-  EXPECT_TRUE(status.out.find("(29 days)") != std::string::npos || status.out.find("(30 days)") != std::string::npos)
-      << "the workers still present the old certificate:\n"
-      << status.out;
+  EXPECT_GE(reads.load(), at_renewed + 15);
+  EXPECT_TRUE(renewed(status.out)) << "the workers still present the old certificate:\n" << status.out;
+}
+
+// The S3 endpoint of `shoal up --tls --s3 0` over https, with the tools users
+// run: aws cli with --ca-bundle and boto3 with verify=CA read the right
+// bytes; without the CA both refuse the certificate.
+TEST_F(TlsUpTest, AwsCliAndBoto3ReadOverHttpsWithTheLocalCa) {
+  up_.proc.Stop();
+  Up up = LaunchUp(
+      {"--ufs", ufs_, "--workers", "2", "--state-dir", state_ + "-s3", "--cache-size", "64MiB", "--tls", "--s3", "0"},
+      dir_ + "/up-s3.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  const std::string out = up.proc.output();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(s3: endpoint=(\S+) access_key=(\S+) secret_key=(\S+))"))) << out;
+  const std::string endpoint = m[1], key = m[2], secret = m[3];
+  ASSERT_EQ(endpoint.rfind("https://", 0), 0u) << endpoint;
+  const std::string ca = state_ + "-s3/tls/ca.pem";
+  const std::vector<std::string> env = {"env",
+                                        "-u",
+                                        "AWS_CA_BUNDLE",
+                                        "AWS_ACCESS_KEY_ID=" + key,
+                                        "AWS_SECRET_ACCESS_KEY=" + secret,
+                                        "AWS_DEFAULT_REGION=us-east-1",
+                                        "AWS_CONFIG_FILE=/dev/null",
+                                        "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                                        "AWS_EC2_METADATA_DISABLED=true",
+                                        "AWS_PAGER="};
+  auto aws = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = env;
+    argv.insert(argv.end(), {"/usr/bin/aws", "--endpoint-url", endpoint});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Command(argv, std::chrono::seconds(120));
+  };
+  auto cp = aws({"--ca-bundle", ca, "s3", "cp", "--only-show-errors", "s3://data/big.bin", dir_ + "/aws.bin"});
+  ASSERT_EQ(cp.exit_code, 0) << cp.err;
+  EXPECT_TRUE(Slurp(dir_ + "/aws.bin") == data_) << "aws cli read different bytes over https";
+  auto untrusted = aws({"s3", "ls", "s3://data/"});
+  EXPECT_NE(untrusted.exit_code, 0) << "aws cli trusted the endpoint without the CA";
+  EXPECT_NE((untrusted.out + untrusted.err).find("SSL"), std::string::npos) << untrusted.err;
+
+  const std::string script = dir_ + "/boto3_https.py";
+  ASSERT_TRUE(WriteFile(script, R"(import sys, boto3, botocore
+endpoint, ca, key, secret = sys.argv[1:5]
+def client(verify):
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
+                        region_name="us-east-1", verify=verify)
+body = client(ca).get_object(Bucket="data", Key="big.bin")["Body"].read()
+sys.stdout.write("%d\n" % len(body))
+try:
+    client(True).head_object(Bucket="data", Key="big.bin")
+    print("trusted without the CA")
+except botocore.exceptions.SSLError:
+    print("refused without the CA")
+)")
+                  .ok());
+  std::vector<std::string> py = env;
+  py.insert(py.end(), {"/usr/bin/python3", script, endpoint, ca, key, secret});
+  auto boto = Command(py, std::chrono::seconds(120));
+  ASSERT_EQ(boto.exit_code, 0) << boto.err;
+  EXPECT_EQ(boto.out, std::to_string(data_.size()) + "\nrefused without the CA\n") << boto.err;
+  up.proc.Stop();
+}
+
+// `shoal up --tls --etcd`: etcd serves https:// with the workers' certificate
+// and admits only clients with a certificate of the local CA; the workers and
+// the client config reach it with one, and nothing else gets in.
+TEST(TlsEtcdTest, UpWithTlsAndEtcdKeepsMembershipOnHttpsWithClientCertificates) {
+  if (::access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "etcd-server is not installed";
+  std::string dir = MakeTempDir("tls-etcd");
+  ASSERT_FALSE(dir.empty());
+  std::string state = dir + "/state";
+  std::string data = RandomBytes(700 * 1024 + 3, 11);
+  ASSERT_TRUE(WriteFile(dir + "/ufs/a.bin", data).ok());
+  Up up = LaunchUp(
+      {"--ufs", dir + "/ufs", "--workers", "2", "--state-dir", state, "--cache-size", "64MiB", "--tls", "--etcd"},
+      dir + "/up.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  auto cfg = LoadConfig(up.config);
+  ASSERT_TRUE(cfg) << cfg.error().ToString();
+  ASSERT_EQ(cfg->cluster.etcd.endpoints.size(), 1u);
+  const std::string etcd = cfg->cluster.etcd.endpoints[0];
+  EXPECT_EQ(etcd.rfind("https://", 0), 0u) << etcd;
+  const std::string ca = state + "/tls/ca.pem";
+  EXPECT_EQ(cfg->cluster.etcd.ca_file, ca);
+  ASSERT_FALSE(cfg->cluster.etcd.cert_file.empty());
+
+  auto status = Shoal({"status", "--config", up.config});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("etcd"), std::string::npos) << status.out;
+  EXPECT_EQ(CountLines(status.out, "tls: on, certificate expires"), 2) << status.out;
+  auto cat = Shoal({"cat", "--config", up.config, "/data/a.bin"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_TRUE(cat.out == data) << "read different bytes with membership from etcd over TLS";
+
+  // etcd itself: its CA and a client certificate get an answer; no certificate,
+  // or no CA, or plain HTTP, get nothing.
+  const std::string range = etcd + "/v3/kv/range";
+  const std::string body = R"({"key":"AA=="})";
+  auto with_cert = Curl(
+      {"--cacert", ca, "--cert", cfg->cluster.etcd.cert_file, "--key", cfg->cluster.etcd.key_file, "-d", body, range});
+  EXPECT_EQ(LastLine(with_cert.out), "200") << with_cert.err;
+  auto no_cert = Curl({"--cacert", ca, "-d", body, range});
+  EXPECT_NE(no_cert.exit_code, 0) << "etcd answered a client without a certificate: " << no_cert.out;
+  auto no_ca = Curl({"--cert", cfg->cluster.etcd.cert_file, "--key", cfg->cluster.etcd.key_file, "-d", body, range});
+  EXPECT_EQ(no_ca.exit_code, 60) << "curl trusted etcd without the CA: " << no_ca.err;
+  std::string plain = etcd;
+  plain.replace(0, 5, "http");
+  auto in_clear = Curl({"-d", body, plain + "/v3/kv/range"});
+  EXPECT_NE(LastLine(in_clear.out), "200") << "etcd answered in clear";
+
+  // A client config without the client certificate: a clear error naming etcd.
+  Config no_client_cert = *cfg;
+  no_client_cert.cluster.etcd.cert_file.clear();
+  no_client_cert.cluster.etcd.key_file.clear();
+  ASSERT_TRUE(WriteFile(dir + "/bad.yaml", ToYaml(no_client_cert)).ok());
+  auto refused = Shoal({"status", "--config", dir + "/bad.yaml"});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find(etcd), std::string::npos) << refused.err;
+
+  up.proc.Stop();
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -46,6 +46,15 @@ struct FileStatus {
   std::string version;     // ETag, or "<mtime_ns>-<size>"; empty for directories
 };
 
+// Who the workers take this client's requests to be (Client::WhoAmI).
+struct CallerIdentity {
+  std::string user;  // "" when anonymous
+  std::vector<std::string> groups;
+  std::string proof;                // "none", "token", "certificate", "cluster secret", ...
+  std::string via;                  // the door acting for `user` (a FUSE mount's identity), or ""
+  bool may_act_for_others = false;  // this credential may name other end users (security.proxy_users)
+};
+
 struct WorkerStatus {
   std::string address;     // host:port
   bool up = false;
@@ -160,6 +169,9 @@ class Client {
  public:
   // From a config file; "" uses $SHOAL_CONFIG.
   static Result<std::unique_ptr<Client>> Open(const std::string& config_path);
+  // With a bearer token (`shoal token issue`) sent instead of SHOAL_TOKEN's
+  // or client.token_file's; "" uses those.
+  static Result<std::unique_ptr<Client>> Open(const std::string& config_path, const std::string& token);
   // From YAML text (tests, embedding).
   static Result<std::unique_ptr<Client>> FromYaml(const std::string& yaml, const std::string& source = "<yaml>");
   ~Client();
@@ -220,6 +232,14 @@ class Client {
   Status Refresh(std::string_view path, bool recursive, bool data);
 
   std::vector<WorkerStatus> ClusterStatus();
+  // The identity a live worker finds in this client's requests (its token,
+  // client certificate or cluster secret), for the calling thread's end user
+  // when a door acts for one. kPermissionDenied when the credential is refused
+  // (the message says why); kUnavailable when no worker answers.
+  Result<CallerIdentity> WhoAmI();
+  // Whether this client's requests carry a credential of its own (a token, a
+  // client certificate, the cluster secret); without one it is anonymous.
+  bool presents_credential() const;
   // The live members, their weights and shares, and the ring's version. With
   // etcd it changes as workers join and leave.
   RingInfo Ring() const;

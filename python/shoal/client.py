@@ -70,10 +70,13 @@ class Client:
     or the physical URIs inside a mount (``s3://bucket/prefix/train/x.jpg``).
     """
 
-    def __init__(self, config=None):
+    def __init__(self, config=None, token=None):
+        """``token``: a bearer token (``shoal token issue``) to send instead of
+        ``$SHOAL_TOKEN`` or the config's ``client.token_file``."""
         self.config = _config_path(config)
+        self._token = token or ""
         self._generation = _fork_generation
-        self._native = _shoal.Client(self.config)
+        self._native = _shoal.Client(self.config, self._token)
 
     # -- fork safety and pickling --------------------------------------------------------
 
@@ -85,12 +88,13 @@ class Client:
             # the parent could be held forever; two threads racing here make two clients
             # of this process, and the one dropped is destroyed normally.
             generation = _fork_generation
-            self._native = _shoal.Client(self.config)
+            self._native = _shoal.Client(self.config, self._token)
             self._generation = generation
         return self._native
 
     def __reduce__(self):
-        return (Client, (self.config,))
+        # A DataLoader worker process gets the token too: it reads as the same user.
+        return (Client, (self.config, self._token or None))
 
     def __repr__(self):
         return f"shoal.Client(config={self.config!r})"
@@ -301,6 +305,11 @@ class Client:
     def status(self) -> list:
         """One WorkerStatus per worker of the config."""
         return self._client().status()
+
+    def whoami(self) -> dict:
+        """Who the workers take this client to be: ``{"user", "groups", "proof", "via",
+        "may_act_for_others"}`` (``user`` is "" when anonymous)."""
+        return self._client().whoami()
 
     def mounts(self) -> list:
         """The mount table (MountInfo)."""

@@ -296,8 +296,8 @@ class WriterHandle {
 
 class ClientHandle {
  public:
-  explicit ClientHandle(const std::string& config_path) : pid_(getpid()) {
-    auto c = Client::Open(config_path);
+  ClientHandle(const std::string& config_path, const std::string& token) : pid_(getpid()) {
+    auto c = Client::Open(config_path, token);
     if (!c) RaiseStatus(c.error());
     client_ = std::shared_ptr<Client>(std::move(*c));
   }
@@ -508,6 +508,17 @@ class ClientHandle {
     py::gil_scoped_release nogil;
     return client_->ClusterStatus();
   }
+  py::dict WhoAmI() {
+    auto id = WithoutGil([&] { return client_->WhoAmI(); });
+    CallerIdentity who = Unwrap(std::move(id));
+    py::dict d;
+    d["user"] = who.user;
+    d["groups"] = who.groups;
+    d["proof"] = who.proof;
+    d["via"] = who.via;
+    d["may_act_for_others"] = who.may_act_for_others;
+    return d;
+  }
   std::vector<MountInfo> Mounts() const { return client_->Mounts(); }
   ClientStats Stats() const { return client_->stats(); }
 
@@ -644,7 +655,7 @@ PYBIND11_MODULE(_shoal, m) {
       .def_property_readonly("closed", &WriterHandle::closed);
 
   py::class_<ClientHandle>(m, "Client")
-      .def(py::init<const std::string&>(), py::arg("config_path"))
+      .def(py::init<const std::string&, const std::string&>(), py::arg("config_path"), py::arg("token") = "")
       .def("stat", &ClientHandle::Stat, py::arg("path"))
       .def("ls", &ClientHandle::List, py::arg("path"))
       .def("open", &ClientHandle::Open, py::arg("path"))
@@ -660,6 +671,7 @@ PYBIND11_MODULE(_shoal, m) {
       .def("warm", &ClientHandle::Warm, py::arg("path"), py::arg("scratch_bytes") = 4 << 20)
       .def("refresh", &ClientHandle::Refresh, py::arg("path"), py::arg("recursive") = false, py::arg("data") = false)
       .def("status", &ClientHandle::ClusterStatus)
+      .def("whoami", &ClientHandle::WhoAmI)
       .def("mounts", &ClientHandle::Mounts)
       .def("stats", &ClientHandle::Stats);
 

@@ -525,3 +525,33 @@ def test_client_from_spawned_process_by_pickle(cluster, client):
     assert q.get(timeout=120) == "ok"
     p.join(timeout=60)
     assert p.exitcode == 0
+
+
+def test_a_token_given_in_code_names_the_user(cluster):
+    """shoal.Client(token=...) sends the token instead of the config's credential, and
+    keeps it across pickling (a DataLoader worker reads as the same user)."""
+    import pickle
+    import subprocess
+
+    import shoal
+    from conftest import SHOAL_BIN
+
+    issued = subprocess.run(
+        [SHOAL_BIN, "token", "issue", "--config", cluster.config, "--user", "alice", "--groups", "ml,vision"],
+        capture_output=True, text=True, check=True, timeout=60)
+    token = issued.stdout.strip().splitlines()[-1]
+    c = shoal.Client(cluster.config, token=token)
+    assert c.whoami() == {"user": "alice", "groups": ["ml", "vision"], "proof": "token", "via": "",
+                          "may_act_for_others": False}
+    name = "notes/readme.txt"
+    assert c.read(cluster.path(name)) == cluster.files[name]
+    assert pickle.loads(pickle.dumps(c)).whoami()["user"] == "alice"
+    # Without one, the config's own credential (`shoal up` writes the cluster secret).
+    assert shoal.Client(cluster.config).whoami()["proof"] == "cluster secret"
+    forged = token[:-1] + ("A" if token[-1] != "A" else "B")
+    with pytest.raises(PermissionError) as e:
+        shoal.Client(cluster.config, token=forged).whoami()
+    assert "forged" in str(e.value)
+    with pytest.raises(OSError) as e:
+        shoal.Client(cluster.config, token="not a token")
+    assert e.value.errno == 22  # EINVAL

@@ -3,8 +3,11 @@
 
 #include <cstdio>
 #include <ctime>
+#include <map>
 
 #include "cli/commands.h"
+#include "client/client_internal.h"
+#include "client/status_document.h"
 #include "common/units.h"
 #include "meta/etcd_mounts.h"
 
@@ -31,6 +34,64 @@ std::string TlsLine(const WorkerStatus& w) {
   if (w.tls_not_after <= now) return line + "  WARNING: expired: renew it now";
   if (days < 14) line += "  WARNING: renew it (under 14 days left)";
   return line;
+}
+
+// `shoal status` as text, from ClusterStatusDocument.
+void PrintStatus(const nlohmann::json& doc) {
+  const auto& ring = doc["ring"];
+  const auto& sum = doc["summary"];
+  std::printf("ring: %s membership, version %llu, %zu workers\n", ring["membership"].get<std::string>().c_str(),
+              static_cast<unsigned long long>(ring["version"].get<uint64_t>()), ring["members"].size());
+  std::printf(
+      "cluster: %d up, %d down; cache %s / %s; hit ratio %.1f%%; egress saved %s ($%.2f at $%.2f/GB); read from "
+      "stores %s\n",
+      sum["up"].get<int>(), sum["down"].get<int>(), FormatSize(sum["cache_used_bytes"].get<uint64_t>()).c_str(),
+      FormatSize(sum["cache_capacity_bytes"].get<uint64_t>()).c_str(), 100 * sum["hit_ratio"].get<double>(),
+      FormatSize(sum["egress_saved_bytes"].get<uint64_t>()).c_str(), sum["egress_saved_usd"].get<double>(),
+      sum["egress_price_per_gb"].get<double>(), FormatSize(sum["ufs_read_bytes"].get<uint64_t>()).c_str());
+  std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO",
+              "UFS READ", "SHARE", "ID");
+  for (const auto& j : doc["workers"]) {
+    WorkerStatus w;
+    w.address = j["address"].get<std::string>();
+    w.id = j["id"].get<std::string>();
+    w.error = j["error"].get<std::string>();
+    w.tls = j["tls"].get<bool>();
+    w.tls_not_after = j["tls_not_after"].get<int64_t>();
+    char share[16];
+    std::snprintf(share, sizeof share, "%.1f%%", 100 * j["ring_share"].get<double>());
+    if (!j["up"].get<bool>()) {
+      std::printf("%-22s %-5s %s (id %s, share %s)\n", w.address.c_str(), "down", w.error.c_str(), w.id.c_str(), share);
+      continue;
+    }
+    const uint64_t effective = j["cache_effective_capacity_bytes"].get<uint64_t>();
+    const uint64_t configured = j["cache_capacity_bytes"].get<uint64_t>();
+    std::string cache = FormatSize(j["cache_used_bytes"].get<uint64_t>()) + " / " + FormatSize(effective);
+    if (effective < configured) cache += " (disk full; configured " + FormatSize(configured) + ")";
+    char ratio[16];
+    std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * j["hit_ratio"].get<double>());
+    std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
+                FormatSize(j["ufs_read_bytes"].get<uint64_t>()).c_str(), share, w.id.c_str());
+    std::printf("%-22s write-back pending: %llu files, %s, oldest %.0fs\n", "",
+                static_cast<unsigned long long>(j["write_back_pending_files"].get<uint64_t>()),
+                FormatSize(j["write_back_pending_bytes"].get<uint64_t>()).c_str(),
+                j["write_back_oldest_pending_seconds"].get<double>());
+    std::string hot;
+    for (const auto& h : j["hot_shards"]) hot += (hot.empty() ? "" : ", ") + h.get<std::string>();
+    std::printf("%-22s hot shards: %s; reads served as next owner: %llu\n", "", hot.empty() ? "none" : hot.c_str(),
+                static_cast<unsigned long long>(j["hot_spread_reads"].get<uint64_t>()));
+    std::printf("%-22s %s\n", "", TlsLine(w).c_str());
+  }
+  std::printf("path rules (shoal rules):\n");
+  for (const auto& j : doc["workers"]) {
+    if (!j.contains("pinned_bytes")) continue;  // down: shown above
+    std::string line = "  " + j["id"].get<std::string>() + ": pinned " + FormatSize(j["pinned_bytes"].get<uint64_t>());
+    for (const auto& q : j["quotas"]) {
+      line += "; quota " + q.value("rule", std::string("?")) + " " + FormatSize(q.value("used_bytes", uint64_t{0})) +
+              " / " + FormatSize(q.value("limit_bytes", uint64_t{0}));
+    }
+    std::printf("%s\n", line.c_str());
+  }
 }
 
 }  // namespace
@@ -158,79 +219,26 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
     struct Args {
       ClientOptions client;
       bool json = false;
+      bool json_lines = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand(
         "status", "Show the ring (membership, version) and each worker: address, up/down, cache use, hit ratio, share");
     AddClientOptions(cmd, &a->client);
-    cmd->add_flag("--json", a->json, "One JSON object per worker, for scripts");
+    cmd->add_flag("--json", a->json, "The whole status as one JSON document: ring, summary, workers");
+    cmd->add_flag("--json-lines", a->json_lines, "One JSON object per worker per line (the workers of --json)");
     cmd->callback([a, exit_code] {
       auto c = OpenClient(a->client);
       if (!c) return void(*exit_code = Fail(c.error()));
-      auto workers = (*c)->ClusterStatus();
-      if (a->json) {
-        int down = 0;
-        for (const auto& w : workers) {
-          down += !w.up;
-          nlohmann::json j{{"address", w.address},
-                           {"up", w.up},
-                           {"error", w.error},
-                           {"cache_used_bytes", w.cache_used_bytes},
-                           {"cache_capacity_bytes", w.cache_capacity_bytes},
-                           {"cache_effective_capacity_bytes", w.cache_effective_capacity_bytes},
-                           {"hit_bytes", w.hit_bytes},
-                           {"miss_bytes", w.miss_bytes},
-                           {"ufs_read_bytes", w.ufs_read_bytes},
-                           {"id", w.id},
-                           {"ring_version", w.ring_version},
-                           {"ring_weight", w.ring_weight},
-                           {"ring_share", w.ring_share},
-                           {"write_back_pending_bytes", w.write_back_pending_bytes},
-                           {"write_back_pending_files", w.write_back_pending_files},
-                           {"write_back_oldest_pending_seconds", w.write_back_oldest_pending_seconds},
-                           {"hot_shards", w.hot_shards},
-                           {"hot_spread_reads", w.hot_spread_reads},
-                           {"tls", w.tls},
-                           {"tls_not_after", w.tls_not_after}};
-          std::printf("%s\n", j.dump().c_str());
-        }
-        *exit_code = down == 0 ? 0 : 5;
+      const nlohmann::json doc = ClusterStatusDocument(**c);
+      const int down = doc["summary"]["down"].get<int>();
+      *exit_code = down == 0 ? 0 : 5;
+      if (a->json) return void(std::printf("%s\n", doc.dump().c_str()));
+      if (a->json_lines) {
+        for (const auto& w : doc["workers"]) std::printf("%s\n", w.dump().c_str());
         return;
       }
-      RingInfo ring = (*c)->Ring();
-      std::printf("ring: %s membership, version %llu, %zu workers\n", ring.membership.c_str(),
-                  static_cast<unsigned long long>(ring.version), ring.members.size());
-      std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO",
-                  "UFS READ", "SHARE", "ID");
-      int down = 0;
-      for (const auto& w : workers) {
-        char share[16];
-        std::snprintf(share, sizeof share, "%.1f%%", 100 * w.ring_share);
-        if (!w.up) {
-          ++down;
-          std::printf("%-22s %-5s %s (id %s, share %s)\n", w.address.c_str(), "down", w.error.c_str(), w.id.c_str(), share);
-          continue;
-        }
-        std::string cache = FormatSize(w.cache_used_bytes) + " / " + FormatSize(w.cache_effective_capacity_bytes);
-        if (w.cache_effective_capacity_bytes < w.cache_capacity_bytes) {
-          cache += " (disk full; configured " + FormatSize(w.cache_capacity_bytes) + ")";
-        }
-        char ratio[16];
-        std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * w.hit_ratio());
-        std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", w.address.c_str(), "up", cache.c_str(), ratio,
-                    FormatSize(w.ufs_read_bytes).c_str(), share, w.id.c_str());
-        std::printf("%-22s write-back pending: %llu files, %s, oldest %.0fs\n", "",
-                    static_cast<unsigned long long>(w.write_back_pending_files),
-                    FormatSize(w.write_back_pending_bytes).c_str(), w.write_back_oldest_pending_seconds);
-        std::string hot;
-        for (const auto& h : w.hot_shards) hot += (hot.empty() ? "" : ", ") + h;
-        std::printf("%-22s hot shards: %s; reads served as next owner: %llu\n", "", hot.empty() ? "none" : hot.c_str(),
-                    static_cast<unsigned long long>(w.hot_spread_reads));
-        std::printf("%-22s %s\n", "", TlsLine(w).c_str());
-      }
-      std::printf("path rules (shoal rules):\n");
-      PrintRuleUsage(**c);
-      *exit_code = down == 0 ? 0 : 5;
+      PrintStatus(doc);
     });
   }
 }

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/service_notify.h"
 #include "fuse/fuse_mount.h"
 #include "fuse/mount_view.h"
 
@@ -107,6 +108,29 @@ void WriteAllFd(int fd, const std::string& s) {
   }
 }
 
+// Whether the mount names each calling process's user to the workers: when
+// its own credential may act for others. Asked once, at mount. When the
+// workers cannot say, the mount names its callers anyway: that is never more
+// than they may do (a worker refuses a name from a door it does not trust).
+bool ActsForCallers(Client& client) {
+  if (!client.presents_credential()) return false;  // anonymous: it speaks for nobody
+  auto id = client.WhoAmI();
+  if (!id) {
+    spdlog::warn(
+        "could not ask the workers who this mount is ({}): requests name their calling user, and are refused "
+        "unless the mount's credential is in security.proxy_users",
+        id.error().message());
+    return true;
+  }
+  if (id->may_act_for_others) {
+    spdlog::info("the mount is {} ({}): each request names the calling process's user and groups", id->user, id->proof);
+    return true;
+  }
+  spdlog::info("the mount is {} ({}), not in security.proxy_users: every request is made as {}", id->user, id->proof,
+               id->user);
+  return false;
+}
+
 // The daemon: serves the mount until it ends.
 int RunForeground(const FuseArgs& a) {
   auto fail = [&](const Status& st) {
@@ -134,11 +158,16 @@ int RunForeground(const FuseArgs& a) {
     std::ofstream(pid_file) << ::getpid() << "\n";
     std::printf("mounted: %s\n", a.mountpoint.c_str());
     std::fflush(stdout);
+    // Under systemd (Type=notify): ready once mounted.
+    if (auto st = NotifyServiceManager("READY=1\nSTATUS=mounted on " + a.mountpoint); !st.ok()) {
+      spdlog::warn("{}", st.message());
+    }
     if (a.ready_fd >= 0) {
       WriteAllFd(a.ready_fd, "ok\n");
       ::close(a.ready_fd);
     }
   };
+  o.act_for_callers = ActsForCallers(**client);
   Status st = fuse::RunFuseMount(**client, o);
   if (ready) ::unlink(pid_file.c_str());
   if (!st.ok()) return ready ? Fail(st) : fail(st);
@@ -246,7 +275,6 @@ void AddFuse(CLI::App& app, int* exit_code) {
   cmd->add_flag("-u,--unmount", a->unmount, "Unmount MOUNTPOINT and wait for its daemon to exit");
   cmd->add_option("--ready-fd", a->ready_fd)->group("");  // internal: the pipe to the starting `shoal fuse`
   cmd->callback([a, exit_code] {
-    // The daemon is started with the same arguments, then --foreground.
     // The daemon is started with the same arguments, then --foreground,
     // from "/" (so that it keeps no directory busy): paths made absolute.
     std::vector<std::string> argv = {"shoal", "fuse", fuse::AbsolutePath(a->mountpoint), "--path", a->path};

@@ -163,23 +163,6 @@ int List(Client& c, bool json) {
 
 }  // namespace
 
-void PrintRuleUsage(Client& c) {
-  for (const auto& r : CallWorkers(c, "GET", [](const std::string&) { return "/v1/status"; })) {
-    if (!r.status.ok()) continue;  // shown as down above
-    try {
-      auto j = Json::parse(r.body);
-      uint64_t pinned = j.value("pinned_bytes", uint64_t{0});
-      std::string line = "  " + r.member + ": pinned " + FormatSize(pinned);
-      for (const auto& q : j.value("quotas", Json::array())) {
-        line += "; quota " + q.at("rule").get<std::string>() + " " + FormatSize(q.at("used_bytes").get<uint64_t>()) +
-                " / " + FormatSize(q.at("limit_bytes").get<uint64_t>());
-      }
-      std::printf("%s\n", line.c_str());
-    } catch (const std::exception&) {
-    }
-  }
-}
-
 void AddRulesCommands(CLI::App& app, int* exit_code) {
   struct Args {
     ClientOptions client;

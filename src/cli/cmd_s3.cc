@@ -65,11 +65,11 @@ bool S3Service::tls() const { return state_->tls; }
 void S3Service::Wait() { state_->server->Wait(); }
 
 Result<std::pair<std::string, std::string>> LoadOrMakeS3Keys(const std::string& path) {
-  std::map<std::string, std::string> keys;
+  std::map<std::string, s3::S3Key> keys;
   if (::access(path.c_str(), F_OK) == 0) {
     SHOAL_RETURN_IF_ERROR(s3::LoadCredentialsFile(path, &keys));
     if (keys.empty()) return Err(Code::kInvalidArgument, "s3 credentials file '" + path + "' holds no key");
-    return *keys.begin();
+    return std::pair{keys.begin()->first, keys.begin()->second.secret};
   }
   auto random = [](size_t n, std::string_view alphabet) -> Result<std::string> {
     std::string bytes(n, '\0');
@@ -98,7 +98,7 @@ void AddS3(CLI::App& app, int* exit_code) {
   AddClientOptions(cmd, &a->client);
   cmd->add_option("--listen", a->listen, "Address to serve on, host:port (default: s3.listen, else 127.0.0.1:0)");
   cmd->add_option("--credentials", a->credentials,
-                  "File of 'ACCESS_KEY SECRET_KEY' lines, mode 0600 (replaces s3.credentials_file)");
+                  "File of 'ACCESS_KEY SECRET_KEY [USER [GROUPS]]' lines, mode 0600 (replaces s3.credentials_file)");
   cmd->callback([a, exit_code] {
     RaiseOpenFilesLimit();
     std::string path = a->client.config;

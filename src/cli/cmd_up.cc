@@ -241,6 +241,18 @@ int RunUp(const UpArgs& a) {
                                                "; stop it, or pass --state-dir DIR for a second cluster"));
   }
 
+  if (a.tls) {
+    // The CA is kept across starts (clients keep trusting it); the workers'
+    // certificate is made anew each start.
+    auto files = security::MakeLocalCa(state + "/tls", {});
+    if (!files) return Fail(files.error().WithContext("--tls"));
+    cfg.tls.cert_file = files->server_cert;
+    cfg.tls.key_file = files->server_key;
+    cfg.tls.ca_file = files->ca_cert;
+    cfg.client.tls.ca_file = files->ca_cert;
+    cfg.client.tls.enabled = true;
+  }
+
   // Membership from etcd: a local one (stopped with the cluster, after the
   // workers have left it) or the given endpoints. The client config then
   // names only etcd; workers register themselves.
@@ -264,6 +276,19 @@ int RunUp(const UpArgs& a) {
     // Membership is all it holds, and the workers register again: start empty.
     std::error_code ec;
     std::filesystem::remove_all(eo.data_dir, ec);
+    if (a.tls) {
+      // etcd serves the workers' certificate and admits only clients with a
+      // certificate from the same CA: the workers and the client config get one.
+      const std::string prefix = state + "/tls/etcd-client";
+      if (auto st = security::IssueCertificate(state + "/tls", "shoal-etcd-client", {}, 365, prefix); !st.ok()) {
+        return Fail(st.WithContext("--tls --etcd"));
+      }
+      eo.tls = {cfg.tls.cert_file, cfg.tls.key_file, cfg.tls.ca_file};
+      eo.probe = {cfg.tls.ca_file, prefix + ".pem", prefix + ".key"};
+      cfg.cluster.etcd.ca_file = eo.probe.ca_file;
+      cfg.cluster.etcd.cert_file = eo.probe.cert_file;
+      cfg.cluster.etcd.key_file = eo.probe.key_file;
+    }
     auto started = LocalEtcd::Start(eo);
     if (!started) return Fail(started.error().WithContext("--etcd"));
     local_etcd = std::move(*started);
@@ -279,18 +304,10 @@ int RunUp(const UpArgs& a) {
   // The cluster key that signs tokens (`shoal token issue --config STATE/shoal.yaml`), kept across starts.
   cfg.security.token_key_file = state + "/token.key";
   if (auto st = security::TokenKeys::CreateKeyFile(cfg.security.token_key_file); !st.ok()) return Fail(st);
-  if (a.tls) {
-    // The CA is kept across starts (clients keep trusting it); the workers'
-    // certificate is made anew each start.
-    auto files = security::MakeLocalCa(state + "/tls", {});
-    if (!files) return Fail(files.error().WithContext("--tls"));
-    cfg.tls.cert_file = files->server_cert;
-    cfg.tls.key_file = files->server_key;
-    cfg.tls.ca_file = files->ca_cert;
-    cfg.client.tls.ca_file = files->ca_cert;
-    cfg.client.tls.enabled = true;
-  }
 
+  // The workers' status pages (and S3 listeners) see the whole cluster
+  // through the client config written below, once the workers run.
+  if (cfg.s3.client_config.empty()) cfg.s3.client_config = state + "/shoal.yaml";
   // Both configs may hold secrets from -o: readable by their owner only.
   std::string worker_config = state + "/worker.yaml";
   if (auto st = WriteFileAtomic(worker_config, ToYaml(cfg), 0600); !st.ok()) return Fail(st);

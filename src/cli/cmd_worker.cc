@@ -1,10 +1,13 @@
-// shoal worker --config FILE [--listen HOST:PORT] [--cache-dir DIR --cache-size SIZE]
+// shoal worker --config FILE [--listen HOST:PORT] [--cache-dir DIR --cache-size SIZE] [--check-config]
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "common/config.h"
+#include "common/library_log.h"
+#include "common/service_notify.h"
 #include "common/units.h"
 #include "worker/worker.h"
 
@@ -13,6 +16,7 @@ namespace shoal::cli {
 void AddWorker(CLI::App& app, int* exit_code) {
   struct Args {
     std::string config, listen, cache_dir, cache_size;
+    bool check_config = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("worker", "Run one cache worker (shoal up starts these for you)");
@@ -21,11 +25,16 @@ void AddWorker(CLI::App& app, int* exit_code) {
   cmd->add_option("--cache-dir", args->cache_dir, "Cache directory (replaces worker.cache_dirs)");
   cmd->add_option("--cache-size", args->cache_size, "Capacity of --cache-dir, e.g. 10GiB (default: " +
                                                        FormatSize(kDefaultCacheCapacity) + ")");
+  cmd->add_flag("--check-config", args->check_config,
+                "Check the config (and the flags above) and exit: 0 and one line when a worker would start with it");
   cmd->callback([args, exit_code] {
     auto config = LoadConfig(args->config);
     if (!config) {
       *exit_code = Fail(config.error());
       return;
+    }
+    if (const char* format = std::getenv("SHOAL_LOG_FORMAT"); !format || !*format) {
+      (void)SetLogFormat(config->log.format);  // parsing checked it
     }
     // Mounts are opened on first use; their options are checked now, so a
     // worker that could never serve a mount does not print `listening:`.
@@ -56,6 +65,14 @@ void AddWorker(CLI::App& app, int* exit_code) {
                                                            " or pass --cache-dir DIR --cache-size SIZE"));
       return;
     }
+    if (args->check_config) {
+      // Not the cache dirs themselves: a unit or a pod checks its config where they do not exist yet.
+      std::printf("config ok: %s (%zu mounts, %zu cache dirs, membership %s)\n", args->config.c_str(),
+                  config->mounts.size(), config->worker.cache_dirs.size(),
+                  config->cluster.etcd.endpoints.empty() ? "static" : "etcd");
+      *exit_code = 0;
+      return;
+    }
     for (const auto& dir : config->worker.cache_dirs) {
       if (auto st = CheckCacheDir(dir.path); !st.ok()) {
         *exit_code = Fail(st);
@@ -71,6 +88,10 @@ void AddWorker(CLI::App& app, int* exit_code) {
     if (!(*worker)->s3_address().empty()) std::printf("s3: endpoint=http://%s\n", (*worker)->s3_address().c_str());
     std::fflush(stdout);
     spdlog::info("worker serving on {} ({} mounts)", (*worker)->address(), config->mounts.size());
+    // Under systemd (Type=notify): ready once it serves.
+    if (auto st = NotifyServiceManager("READY=1\nSTATUS=serving on " + (*worker)->address()); !st.ok()) {
+      spdlog::warn("{}", st.message());
+    }
     (*worker)->Wait();
     *exit_code = 0;
   });

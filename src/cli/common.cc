@@ -67,6 +67,10 @@ Result<std::unique_ptr<Client>> OpenClient(const ClientOptions& options) {
 void SetUpLogging() {
   UseLibraryLogger();
   if (const char* level = std::getenv("SHOAL_LOG")) spdlog::set_level(spdlog::level::from_str(level));
+  if (const char* format = std::getenv("SHOAL_LOG_FORMAT"); format && *format) {
+    if (auto st = SetLogFormat(format); !st.ok())
+      std::fprintf(stderr, "shoal: SHOAL_LOG_FORMAT: %s\n", st.message().c_str());
+  }
 }
 
 Status MakeDirs(const std::string& dir) {

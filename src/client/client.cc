@@ -75,11 +75,18 @@ WriteMode ClientImpl::WriteModeFor(const ResolvedPath& rp) const {
   return rules_.For(rp.ns_path).write_mode.value_or(rp.mount->write_mode);
 }
 
-// The caller options of a client: OptionsFor's, and the bearer token from
-// SHOAL_TOKEN or client.token_file.
-WorkerCaller::Options ClientCallerOptions(const Config& config) {
+// The caller options of a client: OptionsFor's, and the bearer token given
+// in code, else from SHOAL_TOKEN or client.token_file.
+WorkerCaller::Options ClientCallerOptions(const Config& config, const std::string& token = "") {
   auto o = WorkerCaller::OptionsFor(config);
-  if (const char* env = std::getenv("SHOAL_TOKEN"); env && *env) {
+  if (!token.empty()) {
+    o.token = token;
+    if (token.size() > 16384 || token.find_first_of(" \t\r\n") != std::string::npos) {
+      o.setup_error = Status(Code::kInvalidArgument,
+                             "the token given is not one (a token is one line of at most 16 KiB without spaces: the "
+                             "last line of `shoal token issue`)");
+    }
+  } else if (const char* env = std::getenv("SHOAL_TOKEN"); env && *env) {
     o.token = env;
   } else if (!config.client.token_file.empty()) {
     std::ifstream in(config.client.token_file);
@@ -94,11 +101,11 @@ WorkerCaller::Options ClientCallerOptions(const Config& config) {
 
 ClientImpl::ClientImpl(Config config) : ClientImpl(config, std::make_shared<StaticMembership>(config.cluster.workers)) {}
 
-ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membership)
+ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membership, const std::string& token)
     : config_(std::move(config)),
       mounts_(config_.mounts, EtcdMountLoader(config_.cluster.etcd, /*with_secrets=*/false)),
       rules_(PathRules::Make(config_.rules).value_or(PathRules())),
-      caller_(ClientCallerOptions(config_)),
+      caller_(ClientCallerOptions(config_, token)),
       health_([this](const WorkerEntry& w) { return caller_.Probe(w); },
               WorkerHealth::Options{config_.client.down_backoff, std::chrono::seconds(30)}),
       limiter_(config_.client.fallback_rate, static_cast<uint64_t>(config_.client.fallback_requests)),
@@ -315,6 +322,35 @@ Result<std::vector<FileStatus>> ClientImpl::List(std::string_view path) {
         return {std::move(out)};
       },
       [&] { return ListFromStore(*rp, deadline); });
+}
+
+Result<CallerIdentity> ClientImpl::WhoAmI() {
+  const Deadline deadline = NewDeadline();
+  auto [ring, members] = router_.Members();
+  Status last(Code::kUnavailable, "no worker is up to ask (shoal status shows them)");
+  for (const auto& m : members) {
+    if (m.down) continue;
+    auto r = caller_.Call(*m.entry, "GET", "/v1/whoami", deadline, "who this client is");
+    if (r.worker_failed) {
+      router_.ReportFailure(*m.entry, r.status);
+      last = r.status;
+      continue;
+    }
+    if (!r.status.ok()) return Err(r.status);
+    try {
+      auto j = Json::parse(r.body);
+      CallerIdentity id;
+      id.user = j.at("user").get<std::string>();
+      id.groups = j.at("groups").get<std::vector<std::string>>();
+      id.proof = j.at("proof").get<std::string>();
+      id.via = j.value("via", std::string());
+      id.may_act_for_others = j.value("may_act_for_others", false);
+      return id;
+    } catch (const std::exception& e) {
+      return Err(Code::kIo, "worker " + WorkerName(*m.entry) + " answered /v1/whoami with malformed JSON: " + e.what());
+    }
+  }
+  return Err(last);
 }
 
 Status ClientImpl::Refresh(std::string_view path, bool recursive, bool data) {
@@ -614,7 +650,9 @@ Status ClientImpl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint6
 Client::Client(std::unique_ptr<detail::ClientImpl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
-Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
+Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) { return Open(config_path, ""); }
+
+Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path, const std::string& token) {
   UseLibraryLoggerOnce();  // stderr, not spdlog's stdout (include/shoal/log.h)
   std::string path = config_path;
   if (path.empty()) {
@@ -628,8 +666,10 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path) {
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(path));
-  if (auto o = detail::ClientCallerOptions(*c); !o.setup_error.ok()) return Err(o.setup_error.WithContext(path));
-  auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m));
+  if (auto o = detail::ClientCallerOptions(*c, token); !o.setup_error.ok()) {
+    return Err(o.setup_error.WithContext(path));
+  }
+  auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m), token);
   // With etcd, the mounts published there join the config's (meta/etcd_mounts.h).
   if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(path));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -671,6 +711,9 @@ std::vector<WorkerStatus> Client::ClusterStatus() {
   }
   return out;
 }
+
+Result<CallerIdentity> Client::WhoAmI() { return impl_->WhoAmI(); }
+bool Client::presents_credential() const { return impl_->presents_credential(); }
 
 RingInfo Client::Ring() const {
   const Router& router = impl_->router();

@@ -50,7 +50,9 @@ class ClientImpl {
   explicit ClientImpl(Config config);
   const Router& router() const { return router_; }
   // With the membership OpenMembership(config) gave (etcd or static).
-  ClientImpl(Config config, std::shared_ptr<const Membership> membership);
+  // `token`: a bearer token given in code, sent instead of SHOAL_TOKEN's or
+  // client.token_file's ("" = those).
+  ClientImpl(Config config, std::shared_ptr<const Membership> membership, const std::string& token = "");
 
   const Config& config() const { return config_; }
   // The config's mounts, and with cluster.etcd those published in etcd (never their credentials).
@@ -70,6 +72,8 @@ class ClientImpl {
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);
   std::vector<WorkerStatus> ClusterStatus();
+  Result<CallerIdentity> WhoAmI();
+  bool presents_credential() const { return caller_.presents_credential(); }
   // Admin fan-out (src/client/worker_calls.cc).
   std::vector<WorkerAnswer> CallWorkers(std::string_view method,
                                         const std::function<std::string(const std::string& member)>& target_for);

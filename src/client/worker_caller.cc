@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/end_user.h"
 #include "worker/http_status.h"
 
 namespace shoal {
@@ -41,6 +42,7 @@ WorkerCaller::Options WorkerCaller::OptionsFor(const Config& config) {
     what = "tls";
   }
   if (!files.enabled && files.ca_file.empty()) return o;
+  o.client_certificate = !files.cert_file.empty();
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<security::TlsContext>> contexts;
   const std::string key = files.ca_file + "|" + files.cert_file + "|" + files.key_file;
@@ -102,6 +104,12 @@ bool WorkerCaller::WaitLonger(const WorkerConnection& conn, const WorkerEntry& w
   return true;
 }
 
+std::string WorkerCaller::OnBehalf() const {
+  const auto& user = CurrentEndUser();
+  if (!user || !presents_credential()) return {};
+  return OnBehalfValue(*user);
+}
+
 WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view method, const std::string& target,
                                Deadline deadline, std::string_view path, std::span<char> body_out,
                                std::string_view request_body) {
@@ -138,6 +146,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
       conn = std::move(*c);
     }
     conn->set_secret(options_.token.empty() ? options_.secret : options_.token);
+    conn->set_on_behalf(OnBehalf());
     // When the silence began: an answer of the worker after it is a sign of life.
     Clock::time_point since = Clock::now();
     Status st = conn->SendRequest(method, target, limits, request_body);

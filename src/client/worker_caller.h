@@ -60,6 +60,8 @@ class WorkerCaller {
     std::string token;   // a bearer token, sent instead of the secret when set
     // TLS to workers (client.tls, or for a worker's peer calls its tls files); null: plain TCP.
     std::shared_ptr<security::TlsContext> tls;
+    // A client certificate is shown (tls's cert_file): an identity of its own.
+    bool client_certificate = false;
     // Why the TLS settings (or the token) could not be loaded: every call fails with it
     // (never falls back to plain TCP).
     Status setup_error;
@@ -89,6 +91,11 @@ class WorkerCaller {
   // before the request proves nothing: the worker may have frozen since.
   bool Alive(const WorkerEntry& worker, std::chrono::steady_clock::time_point since);
 
+  // Whether requests carry a credential of this client's own (token, cluster
+  // secret, client certificate): only then may they name an end user.
+  bool presents_credential() const {
+    return !options_.token.empty() || !options_.secret.empty() || options_.client_certificate;
+  }
   // Requests to workers that failed (Call only, not probes).
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
   // Silent periods after which the worker was found alive and waited for.
@@ -104,6 +111,9 @@ class WorkerCaller {
   // alive, so that each further wait needs new evidence.
   bool WaitLonger(const WorkerConnection& conn, const WorkerEntry& worker, Deadline deadline, Clock::time_point* since);
   void Heard(const std::string& address);
+  // The X-Shoal-On-Behalf-Of value for this thread's end user (common/end_user.h):
+  // "" without one, or when this client has no credential of its own to vouch with.
+  std::string OnBehalf() const;
 
   Options options_;
   ConnectionPool pool_;

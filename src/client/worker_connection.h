@@ -70,6 +70,9 @@ class WorkerConnection {
   void set_secret(std::string_view secret) {
     if (secret_ != secret) secret_ = secret;
   }
+  // Sent as X-Shoal-On-Behalf-Of on the next requests (common/end_user.h);
+  // "" sends none.
+  void set_on_behalf(std::string value) { on_behalf_ = std::move(value); }
   ~WorkerConnection();
 
   const std::string& address() const { return address_; }
@@ -130,6 +133,7 @@ class WorkerConnection {
   security::TlsContext* tls_ = nullptr;  // which keeps the session for the next connection
   std::string address_;
   std::string secret_;
+  std::string on_behalf_;
   std::string buffered_;  // bytes received past the response head
   bool reusable_ = false;
   uint64_t responses_ = 0;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/config.h"
 #include "common/units.h"
 
 namespace shoal {
@@ -83,9 +84,14 @@ struct Easy {
 
 // One POST. `total` bounds the whole transfer.
 CURLcode Post(const std::string& url, const std::string& body, std::chrono::milliseconds total,
-              std::chrono::milliseconds connect, Transfer* t, long* http_status) {
+              std::chrono::milliseconds connect, const EtcdClient::Tls& tls, Transfer* t, long* http_status) {
   Easy e;
   if (!e.h) return CURLE_FAILED_INIT;
+  if (!tls.ca_file.empty()) curl_easy_setopt(e.h, CURLOPT_CAINFO, tls.ca_file.c_str());
+  if (!tls.cert_file.empty()) {
+    curl_easy_setopt(e.h, CURLOPT_SSLCERT, tls.cert_file.c_str());
+    curl_easy_setopt(e.h, CURLOPT_SSLKEY, tls.key_file.c_str());
+  }
   e.headers = curl_slist_append(nullptr, "Content-Type: application/json");
   curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, e.headers);
@@ -126,8 +132,11 @@ std::string ErrorText(const std::string& body) {
 
 }  // namespace
 
-EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout)
-    : endpoints_(std::move(endpoints)), timeout_(timeout) {}
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, Tls tls)
+    : endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {}
+
+EtcdClient::EtcdClient(const EtcdConfig& config)
+    : EtcdClient(config.endpoints, config.timeout, Tls{config.ca_file, config.cert_file, config.key_file}) {}
 
 std::string EtcdClient::Base64Encode(std::string_view in) {
   std::string out(4 * ((in.size() + 2) / 3), '\0');
@@ -172,7 +181,7 @@ Result<std::string> EtcdClient::Call(std::string_view path, const std::string& b
     Transfer t;
     long status = 0;
     auto connect = std::min(timeout_, std::chrono::milliseconds(2000));
-    CURLcode rc = Post(ep + "/v3/" + std::string(path), body, timeout_, connect, &t, &status);
+    CURLcode rc = Post(ep + "/v3/" + std::string(path), body, timeout_, connect, tls_, &t, &status);
     std::string why;
     if (t.too_big) {
       why = "answer larger than " + FormatSize(kMaxBody);
@@ -325,7 +334,7 @@ Status EtcdClient::Watch(std::string_view prefix, int64_t start_revision, std::c
     };
     long status = 0;
     auto connect = std::min(timeout_, std::chrono::milliseconds(2000));
-    CURLcode rc = Post(ep + "/v3/watch", req, max_duration, connect, &t, &status);
+    CURLcode rc = Post(ep + "/v3/watch", req, max_duration, connect, tls_, &t, &status);
     if (!stream_error.ok()) return stream_error;
     if (t.stopped) return {};
     if (rc == CURLE_OPERATION_TIMEDOUT && created) return {};  // the round ended; watch again

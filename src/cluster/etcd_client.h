@@ -1,6 +1,8 @@
 // EtcdClient: the few etcd v3 calls membership needs, over etcd's JSON
 // gateway (POST /v3/..., keys and values base64) on libcurl: lease grant,
-// keepalive and revoke, put, delete, range over a prefix, and watch.
+// keepalive and revoke, put, delete, range over a prefix, and watch. Over
+// https:// endpoints it verifies etcd's certificate (and name) against Tls's
+// CA and presents the client certificate etcd's --client-cert-auth asks for.
 //
 // Every call has a deadline (`timeout`, cluster.etcd.timeout). A call tries
 // the endpoints in order and fails with kUnavailable naming every endpoint it
@@ -23,11 +25,22 @@
 
 namespace shoal {
 
+struct EtcdConfig;
+
 class EtcdClient {
  public:
   static constexpr size_t kMaxBody = 64ull << 20;
 
-  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+  // TLS to https:// endpoints: etcd's CA ("" = the system's) and the client
+  // certificate and key it asks for ("" = none).
+  struct Tls {
+    std::string ca_file;
+    std::string cert_file;
+    std::string key_file;
+  };
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, Tls tls = {});
+  // cluster.etcd's endpoints, timeout and TLS files.
+  explicit EtcdClient(const EtcdConfig& config);
 
   struct KeyValue {
     std::string key;
@@ -76,6 +89,7 @@ class EtcdClient {
 
   std::vector<std::string> endpoints_;
   std::chrono::milliseconds timeout_;
+  Tls tls_;
 };
 
 }  // namespace shoal

@@ -48,7 +48,7 @@ std::string EtcdMemberKey(const EtcdConfig& config, std::string_view id) {
 // --- EtcdMembership ---
 
 EtcdMembership::EtcdMembership(const EtcdConfig& config, Options options)
-    : config_(config), options_(options), etcd_(config.endpoints, config.timeout), prefix_(EtcdMembersPrefix(config)) {
+    : config_(config), options_(options), etcd_(config), prefix_(EtcdMembersPrefix(config)) {
   snapshot_.store(std::make_shared<const RingSnapshot>(0, std::vector<WorkerEntry>{}));
 }
 
@@ -166,7 +166,7 @@ EtcdRegistration::EtcdRegistration(const EtcdConfig& config, WorkerEntry self, u
     : config_(config),
       self_(std::move(self)),
       weight_(weight),
-      etcd_(config.endpoints, config.timeout),
+      etcd_(config),
       key_(EtcdMemberKey(config, self_.id)),
       value_(MemberValue(self_, weight)) {}
 

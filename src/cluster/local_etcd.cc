@@ -46,8 +46,8 @@ std::string Tail(const std::string& file) {
 
 }  // namespace
 
-bool LocalEtcd::Answers(const std::string& endpoint, std::chrono::milliseconds timeout) {
-  EtcdClient c({endpoint}, timeout);
+bool LocalEtcd::Answers(const std::string& endpoint, std::chrono::milliseconds timeout, const EtcdClient::Tls& tls) {
+  EtcdClient c({endpoint}, timeout, tls);
   return c.RangePrefix("/shoal-health-check/").has_value();
 }
 
@@ -69,7 +69,7 @@ Result<LocalEtcd> LocalEtcd::Start(const Options& options) {
     auto peer = options.peer_port > 0 ? Result<int>(options.peer_port) : FreePort();
     if (!client) return Err(client.error());
     if (!peer) return Err(peer.error());
-    const std::string c = "http://" + options.client_host + ":" + std::to_string(*client);
+    const std::string c = Url(options, *client);
     const std::string p = "http://127.0.0.1:" + std::to_string(*peer);
     Subprocess::Options o;
     o.argv = {options.binary,
@@ -93,13 +93,19 @@ Result<LocalEtcd> LocalEtcd::Start(const Options& options) {
               "zap",
               "--log-outputs",
               "stderr"};
+    if (!options.tls.cert_file.empty()) {
+      o.argv.insert(o.argv.end(), {"--cert-file", options.tls.cert_file, "--key-file", options.tls.key_file});
+      if (!options.tls.client_ca_file.empty()) {
+        o.argv.insert(o.argv.end(), {"--trusted-ca-file", options.tls.client_ca_file, "--client-cert-auth"});
+      }
+    }
     o.stderr_file = log;
     auto proc = Subprocess::Start(o);
     if (!proc) return Err(proc.error().WithContext("starting etcd"));
     auto deadline = std::chrono::steady_clock::now() + options.startup_timeout;
     bool up = false;
     while (std::chrono::steady_clock::now() < deadline && proc->running()) {
-      if (Answers(c, std::chrono::milliseconds(500))) {
+      if (Answers(c, std::chrono::milliseconds(500), options.probe)) {
         up = true;
         break;
       }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <string>
 
+#include "cluster/etcd_client.h"
 #include "common/subprocess.h"
 #include "shoal/status.h"
 
@@ -32,6 +33,16 @@ class LocalEtcd {
     int client_port = 0;   // 0 = a free one
     int peer_port = 0;     // 0 = a free one
     std::chrono::milliseconds startup_timeout{30'000};
+    // TLS: with cert_file and key_file etcd serves https:// with that pair;
+    // with client_ca_file too it asks every client for a certificate signed
+    // by that CA (--client-cert-auth). `probe` is what LocalEtcd itself
+    // presents and trusts when it checks that etcd answers.
+    struct Tls {
+      std::string cert_file;
+      std::string key_file;
+      std::string client_ca_file;
+    } tls;
+    EtcdClient::Tls probe;
   };
 
   // Fails with a clear message when the binary is missing (install
@@ -42,8 +53,8 @@ class LocalEtcd {
   LocalEtcd(LocalEtcd&&) noexcept = default;
   LocalEtcd& operator=(LocalEtcd&&) noexcept = default;
 
-  // "http://CLIENT_HOST:PORT"
-  std::string endpoint() const { return "http://" + options_.client_host + ":" + std::to_string(client_port_); }
+  // "http://CLIENT_HOST:PORT", https:// with TLS.
+  std::string endpoint() const { return Url(options_, client_port_); }
   int client_port() const { return client_port_; }
   int peer_port() const { return peer_port_; }
   pid_t pid() const { return process_.pid(); }
@@ -57,9 +68,12 @@ class LocalEtcd {
   int WaitStatus() { return process_.Wait(std::chrono::milliseconds(0)); }
 
   // Whether etcd answers a read on `endpoint` within `timeout`.
-  static bool Answers(const std::string& endpoint, std::chrono::milliseconds timeout);
+  static bool Answers(const std::string& endpoint, std::chrono::milliseconds timeout, const EtcdClient::Tls& tls = {});
 
  private:
+  static std::string Url(const Options& o, int port) {
+    return (o.tls.cert_file.empty() ? "http://" : "https://") + o.client_host + ":" + std::to_string(port);
+  }
   Options options_;
   Subprocess process_;
   int client_port_ = 0;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/end_user.h"
 #include "common/units.h"
 
 namespace shoal {
@@ -193,7 +194,8 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
 
 Status ParseEtcd(Reader& r, const YAML::Node& n, EtcdConfig* out) {
   if (!n.IsDefined() || n.IsNull()) return {};
-  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "cluster.etcd", {"endpoints", "prefix", "lease_ttl", "timeout"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      n, "cluster.etcd", {"endpoints", "prefix", "lease_ttl", "timeout", "ca_file", "cert_file", "key_file"}));
   const auto& eps = n["endpoints"];
   if (eps.IsDefined() && !eps.IsNull()) {
     if (!eps.IsSequence()) return r.Fail(eps, "cluster.etcd.endpoints", "expected a list of URLs like http://127.0.0.1:2379");
@@ -215,6 +217,13 @@ Status ParseEtcd(Reader& r, const YAML::Node& n, EtcdConfig* out) {
   }
   SHOAL_RETURN_IF_ERROR(r.Duration(n["timeout"], "cluster.etcd.timeout", &out->timeout));
   if (out->timeout.count() <= 0) return r.Fail(n["timeout"], "cluster.etcd.timeout", "must be more than 0, e.g. 5s");
+  SHOAL_RETURN_IF_ERROR(r.String(n["ca_file"], "cluster.etcd.ca_file", &out->ca_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["cert_file"], "cluster.etcd.cert_file", &out->cert_file));
+  SHOAL_RETURN_IF_ERROR(r.String(n["key_file"], "cluster.etcd.key_file", &out->key_file));
+  if (out->cert_file.empty() != out->key_file.empty()) {
+    return r.Fail(n, "cluster.etcd",
+                  "give both cert_file and key_file (the client certificate etcd asks for), or neither");
+  }
   return {};
 }
 
@@ -390,7 +399,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   if (!root.IsDefined() || root.IsNull()) return c;
   Reader r(source);
   SHOAL_RETURN_IF_ERROR(
-      r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security"}));
+      r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security", "log"}));
 
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd", "secret"}));
@@ -571,6 +580,13 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
   SHOAL_RETURN_IF_ERROR(ParseTls(r, root["tls"], "tls", &c.tls));
   SHOAL_RETURN_IF_ERROR(ParseSecurity(r, root["security"], &c.security));
+  if (const YAML::Node log = root["log"]; log.IsDefined() && !log.IsNull()) {
+    SHOAL_RETURN_IF_ERROR(r.CheckKeys(log, "log", {"format"}));
+    SHOAL_RETURN_IF_ERROR(r.String(log["format"], "log.format", &c.log.format));
+    if (c.log.format != "text" && c.log.format != "json") {
+      SHOAL_RETURN_IF_ERROR(r.Fail(log["format"], "log.format", "expected text or json, got '" + c.log.format + "'"));
+    }
+  }
   SHOAL_RETURN_IF_ERROR(ParseS3(r, root["s3"], &c.s3));
   SHOAL_RETURN_IF_ERROR(ParseRules(r, root["rules"], &c.rules));
   SHOAL_RETURN_IF_ERROR(Validate(c));
@@ -663,11 +679,44 @@ void EmitSecurity(YAML::Emitter& e, const SecurityConfig& s) {
   e << YAML::EndMap;
 }
 
+Status ParseS3Users(const Reader& r, const YAML::Node& n, std::map<std::string, S3User>* users) {
+  if (!n.IsDefined() || n.IsNull()) return {};
+  if (!n.IsMap()) return r.Fail(n, "s3.users", "expected a mapping of user: {access_key, secret_key, groups}");
+  std::set<std::string> keys;
+  for (const auto& kv : n) {
+    const std::string name = kv.first.as<std::string>();
+    const std::string key = "s3.users." + name;
+    if (!IsHeaderSafeName(name)) return r.Fail(kv.first, key, "a user name is 1-256 letters, digits or ._@-+=$\\");
+    SHOAL_RETURN_IF_ERROR(r.CheckKeys(kv.second, key, {"access_key", "secret_key", "groups"}));
+    if (!kv.second.IsMap()) return r.Fail(kv.second, key, "expected {access_key, secret_key, groups}");
+    S3User u;
+    SHOAL_RETURN_IF_ERROR(r.String(kv.second["access_key"], key + ".access_key", &u.access_key));
+    SHOAL_RETURN_IF_ERROR(r.String(kv.second["secret_key"], key + ".secret_key", &u.secret_key));
+    auto secret = ExpandEnvReferences(u.secret_key);
+    if (!secret) return r.Fail(kv.second["secret_key"], key + ".secret_key", secret.error().message());
+    u.secret_key = *secret;
+    if (u.access_key.empty() || u.secret_key.empty()) {
+      return r.Fail(kv.second, key, "needs both access_key and secret_key");
+    }
+    if (!keys.insert(u.access_key).second) {
+      return r.Fail(kv.second["access_key"], key + ".access_key",
+                    "the access key " + u.access_key + " belongs to another user too");
+    }
+    SHOAL_RETURN_IF_ERROR(StringList(r, kv.second["groups"], key + ".groups", &u.groups));
+    for (const auto& g : u.groups) {
+      if (!IsHeaderSafeName(g)) return r.Fail(kv.second["groups"], key + ".groups", "'" + g + "' is not a group name");
+    }
+    (*users)[name] = std::move(u);
+  }
+  return {};
+}
+
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "s3",
                                     {"listen", "region", "credentials", "credentials_file", "buckets", "public_buckets",
-                                     "max_clock_skew", "staging_dir", "mode", "client_config"}));
+                                     "max_clock_skew", "staging_dir", "mode", "client_config", "users"}));
   if (!n.IsDefined() || n.IsNull()) return {};
+  SHOAL_RETURN_IF_ERROR(ParseS3Users(r, n["users"], &s3->users));
   SHOAL_RETURN_IF_ERROR(r.String(n["listen"], "s3.listen", &s3->listen));
   SHOAL_RETURN_IF_ERROR(r.String(n["region"], "s3.region", &s3->region));
   SHOAL_RETURN_IF_ERROR(StringMap(r, n["credentials"], "s3.credentials", true, &s3->credentials));
@@ -775,6 +824,11 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "prefix" << YAML::Value << c.cluster.etcd.prefix;
     e << YAML::Key << "lease_ttl" << YAML::Value << FormatDuration(c.cluster.etcd.lease_ttl);
     e << YAML::Key << "timeout" << YAML::Value << FormatDuration(c.cluster.etcd.timeout);
+    for (auto [k, v] :
+         {std::pair{"ca_file", &c.cluster.etcd.ca_file}, std::pair{"cert_file", &c.cluster.etcd.cert_file},
+          std::pair{"key_file", &c.cluster.etcd.key_file}}) {
+      if (!v->empty()) e << YAML::Key << k << YAML::Value << *v;
+    }
     e << YAML::EndMap;
   }
   if (!c.cluster.secret.empty()) {
@@ -872,6 +926,10 @@ std::string ToYaml(const Config& c) {
   e << YAML::EndMap;
   EmitTls(e, "tls", c.tls);
   EmitSecurity(e, c.security);
+  if (c.log != LogConfig{}) {
+    e << YAML::Key << "log" << YAML::Value << YAML::BeginMap << YAML::Key << "format" << YAML::Value << c.log.format
+      << YAML::EndMap;
+  }
   // Written only when set, so that a config written here still loads in a
   // process that predates the S3 endpoint.
   if (c.s3 != S3Config{}) {
@@ -889,6 +947,17 @@ std::string ToYaml(const Config& c) {
       if (map->empty()) continue;
       e << YAML::Key << key << YAML::Value << YAML::BeginMap;
       for (const auto& [k, v] : *map) e << YAML::Key << k << YAML::Value << v;
+      e << YAML::EndMap;
+    }
+    if (!c.s3.users.empty()) {
+      e << YAML::Key << "users" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, u] : c.s3.users) {
+        e << YAML::Key << name << YAML::Value << YAML::BeginMap;
+        e << YAML::Key << "access_key" << YAML::Value << u.access_key;
+        e << YAML::Key << "secret_key" << YAML::Value << u.secret_key;
+        if (!u.groups.empty()) e << YAML::Key << "groups" << YAML::Value << YAML::Flow << u.groups;
+        e << YAML::EndMap;
+      }
       e << YAML::EndMap;
     }
     if (!c.s3.public_buckets.empty()) {

@@ -125,6 +125,12 @@ struct EtcdConfig {
   std::string prefix = "/shoal/default";
   std::chrono::milliseconds lease_ttl{10'000};
   std::chrono::milliseconds timeout{5'000};  // the deadline of one etcd call
+  // TLS to etcd (https:// endpoints): the CA that signed etcd's certificate
+  // ("" = the system's), and the client certificate and key etcd asks for
+  // with --client-cert-auth ("" = none).
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
   bool operator==(const EtcdConfig&) const = default;
 };
 
@@ -234,6 +240,12 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// How a process logs (common/library_log.h). SHOAL_LOG_FORMAT overrides it.
+struct LogConfig {
+  std::string format = "text";  // text | json (one JSON object per line)
+  bool operator==(const LogConfig&) const = default;
+};
+
 // Authentication (src/security/). Without any of it, a worker answers
 // everyone as before (cluster.secret aside).
 struct SecurityConfig {
@@ -281,12 +293,25 @@ struct ClientConfig {
   std::string token_file;
 };
 
+// One user of the S3 endpoint: the key it signs with, and its groups. The
+// workers authorize this user for the requests it signs (X-Shoal-On-Behalf-Of).
+struct S3User {
+  std::string access_key;
+  std::string secret_key;  // ${NAME} expanded; never logged
+  std::vector<std::string> groups;
+  bool operator==(const S3User&) const = default;
+};
+
 // The S3-compatible endpoint (`shoal s3`, `shoal up --s3`; src/s3/).
 struct S3Config {
   std::string listen;                              // host:port for `shoal s3` without --listen
   std::string region = "us-east-1";                // what GetBucketLocation answers
   std::map<std::string, std::string> credentials;  // access key -> secret key (${NAME} expanded)
-  std::string credentials_file;                    // more keys, "ACCESS_KEY SECRET_KEY" lines; mode 0600
+  // More keys, lines of "ACCESS_KEY SECRET_KEY [USER [GROUP,GROUP...]]"; mode 0600.
+  std::string credentials_file;
+  // user name -> its key and groups. A key of `credentials` (or of a file line
+  // without USER) is a user of the same name as the key, without groups.
+  std::map<std::string, S3User> users;
   // bucket -> namespace path. Empty: each top-level mount is a bucket (/data -> data).
   std::map<std::string, std::string> buckets;
   std::vector<std::string> public_buckets;         // readable without a signature
@@ -312,6 +337,7 @@ struct Config {
   std::vector<PathRule> rules;  // sorted by path; at most one per path
   TlsConfig tls;                // the worker's listeners (on when tls.cert_file is set)
   SecurityConfig security;
+  LogConfig log;
   std::string source;  // file the config came from, for messages
 };
 

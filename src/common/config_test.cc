@@ -282,6 +282,38 @@ s3:
   EXPECT_EQ(ToYaml(Config{}).find("s3:"), std::string::npos);
 }
 
+TEST(Config, S3UsersHaveAKeyASecretAndGroupsAndRoundTrip) {
+  ::setenv("SHOAL_TEST_ALICE_SECRET", "alice-s3cr3t", 1);
+  auto c = ParseConfig(R"(
+s3:
+  users:
+    alice: {access_key: AKALICE, secret_key: "${SHOAL_TEST_ALICE_SECRET}", groups: [ml, vision]}
+    bob: {access_key: AKBOB, secret_key: bob-secret}
+)",
+                       "users.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  ASSERT_EQ(c->s3.users.size(), 2u);
+  EXPECT_EQ(c->s3.users.at("alice").access_key, "AKALICE");
+  EXPECT_EQ(c->s3.users.at("alice").secret_key, "alice-s3cr3t");
+  EXPECT_EQ(c->s3.users.at("alice").groups, (std::vector<std::string>{"ml", "vision"}));
+  EXPECT_TRUE(c->s3.users.at("bob").groups.empty());
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->s3, c->s3);
+
+  for (const char* bad : {
+           "s3:\n  users:\n    alice: {access_key: AK}\n",                                // no secret
+           "s3:\n  users:\n    \"al ice\": {access_key: AK, secret_key: s}\n",            // not a name
+           "s3:\n  users:\n    a: {access_key: AK, secret_key: s, groups: [\"x;y\"]}\n",  // not a group
+           "s3:\n  users:\n    a: {access_key: AK, secret_key: s}\n    b: {access_key: AK, secret_key: t}\n",
+           "s3:\n  users:\n    a: {access_key: AK, secret_key: s, group: [x]}\n",  // a misspelt key
+       }) {
+    auto r = ParseConfig(bad, "bad.yaml");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message().find("s3.users"), std::string::npos) << r.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace shoal
 
@@ -378,6 +410,25 @@ TEST(Config, NonScalarKeyIsAConfigError) {
     ASSERT_FALSE(c) << text;
     EXPECT_NE(c.error().message().find("a key must be a plain name"), std::string::npos) << c.error().ToString();
   }
+}
+
+}  // namespace
+}  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(Config, LogFormatRoundTripsAndOnlyTextOrJsonIsTaken) {
+  auto c = ParseConfig("log:\n  format: json\n", "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->log.format, "json");
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->log.format, "json");
+  EXPECT_EQ(ParseConfig("", "t.yaml")->log.format, "text");
+  auto bad = ParseConfig("log:\n  format: xml\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("log.format"), std::string::npos) << bad.error().message();
 }
 
 }  // namespace

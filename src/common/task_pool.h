@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/end_user.h"
+
 namespace shoal {
 
 class TaskPool {
@@ -42,7 +44,9 @@ class TaskPool {
     auto fut = promise->get_future();
     {
       std::lock_guard lock(mu_);
-      queue_.emplace_back([promise, f = std::move(f)]() mutable {
+      // The task runs for the submitter's end user (common/end_user.h).
+      queue_.emplace_back([promise, f = std::move(f), user = CurrentEndUser()]() mutable {
+        ActingFor acting(std::move(user));
         try {
           if constexpr (std::is_void_v<R>) {
             f();

@@ -36,3 +36,36 @@ TEST(TaskPool, ATaskHoldingItsOwnFutureIsFreed) {
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(TaskPool, ATaskRunsForItsSubmittersEndUser) {
+  TaskPool pool(1);
+  auto who = [] { return CurrentEndUser() ? CurrentEndUser()->user : std::string("(none)"); };
+  {
+    ActingFor alice(std::make_shared<EndUser>(EndUser{"alice", {"ml"}}));
+    EXPECT_EQ(pool.Submit(who).get(), "alice");
+    {
+      ActingFor bob(std::make_shared<EndUser>(EndUser{"bob", {}}));
+      EXPECT_EQ(pool.Submit(who).get(), "bob");
+    }
+    EXPECT_EQ(who(), "alice");
+  }
+  EXPECT_EQ(who(), "(none)");
+  // The pool thread holds no user between tasks.
+  EXPECT_EQ(pool.Submit(who).get(), "(none)");
+}
+
+TEST(EndUser, TheHeaderCarriesOnlyNamesItCanCarry) {
+  EXPECT_EQ(OnBehalfValue({"alice", {"ml", "data-eng"}}), "alice;groups=ml,data-eng");
+  EXPECT_EQ(OnBehalfValue({"alice", {}}), "alice");
+  EXPECT_EQ(OnBehalfValue({"alice", {"bad;group", "ok", "x,y", "a b", "\r\n"}}), "alice;groups=ok");
+  EXPECT_EQ(OnBehalfValue({"ali;ce", {"ml"}}), "");
+  EXPECT_EQ(OnBehalfValue({"", {"ml"}}), "");
+  EXPECT_EQ(OnBehalfValue({std::string(257, 'a'), {}}), "");
+  EXPECT_EQ(OnBehalfValue({"DOMAIN\\alice", {}}), "DOMAIN\\alice");
+}
+
+}  // namespace
+}  // namespace shoal

@@ -21,6 +21,10 @@ struct FuseMountOptions {
   // Called once the kernel has initialised the mount: from then on it is usable.
   std::function<void()> on_ready;
   unsigned max_threads = 64;  // request threads of the session
+  // Each request names the calling process's user (uid to name, and its
+  // groups) to the workers, X-Shoal-On-Behalf-Of: for a mount whose own
+  // identity may act for others (security.proxy_users, the cluster secret).
+  bool act_for_callers = false;
 };
 
 // Checks that `mountpoint` is an existing directory that nothing is mounted

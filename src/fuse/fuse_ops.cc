@@ -11,12 +11,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string_view>
 #include <thread>
 
+#include "common/end_user.h"
+#include "fuse/caller_user.h"
 #include "fuse/errno_map.h"
 #include "fuse/fuse_mount.h"
 #include "fuse/mount_point.h"
@@ -40,9 +43,32 @@ struct Session {
   ShoalFs* fs = nullptr;
   std::function<void()> on_ready;
   fuse_session* se = nullptr;  // set before the loop starts
+  bool act_for_callers = false;
 };
 
-ShoalFs& Fs(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req))->fs; }
+// Names the calling process's user as the thread's end user (caller_user.h),
+// so the workers authorize it rather than the mount. Cheap when the same user
+// calls again: each session thread keeps the last one until its TTL.
+void ActForCaller(fuse_req_t req) {
+  struct Last {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::chrono::steady_clock::time_point until;
+  };
+  thread_local Last last;
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  const auto now = std::chrono::steady_clock::now();
+  if (CurrentEndUser() && ctx->uid == last.uid && ctx->gid == last.gid && now < last.until) return;
+  SetCurrentEndUser(UserOfCaller(ctx->uid, ctx->gid));
+  last = {ctx->uid, ctx->gid, now + kCallerTtl};
+}
+
+// Every operation reaches the file system through here, first thing.
+ShoalFs& Fs(fuse_req_t req) {
+  auto* session = static_cast<Session*>(fuse_req_userdata(req));
+  if (session->act_for_callers) ActForCaller(req);
+  return *session->fs;
+}
 
 // Replies with the errno of `s`, logging what failed (a missing name is the
 // normal answer of a lookup, not worth a line).
@@ -424,6 +450,7 @@ Status RunFuseMount(Client& client, const FuseMountOptions& o) {
   if (!fs) return fs.error();
 
   Session session{fs->get(), o.on_ready};
+  session.act_for_callers = o.act_for_callers;
   auto made = NewSession(o.options, &session);
   if (!made) return made.error();
   fuse_session* se = *made;

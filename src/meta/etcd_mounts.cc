@@ -51,7 +51,7 @@ bool IsSecretMountOption(const MountConfig& m, const std::string& option) {
 }
 
 Status PublishEtcdMounts(const EtcdConfig& config, const std::vector<MountConfig>& mounts) {
-  EtcdClient etcd(config.endpoints, config.timeout);
+  EtcdClient etcd(config);
   for (const auto& m : mounts) {
     MountConfig open = m, secret = m;
     open.options.clear();
@@ -68,7 +68,7 @@ Status PublishEtcdMounts(const EtcdConfig& config, const std::vector<MountConfig
 }
 
 Result<std::vector<MountConfig>> ReadEtcdMounts(const EtcdConfig& config, bool with_secrets, size_t max_mounts) {
-  EtcdClient etcd(config.endpoints, config.timeout);
+  EtcdClient etcd(config);
   auto open = etcd.RangePrefix(EtcdMountsPrefix(config));
   if (!open) return Err(open.error().WithContext("reading the mount table from etcd"));
   std::map<std::string, std::map<std::string, std::string>> secrets;  // mount path -> secret options

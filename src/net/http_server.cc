@@ -1010,6 +1010,7 @@ HttpServer::~HttpServer() = default;
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ServerOptions options) {
   IgnoreSigpipe();
+  detail::RegisterTlsMetrics();
   auto impl = std::make_unique<Impl>(std::move(options));
   SHOAL_RETURN_IF_ERROR(impl->Bind());
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

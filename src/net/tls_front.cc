@@ -29,6 +29,14 @@ Counter& Handshakes(const char* result) {
       "shoal_tls_handshakes_total", "TLS handshakes on the server's listeners, by result", {{"result", result}});
 }
 
+}  // namespace
+
+void RegisterTlsMetrics() {
+  for (const char* r : {"ok", "failed", "plaintext", "timeout", "closed"}) Handshakes(r);
+}
+
+namespace {
+
 std::string ErrorText() {
   std::string out;
   while (unsigned long e = ERR_get_error()) {

@@ -33,6 +33,10 @@ struct TlsFrontOptions {
 using TlsReady =
     std::function<void(boost::asio::ip::tcp::socket plain, std::shared_ptr<const TransportInfo> transport)>;
 
+// Makes the handshake counters (all results, at 0) so they are served from the
+// start, TLS on or off: a rate over them needs no special case.
+void RegisterTlsMetrics();
+
 boost::asio::awaitable<void> ServeTls(boost::asio::ip::tcp::socket sock, TlsFrontOptions options, TlsReady ready);
 
 }  // namespace shoal::net::detail

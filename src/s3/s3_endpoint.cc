@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstring>
@@ -90,13 +91,13 @@ std::optional<std::string> Unhex(std::string_view s) {
 
 class S3Endpoint::Impl {
  public:
-  Impl(S3Hooks hooks, const S3Config& config, std::map<std::string, std::string> keys,
+  Impl(S3Hooks hooks, const S3Config& config, const std::map<std::string, S3Key>& keys,
        std::map<std::string, std::string> buckets)
       : hooks_(std::move(hooks)),
         config_(config),
         buckets_(std::move(buckets)),
         public_(config.public_buckets.begin(), config.public_buckets.end()),
-        auth_(std::move(keys), config.max_clock_skew),
+        auth_(Secrets(keys), config.max_clock_skew),
         redirector_(auth_, config.region, hooks_.self_id),
         staging_(!config.staging_dir.empty()
                      ? config.staging_dir
@@ -105,7 +106,15 @@ class S3Endpoint::Impl {
         pool_(kThreads),
         started_ns_(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count()) {}
+                .count()) {
+    for (const auto& [ak, key] : keys) users_[ak] = key.user;
+  }
+
+  static std::map<std::string, std::string> Secrets(const std::map<std::string, S3Key>& keys) {
+    std::map<std::string, std::string> out;
+    for (const auto& [ak, key] : keys) out[ak] = key.secret;
+    return out;
+  }
 
   void Handle(const net::HttpRequest& request, net::Responder responder) {
     if (auto res = ServeCached(request)) {
@@ -150,6 +159,7 @@ class S3Endpoint::Impl {
     Target t;
     auto admitted = Admit(req, &t);
     if (!admitted) return Finish(req, t, std::unexpected(admitted.error()));
+    ActingFor acting(admitted->user);
     if (!admitted->root || t.key.empty() || t.key.ends_with('/') || UnservedGetSubresource(admitted->query)) {
       return std::nullopt;
     }
@@ -225,6 +235,7 @@ class S3Endpoint::Impl {
     QueryParams query;
     AuthInfo auth;
     const std::string* root = nullptr;
+    std::shared_ptr<const EndUser> user;  // the key's owner; null when anonymous
   };
 
   // Parses the target into `t`, checks the signature, refuses anonymous
@@ -254,7 +265,8 @@ class S3Endpoint::Impl {
                    "anonymous requests are refused here: sign the request with a key from "
                    "s3.credentials (or list the bucket in s3.public_buckets for anonymous reads)");
     }
-    Admitted out{std::move(*query), std::move(*auth), nullptr};
+    Admitted out{std::move(*query), std::move(*auth), nullptr, nullptr};
+    if (auto u = users_.find(out.auth.access_key); u != users_.end()) out.user = u->second;
     if (t->bucket.empty()) return out;
     auto root = buckets_.find(t->bucket);
     if (root == buckets_.end() && req.method == "PUT" && t->key.empty()) {
@@ -274,6 +286,8 @@ class S3Endpoint::Impl {
   S3Result<net::HttpResponse> Dispatch(const net::HttpRequest& req, Target* t) {
     auto admitted = Admit(req, t);
     if (!admitted) return std::unexpected(admitted.error());
+    // The workers are asked for the key's owner (X-Shoal-On-Behalf-Of), not for this endpoint.
+    ActingFor acting(admitted->user);
     const QueryParams* query = &admitted->query;
     const AuthInfo* auth = &admitted->auth;
     if (!admitted->root) {
@@ -518,6 +532,7 @@ class S3Endpoint::Impl {
   std::map<std::string, std::string> buckets_;
   std::set<std::string> public_;
   Authenticator auth_;
+  std::map<std::string, std::shared_ptr<const EndUser>> users_;  // access key -> its owner
   Redirector redirector_;
   std::string staging_;
   std::mutex client_mu_;
@@ -529,7 +544,7 @@ class S3Endpoint::Impl {
   int64_t started_ns_;
 };
 
-Status LoadCredentialsFile(const std::string& path, std::map<std::string, std::string>* keys) {
+Status LoadCredentialsFile(const std::string& path, std::map<std::string, S3Key>* keys) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return Status(Code::kInvalidArgument, "cannot read s3 credentials file '" + path + "': " + std::strerror(errno));
@@ -542,12 +557,24 @@ Status LoadCredentialsFile(const std::string& path, std::map<std::string, std::s
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     std::istringstream words(line);
-    std::string ak, sk, extra;
+    std::string ak, sk, user, groups, extra;
     if (!(words >> ak) || ak.starts_with('#')) continue;
-    if (!(words >> sk) || (words >> extra)) {
-      return Status(Code::kInvalidArgument, path + ":" + std::to_string(n) + ": expected 'ACCESS_KEY SECRET_KEY'");
+    auto bad = [&](const std::string& why) {
+      return Status(Code::kInvalidArgument, path + ":" + std::to_string(n) + ": " + why);
+    };
+    if (!(words >> sk)) return bad("expected 'ACCESS_KEY SECRET_KEY [USER [GROUP,GROUP...]]'");
+    words >> user >> groups;
+    if (words >> extra) return bad("expected 'ACCESS_KEY SECRET_KEY [USER [GROUP,GROUP...]]', then nothing");
+    auto u = std::make_shared<EndUser>();
+    u->user = user.empty() ? ak : user;
+    if (!IsHeaderSafeName(u->user)) return bad("'" + u->user + "' is not a user name (letters, digits, ._@-+=$\\)");
+    for (size_t b = 0, e; b < groups.size(); b = e + 1) {
+      e = std::min(groups.find(',', b), groups.size());
+      if (e == b) continue;
+      u->groups.push_back(groups.substr(b, e - b));
+      if (!IsHeaderSafeName(u->groups.back())) return bad("'" + u->groups.back() + "' is not a group name");
     }
-    (*keys)[ak] = sk;
+    (*keys)[ak] = S3Key{sk, std::move(u)};
   }
   return {};
 }
@@ -568,8 +595,18 @@ Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(S3Hooks hooks, const std:
   if (config.mode != "proxy" && config.mode != "redirect") {
     return Err(Code::kInvalidArgument, "s3.mode is '" + config.mode + "': give proxy (the default) or redirect");
   }
-  std::map<std::string, std::string> keys = config.credentials;
+  std::map<std::string, S3Key> keys;
+  for (const auto& [ak, sk] : config.credentials) {
+    keys[ak] = S3Key{sk, std::make_shared<const EndUser>(EndUser{ak, {}})};
+  }
   if (!config.credentials_file.empty()) SHOAL_RETURN_IF_ERROR(LoadCredentialsFile(config.credentials_file, &keys));
+  for (const auto& [name, u] : config.users) {
+    if (auto it = keys.find(u.access_key); it != keys.end() && it->second.user->user != name) {
+      return Err(Code::kInvalidArgument, "s3.users." + name + ".access_key is also the key of " +
+                                             it->second.user->user + " (s3.credentials or s3.credentials_file)");
+    }
+    keys[u.access_key] = S3Key{u.secret_key, std::make_shared<const EndUser>(EndUser{name, u.groups})};
+  }
   std::map<std::string, std::string> buckets = config.buckets;
   if (buckets.empty()) {
     for (const auto& mount_path : mount_paths) {
@@ -599,7 +636,7 @@ Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(S3Hooks hooks, const std:
                "for anonymous reads)");
   }
   return std::unique_ptr<S3Endpoint>(
-      new S3Endpoint(std::make_unique<Impl>(std::move(hooks), config, std::move(keys), std::move(buckets))));
+      new S3Endpoint(std::make_unique<Impl>(std::move(hooks), config, keys, std::move(buckets))));
 }
 
 net::Router S3Endpoint::Routes() {

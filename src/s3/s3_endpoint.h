@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/end_user.h"
 #include "net/http_server.h"
 #include "shoal/client.h"
 
@@ -79,8 +80,16 @@ class S3Endpoint {
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads "ACCESS_KEY SECRET_KEY" lines ('#' comments) into `keys`; the file
+// One access key of the endpoint: its secret, and the user whose requests it
+// signs (the workers authorize that user; common/end_user.h).
+struct S3Key {
+  std::string secret;
+  std::shared_ptr<const EndUser> user;
+};
+
+// Reads "ACCESS_KEY SECRET_KEY [USER [GROUP,GROUP...]]" lines ('#' comments)
+// into `keys` (a line without USER: the user is named as its key); the file
 // must be private to its owner (mode 0600 or narrower).
-Status LoadCredentialsFile(const std::string& path, std::map<std::string, std::string>* keys);
+Status LoadCredentialsFile(const std::string& path, std::map<std::string, S3Key>* keys);
 
 }  // namespace shoal::s3

@@ -11,6 +11,7 @@
 
 #include "client/client_internal.h"
 #include "client/local_pages.h"
+#include "common/end_user.h"
 
 namespace shoal::s3 {
 namespace {
@@ -110,7 +111,7 @@ constexpr uint64_t kSendBatch = 256 * 1024;
 class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
  public:
   ObjectStream(std::unique_ptr<File> file, TaskPool& pool, const LocalPages* local)
-      : file_(std::move(file)), pool_(pool), local_(local ? *local : LocalPages()) {}
+      : file_(std::move(file)), pool_(pool), local_(local ? *local : LocalPages()), user_(CurrentEndUser()) {}
 
   // The whole body: the first step here, on the caller's thread (a small
   // object is then one step and no hand-off), the rest deferred.
@@ -155,6 +156,8 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
   std::shared_ptr<Fetch> Start(uint64_t off, uint64_t end, bool zero_copy) {
     auto f = std::make_shared<Fetch>();
     pool_.Submit([self = shared_from_this(), f, off, end, zero_copy] {
+      // Started from the server's thread too, where no request's user is set: the object's reader's.
+      ActingFor acting(self->user_);
       auto parts = self->Step(off, end, zero_copy);
       net::BodyPart::Ready ready;
       {
@@ -222,6 +225,7 @@ class ObjectStream : public std::enable_shared_from_this<ObjectStream> {
   std::unique_ptr<File> file_;
   TaskPool& pool_;
   LocalPages local_;
+  std::shared_ptr<const EndUser> user_;  // the request's (common/end_user.h)
 };
 
 }  // namespace

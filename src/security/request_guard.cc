@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/end_user.h"
+
 namespace shoal::security {
 namespace {
 
@@ -26,14 +28,16 @@ RequestGuard::Refusal SecretRefusal(const char* reason) {
 bool ParseOnBehalf(std::string_view v, Identity* id) {
   auto semi = v.find(';');
   id->user = std::string(v.substr(0, semi));
-  if (id->user.empty() || id->user.size() > 256) return false;
+  if (!IsHeaderSafeName(id->user)) return false;
   if (semi == std::string_view::npos) return true;
   std::string_view rest = v.substr(semi + 1);
   if (!rest.starts_with("groups=")) return false;
   rest.remove_prefix(7);
   while (!rest.empty() && id->groups.size() < 256) {
     auto comma = rest.find(',');
-    if (comma != 0) id->groups.emplace_back(rest.substr(0, comma));
+    std::string_view g = rest.substr(0, comma);
+    if (!g.empty() && !IsHeaderSafeName(g)) return false;
+    if (!g.empty()) id->groups.emplace_back(g);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
   }
   return true;
@@ -82,15 +86,25 @@ std::expected<Identity, RequestGuard::Refusal> RequestGuard::FromCredentials(con
   return id;
 }
 
+bool RequestGuard::MayActForOthers(const Identity& id) const {
+  if (id.proof == Proof::kClusterSecret) return true;
+  return !id.anonymous() && id.acting_for_by.empty() &&
+         std::find(options_.proxy_users.begin(), options_.proxy_users.end(), id.user) != options_.proxy_users.end();
+}
+
 std::expected<Identity, RequestGuard::Refusal> RequestGuard::Admit(const net::HttpRequest& req, Access access) const {
   if (access == Access::kPublic) return Identity{};
   auto id = FromCredentials(req);
   if (!id) return id;
   if (const std::string* behalf = req.Header(kOnBehalfHeader)) {
-    bool trusted = id->proof == Proof::kClusterSecret ||
-                   (!id->anonymous() && std::find(options_.proxy_users.begin(), options_.proxy_users.end(), id->user) !=
-                                            options_.proxy_users.end());
-    if (!trusted) {
+    Identity end;
+    if (!ParseOnBehalf(*behalf, &end)) {
+      return std::unexpected(Refusal{
+          400, Status(Code::kInvalidArgument, std::string(kOnBehalfHeader) + " must be USER or USER;groups=A,B"),
+          "bad_on_behalf"});
+    }
+    const bool itself = !id->anonymous() && end.user == id->user;
+    if (!itself && !MayActForOthers(*id)) {
       return std::unexpected(
           Refusal{403,
                   Status(Code::kPermissionDenied, id->ToString() + " may not act on behalf of other users (" +
@@ -98,15 +112,12 @@ std::expected<Identity, RequestGuard::Refusal> RequestGuard::Admit(const net::Ht
                                                       "): list it in security.proxy_users of the workers' config"),
                   "not_proxy"});
     }
-    Identity end;
-    if (!ParseOnBehalf(*behalf, &end)) {
-      return std::unexpected(Refusal{
-          400, Status(Code::kInvalidArgument, std::string(kOnBehalfHeader) + " must be USER or USER;groups=A,B"),
-          "bad_on_behalf"});
+    // Naming itself changes nothing: its groups stay the ones its credential proves.
+    if (!itself) {
+      end.proof = id->proof;
+      end.acting_for_by = id->user;
+      *id = std::move(end);
     }
-    end.proof = id->proof;
-    end.acting_for_by = id->user;
-    *id = std::move(end);
   }
   if (!id->anonymous()) return id;
   if (!options_.cluster_secret.empty() && (access != Access::kMetrics || options_.required)) {

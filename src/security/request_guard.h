@@ -6,7 +6,9 @@
 // cluster secret, or a bearer token signed with the cluster key), else the
 // verified TLS client certificate of its connection, else none (anonymous).
 // A door trusted to act for others (the cluster secret's holders, or
-// security.proxy_users) may name the end user in X-Shoal-On-Behalf-Of.
+// security.proxy_users) may name the end user in X-Shoal-On-Behalf-Of; any
+// other credential may name only itself there (no elevation: a personal
+// FUSE mount with its owner's token works unchanged).
 //
 // A credential that is presented and bad is refused (401) even where none is
 // needed: a bad credential is never taken as none. Without one, a request is
@@ -48,6 +50,10 @@ class RequestGuard {
     const char* reason;  // for the refusals counter: "no_credential", "bad_token", ...
   };
   std::expected<Identity, Refusal> Admit(const net::HttpRequest& request, Access access) const;
+
+  // Whether `id` (a request's own credential) may name another end user in
+  // kOnBehalfHeader: the cluster secret's holders and security.proxy_users.
+  bool MayActForOthers(const Identity& id) const;
 
   bool demands_credentials() const { return options_.required || !options_.cluster_secret.empty(); }
 

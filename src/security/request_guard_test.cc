@@ -96,5 +96,36 @@ TEST(RequestGuard, OnlyTrustedDoorsActOnBehalfOfOthers) {
   EXPECT_EQ(r.error().http_status, 403);
 }
 
+TEST(RequestGuard, ACredentialMayNameItselfButGainsNoGroupsByIt) {
+  auto keys = Keys();
+  RequestGuard g({.tokens = keys, .proxy_users = {"fuse-svc"}});
+  auto own = Request("Bearer " + keys->Issue("alice", {"ml"}, 1h, UnixNow()));
+  own.headers.emplace_back(std::string(kOnBehalfHeader), "alice;groups=admins");
+  auto id = g.Admit(own, Access::kRead);
+  ASSERT_TRUE(id) << id.error().status.ToString();
+  EXPECT_EQ(id->user, "alice");
+  EXPECT_EQ(id->groups, (std::vector<std::string>{"ml"}));
+  EXPECT_EQ(id->acting_for_by, "");
+}
+
+TEST(RequestGuard, AnonymousMayNameNobodyAndMalformedNamesAre400) {
+  auto keys = Keys();
+  RequestGuard g({.tokens = keys, .proxy_users = {"fuse-svc"}});
+  auto anon = Request();
+  anon.headers.emplace_back(std::string(kOnBehalfHeader), "bob");
+  auto r = g.Admit(anon, Access::kRead);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().http_status, 403);
+  EXPECT_STREQ(r.error().reason, "not_proxy");
+  for (const std::string& bad :
+       std::vector<std::string>{"", ";groups=a", "bo b", "bob;groups=a b", "bob;roles=x", std::string(300, 'b')}) {
+    auto req = Request("Bearer " + keys->Issue("fuse-svc", {}, 1h, UnixNow()));
+    req.headers.emplace_back(std::string(kOnBehalfHeader), bad);
+    auto refused = g.Admit(req, Access::kRead);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().http_status, 400) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace shoal::security

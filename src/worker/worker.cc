@@ -20,6 +20,7 @@
 
 #include "cache/page_format.h"
 #include "cache/scrubber.h"
+#include "client/status_document.h"
 #include "client/worker_caller.h"
 #include "cluster/etcd_membership.h"
 #include "cluster/hash_ring.h"
@@ -39,6 +40,7 @@
 #include "worker/peer_fetch.h"
 #include "worker/peer_stat.h"
 #include "worker/query.h"
+#include "worker/status_page.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
 #include "worker/writeback_journal.h"
@@ -366,7 +368,7 @@ class Worker::Impl {
       metrics_server_->Wait();
     }
     s3_.reset();
-    s3_client_.reset();
+    cluster_client_.reset();
     registration_.reset();  // leaves the ring: deletes its etcd key
     local_.reset();
     loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
@@ -379,6 +381,28 @@ class Worker::Impl {
   const std::string& s3_address() const { return s3_address_; }
 
  private:
+  // A client of the whole cluster, for the S3 listener and the status page:
+  // opened at its first use (in `shoal up` and the tests the members are
+  // known only once every worker runs) from s3.client_config, else from this
+  // worker's own config when it names the cluster.
+  Result<Client*> ClusterClient() {
+    std::lock_guard lock(cluster_client_mu_);
+    if (cluster_client_) return cluster_client_.get();
+    Result<std::unique_ptr<Client>> c = Err(Code::kInvalidArgument, "");
+    if (!config_.s3.client_config.empty()) {
+      c = Client::Open(config_.s3.client_config);
+    } else if (!config_.cluster.workers.empty() || !config_.cluster.etcd.endpoints.empty()) {
+      c = Client::FromYaml(ToYaml(config_), config_.source.empty() ? "worker config" : config_.source);
+    } else {
+      return Err(Code::kUnavailable,
+                 "the worker's config names no cluster (cluster.workers or cluster.etcd); set s3.client_config "
+                 "to the cluster's client config");
+    }
+    if (!c) return Err(c.error());
+    cluster_client_ = std::move(*c);
+    return cluster_client_.get();
+  }
+
   // worker.s3_listen: the S3 API on a second listener of the same server
   // code, with the S3 route table. It reads through a client over the
   // cluster (opened at the first request: in `shoal up` and the tests the
@@ -388,20 +412,9 @@ class Worker::Impl {
     s3::S3Hooks hooks;
     hooks.self_id = id_;
     hooks.client = [this]() -> Result<Client*> {
-      if (s3_client_) return s3_client_.get();
-      Result<std::unique_ptr<Client>> c = Err(Code::kInvalidArgument, "");
-      if (!config_.s3.client_config.empty()) {
-        c = Client::Open(config_.s3.client_config);
-      } else if (!config_.cluster.workers.empty() || !config_.cluster.etcd.endpoints.empty()) {
-        c = Client::FromYaml(ToYaml(config_), config_.source.empty() ? "worker config" : config_.source);
-      } else {
-        return Err(Code::kUnavailable,
-                   "worker.s3_listen: the worker's config names no cluster (cluster.workers or cluster.etcd); set "
-                   "s3.client_config to the cluster's client config");
-      }
-      if (!c) return Err(c.error());
-      s3_client_ = std::move(*c);
-      return s3_client_.get();
+      auto c = ClusterClient();
+      if (!c) return Err(c.error().WithContext("worker.s3_listen"));
+      return c;
     };
     hooks.local_pages = [this](const FileStatus& st, uint64_t offset, uint64_t end) {
       return S3LocalPages(st, offset, end);
@@ -488,7 +501,8 @@ class Worker::Impl {
     std::vector<BodyPart> parts;
     // Only for the shards this worker owns: asking the page store about
     // another's would start read-ahead into this cache for a sequential reader.
-    auto owner = s3_client_ ? s3_client_->OwnerOf(st, offset) : Result<RingMember>(Err(Code::kUnavailable, ""));
+    auto owner =
+        cluster_client_ ? cluster_client_->OwnerOf(st, offset) : Result<RingMember>(Err(Code::kUnavailable, ""));
     if (!owner || owner->id != id_) return parts;
     const uint64_t shard = config_.cluster.shard_size;
     end = std::min(end, (offset / shard + 1) * shard);
@@ -501,7 +515,7 @@ class Worker::Impl {
       Count(*file, seg, &hit, &miss);
       parts.push_back(PagePart(file, seg));
     }
-    if (hit + miss) svc_->CountServed(hit, miss, 0);
+    if (hit + miss) svc_->CountServed(hit, miss, -1, WorkerService::Door::kS3);
     return parts;
   }
 
@@ -526,6 +540,12 @@ class Worker::Impl {
         {"GET", "/v1/stat", Access::kRead, &Impl::HandleStat},
         {"GET", "/v1/list", Access::kRead, &Impl::HandleList},
         {"GET", "/v1/status", Access::kRead, &Impl::HandleStatus},
+        // The status page (status_page.h) and its document: what an operator looks at, as
+        // open as /metrics (closed with security.required).
+        {"GET", "/", Access::kMetrics, &Impl::HandleClusterStatus},
+        {"GET", "/ui", Access::kMetrics, &Impl::HandleClusterStatus},
+        {"GET", "/v1/cluster/status", Access::kMetrics, &Impl::HandleClusterStatus},
+        {"GET", "/v1/whoami", Access::kRead, nullptr},  // the identity the guard found (shoal whoami)
         {"GET", "/v1/load", Access::kRead, &Impl::HandleLoad},
         {"GET", "/v1/rules", Access::kRead, &Impl::HandleRules},
         {"GET", "/v1/scrub", Access::kRead, &Impl::HandleScrub},
@@ -555,6 +575,8 @@ class Worker::Impl {
           res.Respond(ErrorAnswer(who.error().http_status, who.error().status));
           return;
         }
+        if (!who->anonymous()) NoteCaller(*who);
+        if (route.handle == nullptr) return res.Respond(JsonAnswer(WhoAmIJson(*who)));
         (this->*route.handle)(req, std::move(res));
       });
     }
@@ -644,7 +666,8 @@ class Worker::Impl {
     }
     if (hit + miss) {
       short_circuit_bytes_->Add(hit + miss);
-      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count());
+      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
+                        WorkerService::Door::kShortCircuit);
     }
     return out;
   }
@@ -692,7 +715,8 @@ class Worker::Impl {
         pages->push_back(std::move(*seg.page));
       }
       short_circuit_bytes_->Add(end);
-      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count());
+      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
+                        WorkerService::Door::kShortCircuit);
     }
     out.message = JsonText(InfoJson(cached->info, rp.ns_path));
     out.message.pop_back();  // the newline
@@ -849,6 +873,32 @@ class Worker::Impl {
     return std::pair{std::move(q), std::move(*rp)};
   }
 
+  // One log line the first time an identity (user, groups, door) is served:
+  // who uses this worker, from its log. Bounded: past kMaxCallersNoted
+  // distinct identities the set starts over.
+  void NoteCaller(const security::Identity& id) {
+    std::string line = id.ToString();
+    if (!id.groups.empty()) {
+      line += " groups=";
+      for (size_t i = 0; i < id.groups.size(); ++i) line += (i ? "," : "") + id.groups[i];
+    }
+    {
+      std::lock_guard lock(callers_mu_);
+      if (callers_noted_.contains(line)) return;
+      if (callers_noted_.size() >= kMaxCallersNoted) callers_noted_.clear();
+      callers_noted_.insert(line);
+    }
+    spdlog::info("serving {} for the first time", line);
+  }
+
+  Json WhoAmIJson(const security::Identity& id) const {
+    return Json{{"user", id.user},
+                {"groups", id.groups},
+                {"proof", security::ProofName(id.proof)},
+                {"via", id.acting_for_by},
+                {"may_act_for_others", id.acting_for_by.empty() && guard_->MayActForOthers(id)}};
+  }
+
   void HandleHealth(const HttpRequest&, Responder res) { res.Respond(HttpResponse::Text(200, "ok\n", "text/plain")); }
 
   void HandleMetrics(const HttpRequest&, Responder res) {
@@ -858,6 +908,26 @@ class Worker::Impl {
   }
 
   void HandleStatus(const HttpRequest&, Responder res) { res.Respond(JsonAnswer(StatusJson())); }
+
+  // The cluster as this worker sees it (client/status_document.h): the JSON
+  // document at /v1/cluster/status, the page drawing it at / and /ui. Asking
+  // every worker blocks: on the pool, never on an I/O thread (this worker
+  // answers its own part there).
+  void HandleClusterStatus(const HttpRequest& req, Responder res) {
+    const bool page = req.path() != "/v1/cluster/status";
+    pool_.Post([this, page, res] {
+      auto client = ClusterClient();
+      if (!client) return res.Respond(ErrorAnswer(client.error().WithContext("the cluster's status")));
+      const nlohmann::json doc = ClusterStatusDocument(**client);
+      if (!page) return res.Respond(JsonAnswer(doc));
+      HttpResponse answer = HttpResponse::Text(200, StatusPageHtml(doc, address_), "text/html; charset=utf-8");
+      answer.headers.emplace_back("Cache-Control", "no-store");
+      answer.headers.emplace_back("Content-Security-Policy",
+                                  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                  "connect-src 'self'; img-src 'self' data:");
+      res.Respond(std::move(answer));
+    });
+  }
 
   void HandleStat(const HttpRequest& req, Responder res) {
     auto parsed = Parse(req, res);
@@ -1078,7 +1148,7 @@ class Worker::Impl {
     ok.on_done = [this, tally, started](bool complete) {
       if (complete) {
         svc_->CountServed(tally->hit.load(), tally->miss.load(),
-                          std::chrono::duration<double>(Clock::now() - started).count());
+                          std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp);
       }
     };
     res.Respond(std::move(ok));
@@ -1148,7 +1218,7 @@ class Worker::Impl {
       ok.on_done = [this, tally, started](bool complete) {
         if (complete) {
           svc_->CountServed(tally->hit.load(), tally->miss.load(),
-                            std::chrono::duration<double>(Clock::now() - started).count());
+                            std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp);
         }
       };
       res.Respond(std::move(ok));
@@ -1477,7 +1547,8 @@ class Worker::Impl {
   }()};
   std::unique_ptr<WritebackJournal> wb_;
   std::unique_ptr<EtcdRegistration> registration_;
-  std::unique_ptr<Client> s3_client_;  // opened by the S3 endpoint's first request
+  std::mutex cluster_client_mu_;
+  std::unique_ptr<Client> cluster_client_;  // ClusterClient(): opened by its first use
   std::unique_ptr<s3::S3Endpoint> s3_;
   std::unique_ptr<net::HttpServer> s3_server_;  // worker.s3_listen
   std::unique_ptr<net::HttpServer> metrics_server_;  // worker.metrics_listen
@@ -1500,6 +1571,9 @@ class Worker::Impl {
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "touch"}});
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   std::unique_ptr<Scrubber> scrubber_;  // made in Init, with the page store
+  static constexpr size_t kMaxCallersNoted = 4096;
+  std::mutex callers_mu_;
+  std::set<std::string> callers_noted_;
   Counter* auth_refused_ = &MetricsRegistry::Global().GetCounter(
       "shoal_auth_refused_total",
       "Requests refused for a missing or bad credential (cluster secret, token, certificate)");

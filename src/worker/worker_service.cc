@@ -79,7 +79,14 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
                              "Bytes served that the store did not send for the read (cached before it)");
   miss_bytes_ = &m.GetCounter("shoal_cache_miss_bytes_total",
                               "Bytes served that the store sent for the read (worker/fresh_bytes.h)");
-  read_latency_ = &m.GetHistogram("shoal_read_latency_seconds", "Latency of a read request, first byte to last");
+  for (int d = 0; d < kDoors; ++d) {
+    static constexpr const char* kDoorNames[kDoors] = {"http", "short_circuit", "s3"};
+    read_latency_[d] = &m.GetHistogram("shoal_read_latency_seconds",
+                                       "Latency of a read request, first byte to last, by the door it left through",
+                                       {{"door", kDoorNames[d]}});
+    served_bytes_[d] = &m.GetCounter("shoal_served_bytes_total", "Bytes of reads served, by the door they left through",
+                                     {{"door", kDoorNames[d]}});
+  }
   const char* stale_help =
       "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
   stale_stats_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "stat"}});
@@ -678,13 +685,16 @@ uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, 
     bytes += std::min<uint64_t>(held, end - page);
   }
   hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
+  served_bytes_[static_cast<int>(Door::kShortCircuit)]->Add(bytes);
   return bytes;
 }
 
-void WorkerService::CountServed(uint64_t hit, uint64_t miss, double seconds) {
+void WorkerService::CountServed(uint64_t hit, uint64_t miss, double seconds, Door door) {
   if (hit) hit_bytes_->Add(hit);
   if (miss) miss_bytes_->Add(miss);
-  read_latency_->Observe(seconds);
+  const int d = static_cast<int>(door);
+  if (hit + miss) served_bytes_[d]->Add(hit + miss);
+  if (seconds >= 0) read_latency_[d]->Observe(seconds);
 }
 
 WorkerService::Totals WorkerService::totals() const {

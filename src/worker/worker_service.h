@@ -204,8 +204,14 @@ class WorkerService {
   // (0 when the stat or a page is gone).
   uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads);
 
-  // Accounting of served bytes (called by the transport once sent).
-  void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds);
+  // How the bytes left the worker: its HTTP API (the client library: CLI,
+  // FUSE, Python, C++), the short circuit to a client on this host, or its
+  // own S3 listener. The `door` label of the read metrics.
+  enum class Door { kHttp, kShortCircuit, kS3 };
+  static constexpr int kDoors = 3;
+  // Accounting of served bytes (called by the transport once sent); `seconds`
+  // < 0: the transport did not time it (no latency sample).
+  void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds, Door door);
 
   struct Totals {
     uint64_t hit_bytes, miss_bytes, ufs_read_bytes;
@@ -324,7 +330,8 @@ class WorkerService {
   Counter* miss_bytes_;
   Counter* stale_stats_;
   Counter* stale_lists_;
-  Histogram* read_latency_;
+  Histogram* read_latency_[kDoors];
+  Counter* served_bytes_[kDoors];
   std::atomic<uint64_t> ufs_read_bytes_{0};
   FreshBytes fresh_;  // bytes the store sent that no read was served yet
   std::unique_ptr<PeerFetch> peers_;

@@ -1,0 +1,44 @@
+#include "common/end_user.h"
+
+namespace shoal {
+namespace {
+
+thread_local std::shared_ptr<const EndUser> current_end_user;
+
+constexpr size_t kMaxGroups = 256;
+
+}  // namespace
+
+const std::shared_ptr<const EndUser>& CurrentEndUser() { return current_end_user; }
+
+void SetCurrentEndUser(std::shared_ptr<const EndUser> user) { current_end_user = std::move(user); }
+
+ActingFor::ActingFor(std::shared_ptr<const EndUser> user) : previous_(std::move(current_end_user)) {
+  current_end_user = std::move(user);
+}
+
+ActingFor::~ActingFor() { current_end_user = std::move(previous_); }
+
+bool IsHeaderSafeName(std::string_view name) {
+  if (name.empty() || name.size() > 256) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '@' || c == '-' || c == '+' || c == '=' || c == '$' || c == '\\';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string OnBehalfValue(const EndUser& user) {
+  if (!IsHeaderSafeName(user.user)) return {};
+  std::string out = user.user;
+  size_t n = 0;
+  for (const auto& g : user.groups) {
+    if (!IsHeaderSafeName(g) || n == kMaxGroups) continue;
+    out += n++ == 0 ? ";groups=" : ",";
+    out += g;
+  }
+  return out;
+}
+
+}  // namespace shoal

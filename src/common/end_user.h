@@ -1,0 +1,51 @@
+// The end user a request is made for: the process behind a FUSE call, the
+// owner of an S3 access key. A door that authenticates as itself (a mount's
+// service token, the S3 endpoint's credential) names this user to the workers
+// in X-Shoal-On-Behalf-Of, and the workers authorize that user, not the door.
+//
+// Held per thread: a door sets it (ActingFor) around the calls it makes for
+// the user, and TaskPool carries it into the tasks submitted meanwhile.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shoal {
+
+struct EndUser {
+  std::string user;
+  std::vector<std::string> groups;
+};
+
+// The end user of this thread's current call; null when the caller acts as itself.
+const std::shared_ptr<const EndUser>& CurrentEndUser();
+
+// For threads a door owns (a FUSE session's): sets the end user of the
+// thread's next calls until set again.
+void SetCurrentEndUser(std::shared_ptr<const EndUser> user);
+
+// Sets the thread's end user for its lifetime, then puts back the one before.
+class ActingFor {
+ public:
+  explicit ActingFor(std::shared_ptr<const EndUser> user);
+  ~ActingFor();
+  ActingFor(const ActingFor&) = delete;
+  ActingFor& operator=(const ActingFor&) = delete;
+
+ private:
+  std::shared_ptr<const EndUser> previous_;
+};
+
+// Whether `name` can travel in the header: 1-256 bytes of letters, digits and
+// `._@-+=$\` (user and group names of POSIX, LDAP and cloud directories).
+bool IsHeaderSafeName(std::string_view name);
+
+// "alice;groups=a,b": the header's value. Groups with names the header
+// cannot carry are left out (a group never grants more by being dropped,
+// only a deny on it would be missed: the authorization issue denies such
+// users by name instead). Empty when the user's own name cannot travel.
+std::string OnBehalfValue(const EndUser& user);
+
+}  // namespace shoal

@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""The Grafana dashboard against a real Prometheus (CTest: grafana_dashboard_test).
+
+  tests/grafana_dashboard_test.py SHOAL_BINARY
+
+Starts `shoal up` with 3 workers and Debian's `prometheus` scraping their
+/metrics every second (job "shoal", as the dashboard expects), reads files
+through the cluster (cold, then warm), and evaluates every PromQL expression
+of every panel in deploy/grafana/*.json through Prometheus's HTTP API
+(Grafana's $__rate_interval as 30s): each must be accepted and return data.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DASHBOARDS = glob.glob(os.path.join(HERE, "..", "deploy", "grafana", "*.json"))
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def query(base, expr):
+    body = json.loads(get(base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
+    if body.get("status") != "success":
+        fail("prometheus refused %r: %s" % (expr, body))
+    return body["data"]["result"]
+
+
+def wait_for(what, check, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.2)  # a poll interval
+    fail("timed out waiting for " + what)
+
+
+def exprs():
+    out = []
+    if not DASHBOARDS:
+        fail("no dashboard in deploy/grafana")
+    for path in DASHBOARDS:
+        dash = json.load(open(path))
+        if not dash.get("panels"):
+            fail(path + " has no panels")
+        for panel in dash["panels"]:
+            targets = panel.get("targets") or fail("panel %r has no targets" % panel.get("title"))
+            for t in targets:
+                out.append((os.path.basename(path), panel["title"], t["expr"]))
+    return out
+
+
+def main():
+    shoal = os.path.abspath(sys.argv[1])
+    if not os.access(PROMETHEUS, os.X_OK):
+        fail(PROMETHEUS + " is missing: run scripts/bootstrap (Debian's prometheus)")
+    tmp = tempfile.mkdtemp(prefix="shoal-grafana-")
+    up = prom = None
+    try:
+        all_exprs = exprs()
+        ufs = os.path.join(tmp, "ufs", "train")
+        os.makedirs(ufs)
+        for i in range(12):
+            with open(os.path.join(ufs, "f%02d.bin" % i), "wb") as f:
+                f.write(os.urandom(1 << 20))
+        up = subprocess.Popen([shoal, "up", "--ufs", os.path.join(tmp, "ufs"), "--workers", "3", "--state-dir",
+                               os.path.join(tmp, "state"), "--cache-size", "128MiB"],
+                              stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "up.err"), "w"), text=True)
+        addresses = []
+        while True:
+            line = up.stdout.readline()
+            if not line:
+                fail("shoal up ended before it was ready: " + open(os.path.join(tmp, "up.err")).read())
+            if line.startswith("worker "):
+                addresses.append(line.split()[2])
+            if line.startswith("ready: config="):
+                config = line.strip().split("=", 1)[1]
+                break
+        if len(addresses) != 3:
+            fail("expected 3 workers, shoal up printed %s" % addresses)
+
+        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: shoal\n    static_configs:\n      - targets: [%s]\n"
+                    % ", ".join('"%s"' % a for a in addresses))
+        for attempt in range(3):  # the free port may be taken before prometheus binds it
+            port = free_port()
+            base = "http://127.0.0.1:%d" % port
+            prom = subprocess.Popen([PROMETHEUS, "--config.file=" + os.path.join(tmp, "prometheus.yml"),
+                                     "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                                     "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"],
+                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "prom.log"), "w"))
+            try:
+                wait_for("prometheus to be ready", lambda: prom.poll() is not None or "Ready" in get(base + "/-/ready"),
+                         60)
+            except AssertionError:
+                pass
+            if prom.poll() is None:
+                break
+        else:
+            fail("prometheus did not start: " + open(os.path.join(tmp, "prom.log")).read())
+        wait_for("3 workers scraped", lambda: len([r for r in query(base, 'up{job="shoal"} == 1')]) == 3, 60)
+
+        # Cold, then warm: reads over every door the CLI uses.
+        for epoch in range(2):
+            for i in range(12):
+                subprocess.run([shoal, "cat", "--config", config, "/data/train/f%02d.bin" % i],
+                               stdout=subprocess.DEVNULL, check=True, timeout=120)
+        # rate() needs two scrapes after the reads.
+        wait_for("scrapes after the reads",
+                 lambda: query(base, 'sum(increase(shoal_served_bytes_total[30s])) > 0') != [], 60)
+
+        problems = []
+        for dash, title, expr in all_exprs:
+            e = expr.replace("$__rate_interval", "30s")
+            result = query(base, e)
+            if not result:
+                problems.append("%s / %s: no data for %s" % (dash, title, e))
+            else:
+                print("ok: %s / %s: %d series" % (dash, title, len(result)))
+        if problems:
+            fail("\n".join(problems))
+        print("every expression of %d returned data" % len(all_exprs))
+    finally:
+        for p in (prom, up):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
