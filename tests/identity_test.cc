@@ -159,6 +159,13 @@ TEST_F(IdentityTest, ADoorNamesItsEndUserAndAnyOtherCredentialOnlyItself) {
     EXPECT_EQ(from_pool->user, "carol");
   }
   EXPECT_TRUE(WorkerServed("carol (token, via door-svc) groups=ml"));
+  // The short circuit (this process runs as the worker's user: SO_PEERCRED)
+  // names her too, and a read served there again is not served to another user.
+  const std::string me = [] {
+    passwd* pw = ::getpwuid(::geteuid());
+    return pw ? std::string(pw->pw_name) : std::to_string(::geteuid());
+  }();
+  EXPECT_TRUE(WorkerServed("carol (peer credentials, via " + me + ") groups=ml")) << Slurp(log_);
 
   // alice's own token: she may name herself (and gains no group by it), nobody else.
   auto alice = ClientWithToken(TokenFile("alice", {"ml"}));

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cache/page_format.h"
+#include "common/end_user.h"
 
 namespace shoal {
 
@@ -51,6 +52,16 @@ struct ClosedWhenDone {
   ClosedWhenDone& operator=(const ClosedWhenDone&) = delete;
   int fd;
 };
+
+// The end user the calling thread reads for (common/end_user.h), as the
+// short circuit carries it: "" for this process's own user.
+std::string EndUserOnWire() {
+  const auto& user = CurrentEndUser();
+  return user ? OnBehalfValue(*user) : std::string();
+}
+
+// A held answer is served again only to the end user it was given for.
+std::string LeaseKey(const std::string& ns_path) { return ns_path + '\n' + EndUserOnWire(); }
 
 // The fds of a held answer, closed with its last user.
 struct HeldFds {
@@ -236,7 +247,9 @@ std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker
   int fd = Acquire(worker, quick, &pooled);
   if (fd < 0) return std::nullopt;
   std::string bytes;
-  const std::string request = local_wire::EncodeRequest(req);
+  local_wire::Request with_user = req;
+  if (req.kind != local_wire::Kind::kHello) with_user.on_behalf = EndUserOnWire();
+  const std::string request = local_wire::EncodeRequest(with_user);
   Status st = local_wire::SendRecord(fd, request, {});
   if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, fds);
   if (!st.ok() && pooled) {
@@ -440,7 +453,7 @@ LocalReader::LeaseLookup LocalReader::FindLease(const std::string& worker, const
   auto it = channels_.find(worker);
   if (it == channels_.end() || !it->second.available) return LeaseLookup::kNone;
   Channel& ch = it->second;
-  auto l = ch.leases.find(ns_path);
+  auto l = ch.leases.find(LeaseKey(ns_path));
   if (l == ch.leases.end()) return LeaseLookup::kNone;
   const Lease& lease = *l->second;
   if (lease.length != length || lease.epoch != ch.epoch || now >= lease.expires ||
@@ -474,7 +487,8 @@ void LocalReader::HoldLease(const std::string& worker, const std::string& ns_pat
   Channel& ch = it->second;
   if (ch.epoch->value() != lease->epoch_value) return;  // changed already
   lease->epoch = ch.epoch;
-  if (auto old = ch.leases.find(ns_path); old != ch.leases.end()) {
+  const std::string key = LeaseKey(ns_path);
+  if (auto old = ch.leases.find(key); old != ch.leases.end()) {
     leased_fds_ -= old->second->held.fds.size();
     ch.leases.erase(old);
   }
@@ -487,14 +501,14 @@ void LocalReader::HoldLease(const std::string& worker, const std::string& ns_pat
   leased_fds_ += fds->size();
   lease->held.fds = std::move(*fds);
   fds->clear();
-  ch.leases.emplace(ns_path, std::move(lease));
+  ch.leases.emplace(key, std::move(lease));
 }
 
 void LocalReader::DropLease(const std::string& worker, const std::string& ns_path, const Lease* lease) {
   std::lock_guard lock(mu_);
   auto it = channels_.find(worker);
   if (it == channels_.end()) return;
-  auto l = it->second.leases.find(ns_path);
+  auto l = it->second.leases.find(LeaseKey(ns_path));
   if (l == it->second.leases.end() || l->second.get() != lease) return;  // replaced meanwhile
   leased_fds_ -= lease->held.fds.size();
   it->second.leases.erase(l);

@@ -129,7 +129,7 @@ class LocalReader {
     // path, and the reads served from them that it has not been told of.
     std::shared_ptr<const SharedEpochView> epoch;
     std::chrono::steady_clock::time_point contact{};
-    std::unordered_map<std::string, std::shared_ptr<const Lease>> leases;
+    std::unordered_map<std::string, std::shared_ptr<const Lease>> leases;  // by path and end user (LeaseKey)
     std::unordered_map<std::string, local_wire::Touch> touches;
   };
   enum class LeaseLookup { kNone, kFound, kNeedsContact };

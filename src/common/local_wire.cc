@@ -15,6 +15,8 @@ struct RequestHead {
   uint32_t kind;
   uint32_t path_len;
   uint32_t version_len;
+  uint32_t behalf_len;
+  uint32_t reserved;
   uint64_t size, offset, length;
 };
 
@@ -55,11 +57,19 @@ Status Malformed(std::string_view what) {
 
 std::string EncodeRequest(const Request& r) {
   std::string out;
-  RequestHead h{kMagic, static_cast<uint32_t>(r.kind), static_cast<uint32_t>(r.path.size()),
-                static_cast<uint32_t>(r.version.size()), r.size, r.offset, r.length};
+  RequestHead h{kMagic,
+                static_cast<uint32_t>(r.kind),
+                static_cast<uint32_t>(r.path.size()),
+                static_cast<uint32_t>(r.version.size()),
+                static_cast<uint32_t>(r.on_behalf.size()),
+                0,
+                r.size,
+                r.offset,
+                r.length};
   Append(&out, h);
   out += r.path;
   out += r.version;
+  out += r.on_behalf;
   return out;
 }
 
@@ -69,11 +79,15 @@ Result<Request> DecodeRequest(std::string_view in) {
   if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kTouch)) {
     return Err(Malformed("request kind"));
   }
-  if (static_cast<uint64_t>(h.path_len) + h.version_len != in.size()) return Err(Malformed("request length"));
+  if (h.behalf_len > kMaxOnBehalf) return Err(Malformed("request on-behalf length"));
+  if (static_cast<uint64_t>(h.path_len) + h.version_len + h.behalf_len != in.size()) {
+    return Err(Malformed("request length"));
+  }
   Request r;
   r.kind = static_cast<Kind>(h.kind);
   r.path.assign(in.substr(0, h.path_len));
-  r.version.assign(in.substr(h.path_len));
+  r.version.assign(in.substr(h.path_len, h.version_len));
+  r.on_behalf.assign(in.substr(h.path_len + h.version_len));
   r.size = h.size;
   r.offset = h.offset;
   r.length = h.length;

@@ -17,7 +17,8 @@
 //
 // Messages are SOCK_SEQPACKET records in host byte order (both ends are on
 // one host):
-//   request: LocalRequestHead, then path_len bytes of path, version_len bytes of version
+//   request: LocalRequestHead, then path_len bytes of path, version_len bytes of version, behalf_len bytes
+//            of the end user it is made for
 //   reply:   LocalReplyHead, then segments x LocalSegment, then message_len bytes of message;
 //            one fd per segment rides along as SCM_RIGHTS.
 // A hello request (kind kHello, the token in `path`) must come first on every
@@ -44,7 +45,8 @@
 
 namespace shoal::local_wire {
 
-constexpr uint32_t kMagic = 0x5348'4c35;  // "SHL5": segments say under which identity their page checked
+constexpr uint32_t kMagic = 0x5348'4c36;  // "SHL6": a request may name the end user it is made for
+constexpr size_t kMaxOnBehalf = 4096;
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
 
@@ -72,6 +74,10 @@ struct Request {
   uint64_t size = 0;    // file size, as the client saw it at open
   uint64_t offset = 0;
   uint64_t length = 0;
+  // The end user the request is made for, as X-Shoal-On-Behalf-Of carries
+  // it ("USER;groups=A,B"); "" for the connecting process's own user. At
+  // most kMaxOnBehalf bytes.
+  std::string on_behalf;
 };
 
 // Bytes [offset, offset + length) of the file are bytes

@@ -40,6 +40,26 @@ TEST(LocalWire, RequestRoundTrips) {
   EXPECT_EQ(d->size, r.size);
   EXPECT_EQ(d->offset, r.offset);
   EXPECT_EQ(d->length, r.length);
+  EXPECT_EQ(d->on_behalf, "");
+}
+
+TEST(LocalWire, ARequestCarriesItsEndUserAndAnOverlongOneIsRefused) {
+  Request r;
+  r.kind = Kind::kOpen;
+  r.path = "/data/a";
+  r.version = "v";
+  r.on_behalf = "carol;groups=ml,vision";
+  auto d = DecodeRequest(EncodeRequest(r));
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->path, "/data/a");
+  EXPECT_EQ(d->version, "v");
+  EXPECT_EQ(d->on_behalf, "carol;groups=ml,vision");
+  r.on_behalf.assign(kMaxOnBehalf + 1, 'x');
+  EXPECT_FALSE(DecodeRequest(EncodeRequest(r)));
+  // A head whose lengths add up to more than the record: refused, not read past.
+  std::string cut = EncodeRequest(r);
+  cut.resize(cut.size() - 1);
+  EXPECT_FALSE(DecodeRequest(cut));
 }
 
 TEST(LocalWire, ReplyRoundTrips) {

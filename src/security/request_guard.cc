@@ -86,6 +86,12 @@ std::expected<Identity, RequestGuard::Refusal> RequestGuard::FromCredentials(con
   return id;
 }
 
+std::optional<Identity> RequestGuard::ParseEndUser(std::string_view value) {
+  Identity end;
+  if (!ParseOnBehalf(value, &end)) return std::nullopt;
+  return end;
+}
+
 bool RequestGuard::MayActForOthers(const Identity& id) const {
   if (id.proof == Proof::kClusterSecret) return true;
   return !id.anonymous() && id.acting_for_by.empty() &&

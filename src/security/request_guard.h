@@ -20,6 +20,7 @@
 
 #include <expected>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ class RequestGuard {
   // Whether `id` (a request's own credential) may name another end user in
   // kOnBehalfHeader: the cluster secret's holders and security.proxy_users.
   bool MayActForOthers(const Identity& id) const;
+
+  // The end user a kOnBehalfHeader value names ("USER" or "USER;groups=A,B",
+  // names IsHeaderSafeName), without proof or door: nullopt when malformed.
+  // The short circuit carries the same value (common/local_wire.h).
+  static std::optional<Identity> ParseEndUser(std::string_view value);
 
   bool demands_credentials() const { return options_.required || !options_.cluster_secret.empty(); }
 

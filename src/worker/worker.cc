@@ -1,5 +1,6 @@
 #include "worker/worker.h"
 
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -623,6 +624,20 @@ class Worker::Impl {
       return out;
     };
     if (r.kind == local_wire::Kind::kTouch) return ServeLocalTouch(r.path);
+    // Who asks: this worker's own user (the only one the socket admits,
+    // SO_PEERCRED), for itself or for the end user the request names.
+    security::Identity who{LocalUser(), {}, security::Proof::kPeerCredentials, ""};
+    if (!r.on_behalf.empty()) {
+      auto end = security::RequestGuard::ParseEndUser(r.on_behalf);
+      if (!end) {
+        return fail(Status(Code::kInvalidArgument, "a short-circuit request's end user must be USER or "
+                                                   "USER;groups=A,B of header-safe names"));
+      }
+      end->proof = security::Proof::kPeerCredentials;
+      end->acting_for_by = who.user;
+      who = std::move(*end);
+    }
+    NoteCaller(who);
     auto rp = svc_->mounts().Resolve(r.path);
     if (!rp) return fail(rp.error());
     if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages);
@@ -876,6 +891,19 @@ class Worker::Impl {
   // One log line the first time an identity (user, groups, door) is served:
   // who uses this worker, from its log. Bounded: past kMaxCallersNoted
   // distinct identities the set starts over.
+  // The name of the user this worker runs as (its uid when it has no name).
+  static const std::string& LocalUser() {
+    static const std::string name = [] {
+      const uid_t uid = ::geteuid();
+      std::vector<char> buf(16384);
+      passwd pw{};
+      passwd* found = nullptr;
+      if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return std::string(found->pw_name);
+      return std::to_string(uid);
+    }();
+    return name;
+  }
+
   void NoteCaller(const security::Identity& id) {
     std::string line = id.ToString();
     if (!id.groups.empty()) {
