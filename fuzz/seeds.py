@@ -53,12 +53,12 @@ for i, q in enumerate([
     put("worker_query", str(i), q)
 
 # local_wire: first byte 0 request, 1 reply, 2 touches (common/local_wire_test.cc's records).
-MAGIC = 0x53484C35
+MAGIC = 0x53484C36
 
 
-def request(kind, path, version, size, offset, length):
-    p, v = path.encode(), version.encode()
-    return struct.pack("<IIIIQQQ", MAGIC, kind, len(p), len(v), size, offset, length) + p + v
+def request(kind, path, version, size, offset, length, on_behalf=""):
+    p, v, b = path.encode(), version.encode(), on_behalf.encode()
+    return struct.pack("<IIIIIIQQQ", MAGIC, kind, len(p), len(v), len(b), 0, size, offset, length) + p + v + b
 
 
 def reply(code, segments, message, epoch=0, lease=0):
@@ -73,6 +73,7 @@ def reply(code, segments, message, epoch=0, lease=0):
 put("local_wire", "hello", b"\0" + request(1, "token-0123", "", 0, 0, 0))
 put("local_wire", "read", b"\0" + request(2, "/data/x", "v1-1048576", 1048576, 4096, 65536))
 put("local_wire", "open-cached", b"\0" + request(4, "/data/x", "", 0, 0, 1 << 20))
+put("local_wire", "open-for-carol", b"\0" + request(3, "/data/x", "", 0, 0, 1 << 20, "carol;groups=ml,vision"))
 put("local_wire", "reply", b"\1" + reply(0, [(4096, 65536, 560, 1048576, 0, 7, 1, 2, 3, 1048576)], '{"size":1}', 5, 10**9))
 put("local_wire", "reply-error", b"\1" + reply(14, [], "not cached"))
 put("local_wire", "touches",
