@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -281,6 +282,108 @@ except botocore.exceptions.SSLError:
   ASSERT_EQ(boto.exit_code, 0) << boto.err;
   EXPECT_EQ(boto.out, std::to_string(data_.size()) + "\nrefused without the CA\n") << boto.err;
   up.proc.Stop();
+}
+
+// Mutual TLS (tls.client_auth: required) with certificates the harness makes:
+// a client certificate of the cluster's CA is the identity, at every door
+// (CLI, shoal load, Python, FUSE); no certificate, one of another CA, and an
+// expired one are refused at the handshake and counted, and the worker keeps
+// serving the good client.
+TEST(MtlsTest, AClientCertificateIsTheIdentityAtEveryDoorAndBadOnesAreRefused) {
+  std::string dir = MakeTempDir("mtls");
+  ASSERT_FALSE(dir.empty());
+  std::string data = RandomBytes(900 * 1024 + 5, 21);
+  ASSERT_TRUE(WriteFile(dir + "/ufs/f.bin", data).ok());
+  const std::string ca_dir = dir + "/ca";
+  auto ca = security::MakeLocalCa(ca_dir, {});
+  ASSERT_TRUE(ca) << ca.error().ToString();
+  ASSERT_TRUE(security::IssueCertificate(ca_dir, "alice", {}, 30, dir + "/alice").ok());
+  ASSERT_TRUE(security::IssueCertificate(ca_dir, "old", {}, -1, dir + "/old").ok());
+  ASSERT_TRUE(security::MakeLocalCa(dir + "/other-ca", {}));
+  ASSERT_TRUE(security::IssueCertificate(dir + "/other-ca", "mallory", {}, 30, dir + "/mallory").ok());
+
+  Config w;
+  w.mounts = {FileMount(dir + "/ufs")};
+  w.tls.cert_file = ca->server_cert;
+  w.tls.key_file = ca->server_key;
+  w.tls.ca_file = ca->ca_cert;
+  w.tls.client_auth = "required";
+  ASSERT_TRUE(WriteFile(dir + "/worker.yaml", ToYaml(w)).ok());
+  Subprocess::Options o;
+  o.argv = {ShoalBinary(),  "worker",      "--config", dir + "/worker.yaml", "--listen", "127.0.0.1:0", "--cache-dir",
+            dir + "/cache", "--cache-size", "64MiB"};
+  o.stderr_file = dir + "/worker.err";
+  auto worker = Subprocess::Start(o);
+  ASSERT_TRUE(worker) << worker.error().ToString();
+  auto line = worker->WaitForLine("listening:", std::chrono::seconds(60));
+  ASSERT_TRUE(line) << Slurp(o.stderr_file);
+  auto entry = ParseListeningLine(*line);
+  ASSERT_TRUE(entry);
+  const std::string at = entry->address;
+
+  // alice's client config: the CA, her certificate and key.
+  Config c;
+  c.mounts = w.mounts;
+  c.cluster.workers = {*entry};
+  c.client.tls.ca_file = ca->ca_cert;
+  c.client.tls.cert_file = dir + "/alice.pem";
+  c.client.tls.key_file = dir + "/alice.key";
+  const std::string alice = dir + "/alice.yaml";
+  ASSERT_TRUE(WriteFile(alice, ToYaml(c)).ok());
+
+  auto who = Shoal({"whoami", "--config", alice});
+  ASSERT_EQ(who.exit_code, 0) << who.err;
+  EXPECT_NE(who.out.find("alice (certificate)"), std::string::npos) << who.out;
+  auto cat = Shoal({"cat", "--config", alice, "/data/f.bin"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_TRUE(cat.out == data) << "shoal cat over mTLS read different bytes";
+  auto load = Shoal({"load", "--config", alice, "-r", "/data"});
+  EXPECT_EQ(load.exit_code, 0) << load.out << load.err;
+
+  // Python: shoal.Client over the same config.
+  const std::string python_dir = fs::path(ShoalBinary()).parent_path().string() + "/python";
+  auto py = Command({"env", "PYTHONPATH=" + python_dir, "PYTHONDONTWRITEBYTECODE=1", "/usr/bin/python3", "-c",
+                     "import sys, shoal; c = shoal.Client(sys.argv[1]); sys.stdout.write(c.whoami()['user'] + ' ');"
+                     "sys.stdout.write(str(len(c.read('/data/f.bin'))))",
+                     alice});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_EQ(py.out, "alice " + std::to_string(data.size())) << py.err;
+
+  // FUSE: a mount over mTLS reads the same bytes.
+  const std::string mnt = dir + "/mnt";
+  fs::create_directories(mnt);
+  auto mounted = Shoal({"fuse", "--config", alice, mnt}, std::chrono::seconds(60));
+  ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  EXPECT_TRUE(Slurp(mnt + "/data/f.bin") == data) << "the FUSE mount over mTLS read different bytes";
+  Shoal({"fuse", "--unmount", mnt}, std::chrono::seconds(60));
+  if (Mounted(mnt)) ::umount2(mnt.c_str(), MNT_DETACH);
+
+  // Refused at the handshake: no certificate, another CA's, an expired one; plain config too.
+  const std::string url = "https://" + at + "/v1/stat?path=%2Fdata%2Ff.bin";
+  auto none = Curl({"--cacert", ca->ca_cert, url});
+  EXPECT_NE(none.exit_code, 0) << "served without a client certificate: " << none.out;
+  auto other = Curl({"--cacert", ca->ca_cert, "--cert", dir + "/mallory.pem", "--key", dir + "/mallory.key", url});
+  EXPECT_NE(other.exit_code, 0) << "served a certificate of another CA: " << other.out;
+  auto expired = Curl({"--cacert", ca->ca_cert, "--cert", dir + "/old.pem", "--key", dir + "/old.key", url});
+  EXPECT_NE(expired.exit_code, 0) << "served an expired certificate: " << expired.out;
+  Config no_cert = c;
+  no_cert.client.tls.cert_file.clear();
+  no_cert.client.tls.key_file.clear();
+  no_cert.client.ufs_fallback = false;
+  ASSERT_TRUE(WriteFile(dir + "/nocert.yaml", ToYaml(no_cert)).ok());
+  auto refused = Shoal({"cat", "--config", dir + "/nocert.yaml", "/data/f.bin"});
+  EXPECT_NE(refused.exit_code, 0) << "a client without a certificate read";
+
+  // Each refusal counted; the good client still served.
+  auto metrics = Curl({"--cacert", ca->ca_cert, "--cert", dir + "/alice.pem", "--key", dir + "/alice.key",
+                       "https://" + at + "/metrics"});
+  EXPECT_EQ(LastLine(metrics.out), "200") << metrics.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(metrics.err, m, std::regex(R"(shoal_tls_handshakes_total\{result="failed"\} (\d+))")))
+      << metrics.err;
+  EXPECT_GE(std::stoi(m[1]), 3) << "the refused handshakes were not counted";
+  worker->Stop(std::chrono::seconds(20));
+  fs::remove_all(dir);
 }
 
 // `shoal up --tls --etcd`: etcd serves https:// with the workers' certificate
