@@ -139,7 +139,11 @@ TEST_F(CliTest, EveryWorkerServesAStatusPageNamingEveryWorker) {
     EXPECT_EQ(served["summary"]["hit_bytes"], doc["summary"]["hit_bytes"]);
     // (Read-ahead may still be landing: the store's count only grows.)
     EXPECT_GE(served["summary"]["ufs_read_bytes"].get<uint64_t>(), doc["summary"]["ufs_read_bytes"].get<uint64_t>());
-    EXPECT_GT(served["summary"]["egress_price_per_gb"].get<double>(), 0.0);
+    // One mount, a local directory: its bytes saved are the hits, and cost nothing by default.
+    ASSERT_EQ(served["mounts"].size(), 1u) << served["mounts"].dump();
+    EXPECT_EQ(served["mounts"][0]["mount"], "/data");
+    EXPECT_EQ(served["mounts"][0]["saved_bytes"], served["summary"]["hit_bytes"]);
+    EXPECT_EQ(served["mounts"][0]["price_per_gb"].get<double>(), 0.0);
   }
 }
 

@@ -61,6 +61,12 @@ def wait_for(what, check, timeout):
     fail("timed out waiting for " + what)
 
 
+def variables(dash):
+    """The dashboard's own text variables ($price), as Grafana fills them in."""
+    return {v["name"]: v.get("query", "") for v in dash.get("templating", {}).get("list", [])
+            if v.get("type") in ("textbox", "constant")}
+
+
 def exprs():
     out = []
     if not DASHBOARDS:
@@ -72,7 +78,10 @@ def exprs():
         for panel in dash["panels"]:
             targets = panel.get("targets") or fail("panel %r has no targets" % panel.get("title"))
             for t in targets:
-                out.append((os.path.basename(path), panel["title"], t["expr"]))
+                expr = t["expr"]
+                for name, value in variables(dash).items():
+                    expr = expr.replace("$" + name, value)
+                out.append((os.path.basename(path), panel["title"], expr))
     return out
 
 

@@ -310,8 +310,8 @@ TEST(MtlsTest, AClientCertificateIsTheIdentityAtEveryDoorAndBadOnesAreRefused) {
   w.tls.client_auth = "required";
   ASSERT_TRUE(WriteFile(dir + "/worker.yaml", ToYaml(w)).ok());
   Subprocess::Options o;
-  o.argv = {ShoalBinary(),  "worker",      "--config", dir + "/worker.yaml", "--listen", "127.0.0.1:0", "--cache-dir",
-            dir + "/cache", "--cache-size", "64MiB"};
+  o.argv = {ShoalBinary(), "worker",      "--config",     dir + "/worker.yaml", "--listen",
+            "127.0.0.1:0", "--cache-dir", dir + "/cache", "--cache-size",       "64MiB"};
   o.stderr_file = dir + "/worker.err";
   auto worker = Subprocess::Start(o);
   ASSERT_TRUE(worker) << worker.error().ToString();

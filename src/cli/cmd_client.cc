@@ -43,12 +43,16 @@ void PrintStatus(const nlohmann::json& doc) {
   std::printf("ring: %s membership, version %llu, %zu workers\n", ring["membership"].get<std::string>().c_str(),
               static_cast<unsigned long long>(ring["version"].get<uint64_t>()), ring["members"].size());
   std::printf(
-      "cluster: %d up, %d down; cache %s / %s; hit ratio %.1f%%; egress saved %s ($%.2f at $%.2f/GB); read from "
-      "stores %s\n",
+      "cluster: %d up, %d down; cache %s / %s; hit ratio %.1f%%; egress saved %s ($%.2f); read from stores %s\n",
       sum["up"].get<int>(), sum["down"].get<int>(), FormatSize(sum["cache_used_bytes"].get<uint64_t>()).c_str(),
       FormatSize(sum["cache_capacity_bytes"].get<uint64_t>()).c_str(), 100 * sum["hit_ratio"].get<double>(),
       FormatSize(sum["egress_saved_bytes"].get<uint64_t>()).c_str(), sum["egress_saved_usd"].get<double>(),
-      sum["egress_price_per_gb"].get<double>(), FormatSize(sum["ufs_read_bytes"].get<uint64_t>()).c_str());
+      FormatSize(sum["ufs_read_bytes"].get<uint64_t>()).c_str());
+  for (const auto& m : doc["mounts"]) {
+    std::printf("mount %s (%s): egress saved %s, $%.2f at $%.3f/GB\n", m["mount"].get<std::string>().c_str(),
+                m["ufs"].get<std::string>().c_str(), FormatSize(m["saved_bytes"].get<uint64_t>()).c_str(),
+                m["saved_usd"].get<double>(), m["price_per_gb"].get<double>());
+  }
   std::printf("%-22s %-5s %-24s %-9s %-10s %-7s %s\n", "WORKER", "STATE", "CACHE USED / CAPACITY", "HIT RATIO",
               "UFS READ", "SHARE", "ID");
   for (const auto& j : doc["workers"]) {

@@ -6,7 +6,7 @@
 
 namespace shoal {
 
-nlohmann::json ClusterStatusDocument(Client& c, const StatusDocumentOptions& options) {
+nlohmann::json ClusterStatusDocument(Client& c) {
   using Json = nlohmann::json;
   RingInfo ring = c.Ring();
   Json members = Json::array();
@@ -14,13 +14,35 @@ nlohmann::json ClusterStatusDocument(Client& c, const StatusDocumentOptions& opt
     members.push_back({{"id", m.id}, {"address", m.address}, {"weight", m.weight}, {"share", m.share}});
   }
   // Pins and quotas per worker, from its own status.
+  // Egress saved per mount, summed over the workers, at each mount's price.
   std::map<std::string, Json> rules;
+  std::map<std::string, Json> egress;
   for (const auto& r : CallWorkers(c, "GET", [](const std::string&) { return "/v1/status"; })) {
     if (!r.status.ok()) continue;
     Json j = Json::parse(r.body, nullptr, false);
     if (!j.is_object()) continue;
     rules[r.address] = {{"pinned_bytes", j.value("pinned_bytes", uint64_t{0})},
                         {"quotas", j.value("quotas", Json::array())}};
+    if (!j.contains("egress") || !j["egress"].is_array()) continue;
+    for (const auto& e : j["egress"]) {
+      if (!e.is_object()) continue;
+      Json& m = egress[e.value("mount", std::string())];
+      if (m.is_null()) {
+        m = {{"mount", e.value("mount", std::string())},
+             {"ufs", e.value("ufs", std::string())},
+             {"price_per_gb", e.value("price_per_gb", 0.0)},
+             {"saved_bytes", 0}};
+      }
+      m["saved_bytes"] = m["saved_bytes"].get<uint64_t>() + e.value("saved_bytes", uint64_t{0});
+    }
+  }
+  Json mounts = Json::array();
+  double saved_usd = 0;
+  for (auto& [path, m] : egress) {
+    const double usd = static_cast<double>(m["saved_bytes"].get<uint64_t>()) / 1e9 * m["price_per_gb"].get<double>();
+    m["saved_usd"] = usd;
+    saved_usd += usd;
+    mounts.push_back(std::move(m));
   }
   Json workers = Json::array();
   uint64_t used = 0, capacity = 0, hit = 0, miss = 0, ufs = 0, wb_bytes = 0, wb_files = 0, pinned = 0;
@@ -76,8 +98,8 @@ nlohmann::json ClusterStatusDocument(Client& c, const StatusDocumentOptions& opt
                {"hit_ratio", hit + miss ? static_cast<double>(hit) / static_cast<double>(hit + miss) : 0.0},
                // Bytes served that the under-stores did not send: the egress the cache saved.
                {"egress_saved_bytes", hit},
-               {"egress_price_per_gb", options.egress_price_per_gb},
-               {"egress_saved_usd", static_cast<double>(hit) / 1e9 * options.egress_price_per_gb},
+               // Each mount's saved bytes at its own price (egress_price_per_gb).
+               {"egress_saved_usd", saved_usd},
                {"ufs_read_bytes", ufs},
                {"pinned_bytes", pinned},
                {"write_back_pending_bytes", wb_bytes},
@@ -123,6 +145,7 @@ nlohmann::json ClusterStatusDocument(Client& c, const StatusDocumentOptions& opt
   return Json{{"ring", {{"membership", ring.membership}, {"version", ring.version}, {"members", members}}},
               {"summary", summary},
               {"workers", workers},
+              {"mounts", mounts},
               {"loads", loads}};
 }
 

@@ -12,13 +12,9 @@
 
 namespace shoal {
 
-struct StatusDocumentOptions {
-  // What a GB of egress from the under-stores costs (USD): the bill saved is
-  // egress_saved_bytes at this price. 0.09 is S3's first internet tier.
-  double egress_price_per_gb = 0.09;
-};
-
 // Asks every worker on `client`'s ring (in parallel, within client.timeout).
-nlohmann::json ClusterStatusDocument(Client& client, const StatusDocumentOptions& options = {});
+// `mounts` holds each mount's egress saved: its hit bytes over the workers at
+// the mount's egress_price_per_gb; summary.egress_saved_usd is their sum.
+nlohmann::json ClusterStatusDocument(Client& client);
 
 }  // namespace shoal

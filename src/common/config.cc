@@ -139,7 +139,7 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   std::string key = "mounts[" + std::to_string(i) + "]";
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(m, key,
                                     {"path", "ufs", "consistency", "ttl", "stale_if_error", "read_only", "write_mode",
-                                     "write_back_replicas", "options"}));
+                                     "write_back_replicas", "egress_price_per_gb", "options"}));
   SHOAL_RETURN_IF_ERROR(r.String(m["path"], key + ".path", &out->path));
   SHOAL_RETURN_IF_ERROR(r.String(m["ufs"], key + ".ufs", &out->ufs));
   if (out->path.empty() || out->path[0] != '/') return r.Fail(m, key + ".path", "must be an absolute path such as /data");
@@ -176,6 +176,17 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   }
   SHOAL_RETURN_IF_ERROR(
       r.Integer(m["write_back_replicas"], key + ".write_back_replicas", &out->write_back_replicas, 1, 16));
+  std::string price;
+  SHOAL_RETURN_IF_ERROR(r.String(m["egress_price_per_gb"], key + ".egress_price_per_gb", &price));
+  if (!price.empty()) {
+    char* end = nullptr;
+    const double v = std::strtod(price.c_str(), &end);
+    if (end == price.c_str() || *end != '\0' || !(v >= 0 && v <= 1000)) {
+      return r.Fail(m["egress_price_per_gb"], key + ".egress_price_per_gb",
+                    "expected a price in USD per GB between 0 and 1000 (e.g. 0.09), not '" + price + "'");
+    }
+    out->egress_price_per_gb = v;
+  }
   const auto& opts = m["options"];
   if (opts.IsDefined() && !opts.IsNull()) {
     if (!opts.IsMap()) return r.Fail(opts, key + ".options", "expected a mapping of option: value");
@@ -253,6 +264,12 @@ Result<WorkerEntry> ParseWorkerEntry(std::string_view text) {
 }
 
 std::string FormatWorkerEntry(const WorkerEntry& w) { return w.id == w.address ? w.address : w.id + "@" + w.address; }
+
+double EgressPricePerGb(const MountConfig& m) {
+  if (m.egress_price_per_gb >= 0) return m.egress_price_per_gb;
+  // Reading the store from elsewhere costs egress; a local directory costs nothing.
+  return m.ufs.starts_with("file:") ? 0.0 : kDefaultEgressPricePerGb;
+}
 
 std::string ListeningLine(const WorkerEntry& w) { return "listening: " + w.address + " id=" + w.id; }
 
@@ -848,6 +865,7 @@ std::string ToYaml(const Config& c) {
     e << YAML::Key << "write_mode" << YAML::Value << std::string(WriteModeName(m.write_mode));
     if (m.write_back_replicas != MountConfig{}.write_back_replicas)
       e << YAML::Key << "write_back_replicas" << YAML::Value << m.write_back_replicas;
+    if (m.egress_price_per_gb >= 0) e << YAML::Key << "egress_price_per_gb" << YAML::Value << m.egress_price_per_gb;
     if (!m.options.empty()) {
       e << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
       for (const auto& [k, v] : m.options) {

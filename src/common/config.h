@@ -84,6 +84,9 @@ struct MountConfig {
   // write-back: how many workers must hold a write (fsync'd, journaled) before
   // Close returns; capped at the live workers. At least 1.
   int write_back_replicas = 2;
+  // What a GB read from this store costs (USD): the bill the cache saves is
+  // its hit bytes at this price. < 0: EgressPricePerGb's default.
+  double egress_price_per_gb = -1;
   // Backend-specific options (endpoint, region, credentials, ...). Values are
   // strings, with ${NAME} references to environment variables expanded.
   std::map<std::string, std::string> options;
@@ -92,6 +95,12 @@ struct MountConfig {
   // secret kept in the environment is never copied into a config file.
   std::map<std::string, std::string> written_options;
 };
+
+// A mount's egress price: egress_price_per_gb when set, else
+// kDefaultEgressPricePerGb for a store reached over the network (S3's first
+// internet tier) and 0 for file://.
+constexpr double kDefaultEgressPricePerGb = 0.09;
+double EgressPricePerGb(const MountConfig& m);
 
 // Capacity of a cache dir given on the command line without --cache-size
 // (`shoal up`, per worker, and `shoal worker --cache-dir`).

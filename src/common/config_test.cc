@@ -433,3 +433,32 @@ TEST(Config, LogFormatRoundTripsAndOnlyTextOrJsonIsTaken) {
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(Config, EgressPriceIsPerMountWithADefaultByStore) {
+  auto c = ParseConfig(
+      "mounts:\n"
+      "  - {path: /lake, ufs: 's3://bucket/x/'}\n"
+      "  - {path: /cheap, ufs: 's3://other/', egress_price_per_gb: 0.02}\n"
+      "  - {path: /local, ufs: 'file:///srv/data/'}\n",
+      "t.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_DOUBLE_EQ(EgressPricePerGb(c->mounts[0]), kDefaultEgressPricePerGb);
+  EXPECT_DOUBLE_EQ(EgressPricePerGb(c->mounts[1]), 0.02);
+  EXPECT_DOUBLE_EQ(EgressPricePerGb(c->mounts[2]), 0.0);
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString() << ToYaml(*c);
+  EXPECT_DOUBLE_EQ(EgressPricePerGb(again->mounts[1]), 0.02);
+  EXPECT_LT(again->mounts[0].egress_price_per_gb, 0) << "a default is not written out as a setting";
+  for (const char* bad : {"-1", "abc", "0.09USD", "5000"}) {
+    auto b = ParseConfig(std::string("mounts:\n  - {path: /d, ufs: 's3://b/', egress_price_per_gb: '") + bad + "'}\n",
+                         "b.yaml");
+    ASSERT_FALSE(b) << bad;
+    EXPECT_NE(b.error().message().find("egress_price_per_gb"), std::string::npos) << b.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace shoal

@@ -53,6 +53,12 @@ canvas { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; margin
 <th class="text">TLS</th><th class="text">ID</th></tr></thead>
 <tbody></tbody>
 </table>
+<h2>Egress saved by mount</h2>
+<table id="mounts">
+<thead><tr><th class="text">Mount</th><th class="text">Store</th><th>Bytes not read from the store</th>
+<th>Price per GB</th><th>Saved</th></tr></thead>
+<tbody></tbody>
+</table>
 <h2>Load jobs</h2>
 <table id="loads">
 <thead><tr><th class="text">Job</th><th class="text">Path</th><th class="text">State</th><th>Files</th>
@@ -115,7 +121,7 @@ function render(d, failure) {
          pct(s.cache_capacity_bytes ? s.cache_used_bytes / s.cache_capacity_bytes : 0) + ' full'),
     card('hit_ratio', 'Hit ratio', pct(s.hit_ratio), size(s.hit_bytes) + ' hit, ' + size(s.miss_bytes) + ' missed'),
     card('egress_saved', 'Egress saved', size(s.egress_saved_bytes),
-         '$' + Number(s.egress_saved_usd).toFixed(2) + ' at $' + Number(s.egress_price_per_gb).toFixed(2) + '/GB'),
+         '$' + Number(s.egress_saved_usd).toFixed(2) + ' saved (by mount below)'),
     card('ufs_read', 'Read from stores', size(s.ufs_read_bytes)),
     card('pinned', 'Pinned', size(s.pinned_bytes)),
     card('write_back', 'Write-back queue', s.write_back_pending_files + ' files',
@@ -142,6 +148,15 @@ function render(d, failure) {
     rows.push(tr);
   }
   document.querySelector('#workers tbody').replaceChildren(...rows);
+  const mounts = [];
+  for (const m of d.mounts || []) {
+    const tr = el('tr');
+    tr.dataset.mount = m.mount;
+    tr.append(el('td', m.mount, 'text'), el('td', m.ufs, 'text'), el('td', size(m.saved_bytes)),
+              el('td', '$' + Number(m.price_per_gb).toFixed(3)), el('td', '$' + Number(m.saved_usd).toFixed(2)));
+    mounts.push(tr);
+  }
+  document.querySelector('#mounts tbody').replaceChildren(...mounts);
   const jobs = [];
   for (const j of d.loads || []) {
     const tr = el('tr');

@@ -516,7 +516,7 @@ class Worker::Impl {
       Count(*file, seg, &hit, &miss);
       parts.push_back(PagePart(file, seg));
     }
-    if (hit + miss) svc_->CountServed(hit, miss, -1, WorkerService::Door::kS3);
+    if (hit + miss) svc_->CountServed(file->resolved, hit, miss, -1, WorkerService::Door::kS3);
     return parts;
   }
 
@@ -630,8 +630,9 @@ class Worker::Impl {
     if (!r.on_behalf.empty()) {
       auto end = security::RequestGuard::ParseEndUser(r.on_behalf);
       if (!end) {
-        return fail(Status(Code::kInvalidArgument, "a short-circuit request's end user must be USER or "
-                                                   "USER;groups=A,B of header-safe names"));
+        return fail(Status(Code::kInvalidArgument,
+                           "a short-circuit request's end user must be USER or "
+                           "USER;groups=A,B of header-safe names"));
       }
       end->proof = security::Proof::kPeerCredentials;
       end->acting_for_by = who.user;
@@ -681,7 +682,7 @@ class Worker::Impl {
     }
     if (hit + miss) {
       short_circuit_bytes_->Add(hit + miss);
-      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
+      svc_->CountServed(file.resolved, hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
                         WorkerService::Door::kShortCircuit);
     }
     return out;
@@ -730,7 +731,7 @@ class Worker::Impl {
         pages->push_back(std::move(*seg.page));
       }
       short_circuit_bytes_->Add(end);
-      svc_->CountServed(hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
+      svc_->CountServed(file.resolved, hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
                         WorkerService::Door::kShortCircuit);
     }
     out.message = JsonText(InfoJson(cached->info, rp.ns_path));
@@ -837,6 +838,16 @@ class Worker::Impl {
   }
 
   // The body of /v1/status.
+  // Per mount: the bytes served that its store did not send, and its price.
+  Json EgressJson() const {
+    Json out = Json::array();
+    for (const auto& e : svc_->Egress()) {
+      out.push_back(
+          {{"mount", e.mount}, {"ufs", e.ufs}, {"saved_bytes", e.saved_bytes}, {"price_per_gb", e.price_per_gb}});
+    }
+    return out;
+  }
+
   Json StatusJson() const {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
@@ -863,7 +874,8 @@ class Worker::Impl {
            {"write_back_open_bytes", wb.open_bytes},
            {"write_back_pending_files", wb.pending_files},
            {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
-           {"write_back_paused", wb.paused}};
+           {"write_back_paused", wb.paused},
+           {"egress", EgressJson()}};
     j.update(hot_->StatusJson());
     return j;
   }
@@ -1173,9 +1185,9 @@ class Worker::Impl {
     HttpResponse ok;
     ok.headers = {{"Content-Type", "application/octet-stream"}};
     ok.parts = Parts(file, *segs, *tally);
-    ok.on_done = [this, tally, started](bool complete) {
+    ok.on_done = [this, file, tally, started](bool complete) {
       if (complete) {
-        svc_->CountServed(tally->hit.load(), tally->miss.load(),
+        svc_->CountServed(file->resolved, tally->hit.load(), tally->miss.load(),
                           std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp);
       }
     };
@@ -1243,9 +1255,9 @@ class Worker::Impl {
       ok.headers = std::move(extra);
       ok.parts = Parts(file, *segs, *tally);
       if (first_end < end) ok.parts.push_back(NextWindow(file, first_end, end, tally));
-      ok.on_done = [this, tally, started](bool complete) {
+      ok.on_done = [this, file, tally, started](bool complete) {
         if (complete) {
-          svc_->CountServed(tally->hit.load(), tally->miss.load(),
+          svc_->CountServed(file->resolved, tally->hit.load(), tally->miss.load(),
                             std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp);
         }
       };

@@ -91,6 +91,7 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
       "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
   stale_stats_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "stat"}});
   stale_lists_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "list"}});
+  for (const auto& mount : config.mounts) SavedBytes(mount);  // each series there from the start
   idle_writer_ = std::make_unique<IdleWriter>(kIdleWriteBytes);
   meta_.OnChange([this] { epoch_.Bump(); });
 }
@@ -685,11 +686,34 @@ uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, 
     bytes += std::min<uint64_t>(held, end - page);
   }
   hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
+  if (p.mount) SavedBytes(*p.mount)->Add(bytes);
   served_bytes_[static_cast<int>(Door::kShortCircuit)]->Add(bytes);
   return bytes;
 }
 
-void WorkerService::CountServed(uint64_t hit, uint64_t miss, double seconds, Door door) {
+Counter* WorkerService::SavedBytes(const MountConfig& mount) {
+  std::lock_guard lock(saved_mu_);
+  auto it = saved_.find(mount.path);
+  if (it == saved_.end() || it->second.first.ufs != mount.ufs) {
+    Counter* c = &MetricsRegistry::Global().GetCounter("shoal_egress_saved_bytes_total",
+                                                       "Bytes served that the mount's store did not send (its hits)",
+                                                       {{"mount", mount.path}});
+    it = saved_.insert_or_assign(mount.path, std::pair{mount, c}).first;
+  }
+  return it->second.second;
+}
+
+std::vector<WorkerService::MountEgress> WorkerService::Egress() const {
+  std::lock_guard lock(saved_mu_);
+  std::vector<MountEgress> out;
+  for (const auto& [path, entry] : saved_) {
+    out.push_back({path, entry.first.ufs, entry.second->value(), EgressPricePerGb(entry.first)});
+  }
+  return out;
+}
+
+void WorkerService::CountServed(const ResolvedPath& where, uint64_t hit, uint64_t miss, double seconds, Door door) {
+  if (hit && where.mount) SavedBytes(*where.mount)->Add(hit);
   if (hit) hit_bytes_->Add(hit);
   if (miss) miss_bytes_->Add(miss);
   const int d = static_cast<int>(door);

@@ -211,7 +211,17 @@ class WorkerService {
   static constexpr int kDoors = 3;
   // Accounting of served bytes (called by the transport once sent); `seconds`
   // < 0: the transport did not time it (no latency sample).
-  void CountServed(uint64_t hit_bytes, uint64_t miss_bytes, double seconds, Door door);
+  void CountServed(const ResolvedPath& where, uint64_t hit_bytes, uint64_t miss_bytes, double seconds, Door door);
+
+  // Egress saved per mount: the bytes served that its store did not send
+  // (the hits), and what a GB of its egress costs (EgressPricePerGb).
+  struct MountEgress {
+    std::string mount;
+    std::string ufs;
+    uint64_t saved_bytes = 0;
+    double price_per_gb = 0;
+  };
+  std::vector<MountEgress> Egress() const;
 
   struct Totals {
     uint64_t hit_bytes, miss_bytes, ufs_read_bytes;
@@ -330,6 +340,11 @@ class WorkerService {
   Counter* miss_bytes_;
   Counter* stale_stats_;
   Counter* stale_lists_;
+  // shoal_egress_saved_bytes_total{mount}: made at start for the config's
+  // mounts, at first use for one published later.
+  Counter* SavedBytes(const MountConfig& mount);
+  mutable std::mutex saved_mu_;
+  std::map<std::string, std::pair<MountConfig, Counter*>> saved_;  // by mount path
   Histogram* read_latency_[kDoors];
   Counter* served_bytes_[kDoors];
   std::atomic<uint64_t> ufs_read_bytes_{0};
