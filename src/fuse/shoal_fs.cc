@@ -241,8 +241,13 @@ void ShoalFs::Release(uint64_t fh) {
   auto* h = reinterpret_cast<FileHandle*>(fh);
   if (h->writing) {
     (void)Commit(fh, false);
-    std::lock_guard lock(writing_mu_);
-    if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h) writing_.erase(it);
+    {
+      std::lock_guard lock(writing_mu_);
+      if (auto it = writing_.find(h->ino); it != writing_.end() && it->second == h) writing_.erase(it);
+    }
+    // Unregistered, nobody finds it any more; one that found it before (a
+    // rename committing it) holds its lock: wait for it before the delete.
+    std::lock_guard wait(h->write_mu);
   } else if (h->file) {
     inodes_.SetPagesHeld(h->ino, h->keep_cache && !h->read_seen.load(std::memory_order_relaxed));
   }

@@ -411,16 +411,24 @@ Status ShoalFs::Rename(uint64_t parent, std::string_view name, uint64_t new_pare
   if (auto ino = inodes_.Find(parent, name)) {
     if (auto it = writing_.find(*ino); it != writing_.end()) h = it->second;
   }
-  std::unique_lock<std::mutex> handle_lock;
   if (h) {
-    handle_lock = std::unique_lock(h->write_mu);
+    std::lock_guard handle_lock(h->write_mu);
     if (h->dirty || (h->streamed && !h->committed)) {
       SHOAL_RETURN_IF_ERROR(CommitLocked(h, false, writing_lock));
     }
   }
   if (writing_lock.owns_lock()) writing_lock.unlock();
   SHOAL_RETURN_IF_ERROR(client_.Rename(from->ns, to->ns));
-  if (h) h->ns = to->ns;
+  if (h) {
+    // Its release may have run meanwhile (the kernel sends it after close,
+    // concurrently with the next call): renamed only while still registered.
+    std::lock_guard again(writing_mu_);
+    auto ino = inodes_.Find(parent, name);
+    if (auto it = ino ? writing_.find(*ino) : writing_.end(); it != writing_.end() && it->second == h) {
+      std::lock_guard handle_lock(h->write_mu);
+      h->ns = to->ns;
+    }
+  }
   inodes_.Move(parent, name, new_parent, new_name);
   return {};
 }
