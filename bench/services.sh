@@ -124,11 +124,21 @@ proxy_counter() {
   curl -s --noproxy '*' "http://$1/" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'
 }
 
-# start_nginx ROOT: serves ROOT with sendfile; sets NGINX_PORT.
+# start_nginx ROOT [CERT KEY]: serves ROOT with sendfile; sets NGINX_PORT. With
+# CERT and KEY it serves https instead (TLS 1.3, kTLS asked for) and sets
+# NGINX_TLS_PORT.
 start_nginx() {
-  local root=$1 d="$WORK/nginx"
+  local root=$1 cert=${2:-} key=${3:-} name=nginx
+  [[ -n $cert ]] && name=nginx_tls
+  local d="$WORK/$name" port
   mkdir -p "$d/logs" "$d/tmp"
-  NGINX_PORT=$(free_port)
+  port=$(free_port)
+  local listen="listen 127.0.0.1:$port;" scheme=http
+  if [[ -n $cert ]]; then
+    listen="listen 127.0.0.1:$port ssl; ssl_certificate $cert; ssl_certificate_key $key; ssl_protocols TLSv1.3;
+    ssl_session_cache shared:tls:10m; ssl_conf_command Options KTLS;"
+    scheme=https
+  fi
   # As root, nginx's workers would drop to nobody and could not read the 0700 work dir.
   local user=""
   [[ $(id -u) == 0 ]] && user="user root;"
@@ -149,19 +159,22 @@ http {
   uwsgi_temp_path $d/tmp;
   scgi_temp_path $d/tmp;
   server {
-    listen 127.0.0.1:$NGINX_PORT;
+    $listen
     root $root;
   }
 }
 EOF
-  bg nginx nginx -c "$d/nginx.conf" -p "$d" -g 'daemon off;'
+  bg "$name" nginx -c "$d/nginx.conf" -p "$d" -g 'daemon off;'
   local pid=$BG_PID
   for _ in $(seq 100); do
-    curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && return 0
+    if curl -sk --noproxy '*' -o /dev/null "$scheme://127.0.0.1:$port/"; then
+      if [[ -n $cert ]]; then NGINX_TLS_PORT=$port; else NGINX_PORT=$port; fi
+      return 0
+    fi
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  log "nginx did not start: $(cat "$WORK/nginx.log" "$d/logs/error.log" 2>/dev/null | tail -3)"
+  log "$name did not start: $(cat "$WORK/$name.log" "$d/logs/error.log" 2>/dev/null | tail -3)"
   return 1
 }
 

@@ -59,43 +59,7 @@ CA="$WORK/state-tls/tls/ca.pem"
 
 # nginx over http and https with the cluster's certificate (same CA, same key type).
 start_nginx "$DATA"
-NGINX_TLS_PORT=$(free_port)
-d="$WORK/nginx-tls"
-mkdir -p "$d/logs" "$d/tmp"
-user=""
-[[ $(id -u) == 0 ]] && user="user root;"
-cat >"$d/nginx.conf" <<EOF
-$user
-worker_processes 2;
-error_log $d/logs/error.log warn;
-pid $d/nginx.pid;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  client_body_temp_path $d/tmp;
-  proxy_temp_path $d/tmp;
-  fastcgi_temp_path $d/tmp;
-  uwsgi_temp_path $d/tmp;
-  scgi_temp_path $d/tmp;
-  server {
-    listen 127.0.0.1:$NGINX_TLS_PORT ssl;
-    ssl_certificate $WORK/state-tls/tls/worker.pem;
-    ssl_certificate_key $WORK/state-tls/tls/worker.key;
-    ssl_protocols TLSv1.3;
-    ssl_session_cache shared:tls:10m;
-    ssl_conf_command Options KTLS;
-    root $DATA;
-  }
-}
-EOF
-bg nginx_tls nginx -c "$d/nginx.conf" -p "$d" -g 'daemon off;'
-for _ in $(seq 100); do
-  curl -s --noproxy '*' --cacert "$CA" -o /dev/null "https://127.0.0.1:$NGINX_TLS_PORT/first.bin" && break
-  sleep 0.1
-done
+start_nginx "$DATA" "$WORK/state-tls/tls/worker.pem" "$WORK/state-tls/tls/worker.key"
 KTLS="no: this kernel has no tls module (/sys/module/tls), so nginx and Shoal encrypt in user space"
 [[ -d /sys/module/tls ]] && KTLS="yes (/sys/module/tls)"
 log "nginx http 127.0.0.1:$NGINX_PORT, https 127.0.0.1:$NGINX_TLS_PORT; kTLS: $KTLS"

@@ -13,7 +13,6 @@ import glob
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,8 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+
+from shoal_up import ShoalUp, stop_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DASHBOARDS = glob.glob(os.path.join(HERE, "..", "deploy", "grafana", "*.json"))
@@ -93,26 +94,8 @@ def main():
     up = prom = None
     try:
         all_exprs = exprs()
-        ufs = os.path.join(tmp, "ufs", "train")
-        os.makedirs(ufs)
-        for i in range(12):
-            with open(os.path.join(ufs, "f%02d.bin" % i), "wb") as f:
-                f.write(os.urandom(1 << 20))
-        up = subprocess.Popen([shoal, "up", "--ufs", os.path.join(tmp, "ufs"), "--workers", "3", "--state-dir",
-                               os.path.join(tmp, "state"), "--cache-size", "128MiB"],
-                              stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "up.err"), "w"), text=True)
-        addresses = []
-        while True:
-            line = up.stdout.readline()
-            if not line:
-                fail("shoal up ended before it was ready: " + open(os.path.join(tmp, "up.err")).read())
-            if line.startswith("worker "):
-                addresses.append(line.split()[2])
-            if line.startswith("ready: config="):
-                config = line.strip().split("=", 1)[1]
-                break
-        if len(addresses) != 3:
-            fail("expected 3 workers, shoal up printed %s" % addresses)
+        up = ShoalUp(shoal, tmp, files=12, workers=3, cache_size="128MiB", err=os.path.join(tmp, "up.err"))
+        config, addresses = up.config, list(up.workers)
 
         with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -157,14 +140,9 @@ def main():
             fail("\n".join(problems))
         print("every expression of %d returned data" % len(all_exprs))
     finally:
-        for p in (prom, up):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop_process(prom)
+        if up:
+            up.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

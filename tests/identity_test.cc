@@ -31,16 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-template <typename F>
-bool Eventually(F f, std::chrono::seconds limit = 30s) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return f();
-}
-
 constexpr const char* kAliceKey = "AKALICEIDENTITY";
 constexpr const char* kAliceSecret = "alice-secret-0123456789abcdef";
 constexpr const char* kDaveKey = "AKDAVEIDENTITY";
@@ -119,8 +109,8 @@ class IdentityTest : public ::testing::Test {
 
   // Whether the worker logged serving `who` ("alice (token, via door-svc) groups=ml").
   bool WorkerServed(const std::string& who) {
-    return Eventually([&] { return Slurp(log_).find("serving " + who + " for the first time") != std::string::npos; },
-                      20s);
+    return WaitFor([&] { return Slurp(log_).find("serving " + who + " for the first time") != std::string::npos; },
+                   20s);
   }
 
   std::string dir_, data_, key_file_, log_;

@@ -15,7 +15,6 @@ The browser's console must stay free of errors. Screenshots go to OUTPUT_DIR.
 """
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +25,8 @@ import time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+from shoal_up import ShoalUp
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -122,30 +123,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shoal-status-page-")
     up = page = None
     try:
-        ufs = os.path.join(tmp, "ufs", "train")
-        os.makedirs(ufs)
-        for i in range(40):
-            with open(os.path.join(ufs, "f%02d.bin" % i), "wb") as f:
-                f.write(os.urandom(1 << 20))
-        up = subprocess.Popen([shoal, "up", "--ufs", os.path.join(tmp, "ufs"), "--workers", "3", "--state-dir",
-                               os.path.join(tmp, "state"), "--cache-size", "256MiB"],
-                              stdout=subprocess.PIPE, stderr=open(os.path.join(out, "up.err"), "w"), text=True)
-        lines = []
-        while True:
-            line = up.stdout.readline()
-            if not line:
-                fail("shoal up ended before it was ready: " + "".join(lines))
-            lines.append(line)
-            if line.startswith("ready: config="):
-                config = line.strip().split("=", 1)[1]
-                break
-        pids = {}
-        for line in lines:
-            m = re.match(r"worker \d+: (\S+) id=\S+ pid=(\d+)", line)
-            if m:
-                pids[m.group(1)] = int(m.group(2))
-        if len(pids) != 3:
-            fail("expected 3 workers in shoal up's output: " + "".join(lines))
+        up = ShoalUp(shoal, tmp, files=40, workers=3, cache_size="256MiB", err=os.path.join(out, "up.err"))
+        config, pids = up.config, up.workers
         addresses = sorted(pids)
 
         # During a load: the page of worker 0 names every worker, up.
@@ -209,13 +188,8 @@ def main():
     finally:
         if page:
             page.close()
-        if up and up.poll() is None:
-            up.send_signal(signal.SIGTERM)
-            try:
-                up.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                up.kill()
-                up.wait()
+        if up:
+            up.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

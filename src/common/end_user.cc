@@ -1,5 +1,9 @@
 #include "common/end_user.h"
 
+#include <pwd.h>
+
+#include <vector>
+
 namespace shoal {
 namespace {
 
@@ -39,6 +43,15 @@ std::string OnBehalfValue(const EndUser& user) {
     out += g;
   }
   return out;
+}
+
+std::string UserNameOf(uid_t uid, gid_t* primary_gid) {
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return std::to_string(uid);
+  if (primary_gid) *primary_gid = found->pw_gid;
+  return found->pw_name;
 }
 
 }  // namespace shoal

@@ -7,6 +7,8 @@
 // the user, and TaskPool carries it into the tasks submitted meanwhile.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,5 +49,10 @@ bool IsHeaderSafeName(std::string_view name);
 // only a deny on it would be missed: the authorization issue denies such
 // users by name instead). Empty when the user's own name cannot travel.
 std::string OnBehalfValue(const EndUser& user);
+
+// The host's name for `uid` (its passwd entry, getpwuid_r), or the number
+// when it has none. When the entry is found and `primary_gid` is given, its
+// primary group is stored there (else it is left alone).
+std::string UserNameOf(uid_t uid, gid_t* primary_gid = nullptr);
 
 }  // namespace shoal

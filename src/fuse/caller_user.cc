@@ -1,7 +1,6 @@
 #include "fuse/caller_user.h"
 
 #include <grp.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,20 +34,17 @@ std::string GroupName(gid_t gid) {
 
 std::shared_ptr<const EndUser> Lookup(uid_t uid, gid_t gid) {
   auto user = std::make_shared<EndUser>();
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
   std::vector<gid_t> gids{gid};
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    user->user = found->pw_name;
+  constexpr gid_t kNoEntry = static_cast<gid_t>(-1);
+  gid_t primary = kNoEntry;
+  user->user = UserNameOf(uid, &primary);
+  if (primary != kNoEntry) {  // the host knows the user: its groups too
     int n = kMaxGroups;
     gids.resize(static_cast<size_t>(n));
     // The passwd entry's primary group counts too (getgrouplist adds it); the caller's gid first.
-    if (::getgrouplist(found->pw_name, found->pw_gid, gids.data(), &n) < 0) n = 0;
+    if (::getgrouplist(user->user.c_str(), primary, gids.data(), &n) < 0) n = 0;
     gids.resize(static_cast<size_t>(std::min(n, kMaxGroups)));
     gids.insert(gids.begin(), gid);
-  } else {
-    user->user = std::to_string(uid);
   }
   for (gid_t g : gids) {
     std::string name = GroupName(g);

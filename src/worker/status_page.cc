@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ufs/http/xml.h"
+
 namespace shoal {
 namespace {
 
@@ -41,7 +43,9 @@ canvas { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; margin
 </style>
 </head>
 <body>
-<h1>Shoal cluster, as seen by <span id="self"></span></h1>
+<h1>Shoal cluster, as seen by <span id="self">)html";
+
+constexpr std::string_view kDoc = R"html(</span></h1>
 <div id="updated"></div>
 <div id="summary"></div>
 <canvas id="chart" width="900" height="180"></canvas>
@@ -74,7 +78,6 @@ const REFRESH_MS = 3000;
 const KEEP = 200;  // samples: 10 minutes at one per 3 s
 const samples = [];
 let doc = JSON.parse(document.getElementById('doc').textContent);
-document.getElementById('self').textContent = document.getElementById('self-address').textContent;
 
 function size(b) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
@@ -240,21 +243,6 @@ setTimeout(refresh, REFRESH_MS);
 </html>
 )html";
 
-std::string EscapeText(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string JsonForScript(const nlohmann::json& doc) {
@@ -275,12 +263,11 @@ std::string JsonForScript(const nlohmann::json& doc) {
 }
 
 std::string StatusPageHtml(const nlohmann::json& doc, std::string_view self) {
-  const std::string me = EscapeText(self);
+  const std::string me = XmlEscape(self);
   std::string page;
   page.reserve(16384);
-  page.append(kHead).append(me).append(kBody);
+  page.append(kHead).append(me).append(kBody).append(me).append(kDoc);
   page.append(JsonForScript(doc));
-  page.append("</script>\n<script type=\"text/plain\" id=\"self-address\">").append(me);
   page.append(kScript);
   return page;
 }

@@ -1,6 +1,5 @@
 #include "worker/worker.h"
 
-#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 #include "client/worker_caller.h"
 #include "cluster/etcd_membership.h"
 #include "cluster/hash_ring.h"
+#include "common/end_user.h"
 #include "common/metrics.h"
 #include "net/http_server.h"
 #include "s3/s3_endpoint.h"
@@ -837,7 +837,6 @@ class Worker::Impl {
     return out;
   }
 
-  // The body of /v1/status.
   // Per mount: the bytes served that its store did not send, and its price.
   Json EgressJson() const {
     Json out = Json::array();
@@ -848,6 +847,7 @@ class Worker::Impl {
     return out;
   }
 
+  // The body of /v1/status.
   Json StatusJson() const {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
@@ -900,28 +900,25 @@ class Worker::Impl {
     return std::pair{std::move(q), std::move(*rp)};
   }
 
-  // One log line the first time an identity (user, groups, door) is served:
-  // who uses this worker, from its log. Bounded: past kMaxCallersNoted
-  // distinct identities the set starts over.
   // The name of the user this worker runs as (its uid when it has no name).
   static const std::string& LocalUser() {
-    static const std::string name = [] {
-      const uid_t uid = ::geteuid();
-      std::vector<char> buf(16384);
-      passwd pw{};
-      passwd* found = nullptr;
-      if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return std::string(found->pw_name);
-      return std::to_string(uid);
-    }();
+    static const std::string name = UserNameOf(::geteuid());
     return name;
   }
 
+  // One log line the first time an identity (user, groups, door) is served:
+  // who uses this worker, from its log. Bounded: past kMaxCallersNoted
+  // distinct identities the set starts over. On every request: a thread that
+  // sees the identity it saw last takes no lock.
   void NoteCaller(const security::Identity& id) {
     std::string line = id.ToString();
     if (!id.groups.empty()) {
       line += " groups=";
       for (size_t i = 0; i < id.groups.size(); ++i) line += (i ? "," : "") + id.groups[i];
     }
+    thread_local std::string last_noted;
+    if (line == last_noted) return;
+    last_noted = line;
     {
       std::lock_guard lock(callers_mu_);
       if (callers_noted_.contains(line)) return;
@@ -953,20 +950,58 @@ class Worker::Impl {
   // document at /v1/cluster/status, the page drawing it at / and /ui. Asking
   // every worker blocks: on the pool, never on an I/O thread (this worker
   // answers its own part there).
+  //
+  // Open like /metrics, so its cost must not grow with its callers: one
+  // fan-out at a time, on one pool thread (a frozen peer holds it up to the
+  // client's timeout, never the pool); callers meanwhile wait without a thread
+  // and all get its answer; an answer under kClusterStatusFor old is reused.
   void HandleClusterStatus(const HttpRequest& req, Responder res) {
     const bool page = req.path() != "/v1/cluster/status";
-    pool_.Post([this, page, res] {
+    std::unique_lock lock(cluster_status_mu_);
+    if (cluster_status_ && Clock::now() - cluster_status_at_ < kClusterStatusFor) {
+      auto doc = cluster_status_;
+      lock.unlock();
+      return res.Respond(ClusterStatusAnswer(*doc, page));
+    }
+    if (cluster_status_waiters_.size() >= kMaxClusterStatusWaiters) {
+      lock.unlock();
+      return res.Respond(ErrorAnswer(Status(Code::kUnavailable,
+                                            "too many requests for the cluster's status "
+                                            "at once; try again in a second")));
+    }
+    cluster_status_waiters_.emplace_back(page, std::move(res));
+    if (cluster_status_running_) return;
+    cluster_status_running_ = true;
+    lock.unlock();
+    pool_.Post([this] {
       auto client = ClusterClient();
-      if (!client) return res.Respond(ErrorAnswer(client.error().WithContext("the cluster's status")));
-      const nlohmann::json doc = ClusterStatusDocument(**client);
-      if (!page) return res.Respond(JsonAnswer(doc));
-      HttpResponse answer = HttpResponse::Text(200, StatusPageHtml(doc, address_), "text/html; charset=utf-8");
-      answer.headers.emplace_back("Cache-Control", "no-store");
-      answer.headers.emplace_back("Content-Security-Policy",
-                                  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                                  "connect-src 'self'; img-src 'self' data:");
-      res.Respond(std::move(answer));
+      Result<std::shared_ptr<const Json>> doc =
+          client ? Result<std::shared_ptr<const Json>>(std::make_shared<const Json>(ClusterStatusDocument(**client)))
+                 : Err(client.error().WithContext("the cluster's status"));
+      std::vector<std::pair<bool, Responder>> waiters;
+      {
+        std::lock_guard l(cluster_status_mu_);
+        if (doc) {
+          cluster_status_ = *doc;
+          cluster_status_at_ = Clock::now();
+        }
+        waiters.swap(cluster_status_waiters_);
+        cluster_status_running_ = false;
+      }
+      for (auto& [wants_page, waiter] : waiters) {
+        waiter.Respond(doc ? ClusterStatusAnswer(**doc, wants_page) : ErrorAnswer(doc.error()));
+      }
     });
+  }
+
+  HttpResponse ClusterStatusAnswer(const Json& doc, bool page) const {
+    if (!page) return JsonAnswer(doc);
+    HttpResponse answer = HttpResponse::Text(200, StatusPageHtml(doc, address_), "text/html; charset=utf-8");
+    answer.headers.emplace_back("Cache-Control", "no-store");
+    answer.headers.emplace_back("Content-Security-Policy",
+                                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                "connect-src 'self'; img-src 'self' data:");
+    return answer;
   }
 
   void HandleStat(const HttpRequest& req, Responder res) {
@@ -1611,6 +1646,13 @@ class Worker::Impl {
       "shoal_short_circuit_requests_total", "Short-circuit requests of clients on this host", {{"kind", "touch"}});
   std::unique_ptr<HotReads> hot_;  // made in Init, with the page store
   std::unique_ptr<Scrubber> scrubber_;  // made in Init, with the page store
+  static constexpr std::chrono::milliseconds kClusterStatusFor{1000};
+  static constexpr size_t kMaxClusterStatusWaiters = 256;
+  std::mutex cluster_status_mu_;
+  std::shared_ptr<const Json> cluster_status_;  // the last document, and when it was made
+  Clock::time_point cluster_status_at_{};
+  bool cluster_status_running_ = false;
+  std::vector<std::pair<bool, Responder>> cluster_status_waiters_;  // (wants the page, who)
   static constexpr size_t kMaxCallersNoted = 4096;
   std::mutex callers_mu_;
   std::set<std::string> callers_noted_;
