@@ -379,6 +379,21 @@ EOF
     echo "not run: $S3EP_NOTRUN"
   fi
   echo
+  echo "## Authorization (bench/authz_bench, bench/authz_overhead.py)"
+  echo
+  if [[ -f $WORK/authz_bench.out ]]; then
+    echo "One decision of the policy engine (src/authz/policy_engine.h) with 1,000 Ranger policies of mixed wildcards, each call timed alone; 1 thread, then 8 at once. Target (issue 28): p99 <= 1 us (1000 ns)."
+    echo
+    cat "$WORK/authz_bench.out"
+    echo
+  fi
+  if [[ -f $WORK/authz_overhead.out ]]; then
+    echo "Warm reads through two 2-worker \`shoal up\` clusters on the same files, one enforcing 1,000 policies (audit of denials on) and one without, by the same user (a token; an S3 key). Target (issue 28): >= 0.97x of authorization off."
+    echo
+    cat "$WORK/authz_overhead.out"
+  fi
+  [[ -n ${AUTHZ_NOTRUN:-} ]] && echo "not run: $AUTHZ_NOTRUN"
+  echo
   echo "## TLS (bench/tls_bench.sh)"
   echo
   if [[ -f $WORK/tls_bench.out ]]; then

@@ -237,6 +237,13 @@ class Client {
   // when a door acts for one. kPermissionDenied when the credential is refused
   // (the message says why); kUnavailable when no worker answers.
   Result<CallerIdentity> WhoAmI();
+  // The decision a live worker's authorization policies make for `user` (in
+  // `groups`) doing `access` (read, write, execute) on `path`, without an
+  // audit line (`shoal policy check`): the worker's JSON answer, {"result":
+  // "ALLOWED"|"DENIED", "policy_id", "policy_name", "version", ...}. Needs the
+  // cluster secret or an admin group; kNotSupported when no policies are set.
+  Result<std::string> PolicyCheck(std::string_view user, const std::vector<std::string>& groups, std::string_view path,
+                                  std::string_view access);
   // Whether this client's requests carry a credential of its own (a token, a
   // client certificate, the cluster secret); without one it is anonymous.
   bool presents_credential() const;

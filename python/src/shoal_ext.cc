@@ -25,6 +25,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "common/end_user.h"
 #include "shoal/client.h"
 
 namespace py = pybind11;
@@ -564,6 +565,7 @@ std::string Repr(const FileStatus& s) {
 }  // namespace shoal::python
 
 PYBIND11_MODULE(_shoal, m) {
+  shoal::SetDoorName("python");
   using namespace shoal;
   using namespace shoal::python;
   m.doc() = "Shoal's C++ client library; use the `shoal` package, not this module.";

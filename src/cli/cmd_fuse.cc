@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/end_user.h"
 #include "common/service_notify.h"
 #include "fuse/fuse_mount.h"
 #include "fuse/mount_view.h"
@@ -244,6 +245,7 @@ int RunBackground(const FuseArgs& a, const std::vector<std::string>& argv) {
 
 int RunFuse(const FuseArgs& a, const std::vector<std::string>& argv) {
   if (a.unmount) return RunUnmount(a);
+  SetDoorName("fuse");
   // Before any thread exists: the stop signals are taken by the session's
   // own thread (fuse_mount.h).
   fuse::BlockStopSignals();

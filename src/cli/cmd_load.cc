@@ -464,7 +464,12 @@ int Free(Client& c, const std::string& path, bool recursive) {
   uint64_t pages = 0, bytes = 0;
   std::string failed;
   std::string target = "/v1/free?path=" + Enc(ns) + (recursive ? "&recursive=1" : "");
+  Status refused;  // a refusal (authorization) is the same on every worker: said once, not retried
   for (const auto& r : CallWorkers(c, "POST", [&](const std::string&) { return target; })) {
+    if (r.status.code() == Code::kPermissionDenied || r.status.code() == Code::kNotFound) {
+      if (refused.ok()) refused = r.status;
+      continue;
+    }
     if (!r.status.ok()) {
       failed += (failed.empty() ? "" : "; ") + ("worker " + r.member + ": " + r.status.message());
       continue;
@@ -477,6 +482,7 @@ int Free(Client& c, const std::string& path, bool recursive) {
       failed += (failed.empty() ? "" : "; ") + ("worker " + r.member + ": malformed answer: " + e.what());
     }
   }
+  if (!refused.ok() && pages == 0) return Fail(refused);
   std::printf("freed %s (%llu bytes, %llu pages) of %s\n", FormatSize(bytes).c_str(),
               static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(pages), ns.c_str());
   if (!failed.empty()) {

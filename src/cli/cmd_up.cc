@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <set>
 
+#include "authz/policies.h"
 #include "cache/policy/registry.h"
 #include "cli/commands.h"
 #include "cli/s3_service.h"
@@ -70,6 +71,7 @@ struct UpArgs {
   std::string eviction;           // --eviction NAME: worker.eviction ("" = the default policy)
   std::string page_store = "files";  // worker.page_store
   bool tls = false;                  // --tls: a local CA, TLS on every worker, a client config trusting it
+  std::string policies;              // --policies FILE: Ranger policies every worker enforces
 };
 
 // Creates the state dir and makes it private: owned by us, mode 0700 (an
@@ -305,6 +307,15 @@ int RunUp(const UpArgs& a) {
   cfg.security.token_key_file = state + "/token.key";
   if (auto st = security::TokenKeys::CreateKeyFile(cfg.security.token_key_file); !st.ok()) return Fail(st);
 
+  if (!a.policies.empty()) {
+    std::error_code ec;
+    cfg.authz.policy_file = std::filesystem::absolute(a.policies, ec).string();
+    cfg.authz.audit_file = state + "/audit/";  // one file per worker
+    if (auto set = authz::LoadServicePolicies(cfg.authz.policy_file); !set) {
+      return Fail(set.error().WithContext("--policies"));
+    }
+  }
+
   // The workers' status pages (and S3 listeners) see the whole cluster
   // through the client config written below, once the workers run.
   if (cfg.s3.client_config.empty()) cfg.s3.client_config = state + "/shoal.yaml";
@@ -345,6 +356,10 @@ int RunUp(const UpArgs& a) {
                 FormatSize(*cache_size).c_str());
   }
   if (a.tls) std::printf("tls: ca=%s\n", cfg.tls.ca_file.c_str());
+  if (!a.policies.empty()) {
+    std::printf("authz: policies=%s audit=%s/audit/ (fallback %s)\n", cfg.authz.policy_file.c_str(), state.c_str(),
+                cfg.authz.fallback.c_str());
+  }
   std::unique_ptr<S3Service> s3;
   if (!a.s3_port.empty()) {
     auto started = StartS3(a, state, client_config);
@@ -487,6 +502,9 @@ void AddUp(CLI::App& app, int* exit_code) {
   cmd->add_flag("--tls", a->tls,
                 "TLS on every worker: a local CA and certificates in STATE/tls (keys 0600), and a client config "
                 "that trusts it; prints `tls: ca=PATH`");
+  cmd->add_option("--policies", a->policies,
+                  "Enforce these Apache Ranger policies (a ServicePolicies JSON file, HDFS service definition) on "
+                  "every request; decisions are audited in STATE/audit/ (authz.* in the config for more)");
   cmd->add_option("--page-store", a->page_store,
                   "How workers keep pages on disk: files (a file per page) or blocks (slots of block files reused "
                   "in place)")

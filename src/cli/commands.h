@@ -25,6 +25,7 @@ void AddS3(CLI::App& app, int* exit_code);              // s3 (the S3 endpoint)
 void AddLoadCommands(CLI::App& app, int* exit_code);    // load, free
 void AddRulesCommands(CLI::App& app, int* exit_code);   // pin, unpin, rules [set|rm] (cmd_rules.cc)
 void AddScrubCommand(CLI::App& app, int* exit_code);    // scrub (cmd_scrub.cc)
+void AddPolicyCommands(CLI::App& app, int* exit_code);  // policy check (cmd_policy.cc)
 void AddTokenCommands(CLI::App& app, int* exit_code);   // token issue, token keygen, whoami (cmd_token.cc)
 
 // Prints "shoal: error: <message>" and returns the exit code for it.

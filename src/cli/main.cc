@@ -2,6 +2,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "common/end_user.h"
 
 int main(int argc, char** argv) {
   // Every shoal process writes to sockets whose peer may leave at any time
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   // fail with EPIPE, never kill the process.
   std::signal(SIGPIPE, SIG_IGN);
   shoal::cli::SetUpLogging();
+  shoal::SetDoorName("cli");  // fuse and s3 say otherwise when they start
 
   CLI::App app{"Shoal: a distributed read-through cache for AI training data"};
   app.require_subcommand(1);
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   shoal::cli::AddLoadCommands(app, &exit_code);
   shoal::cli::AddScrubCommand(app, &exit_code);
   shoal::cli::AddTokenCommands(app, &exit_code);
+  shoal::cli::AddPolicyCommands(app, &exit_code);
   shoal::cli::AddRulesCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

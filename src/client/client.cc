@@ -8,9 +8,11 @@
 
 #include "client/client_impl.h"
 #include "cluster/etcd_membership.h"
+#include "common/end_user.h"
 #include "common/library_log.h"
 #include "common/units.h"
 #include "meta/etcd_mounts.h"
+#include "security/token.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/uri.h"
 
@@ -118,7 +120,13 @@ ClientImpl::ClientImpl(Config config, std::shared_ptr<const Membership> membersh
       // an open may wait on a store's stat, and one that takes longer than the
       // response timeout goes over HTTP, which heartbeats.
       local_(config_.client.response_timeout, std::chrono::seconds(30), config_.client.verify_checksums),
-      fallback_stores_(LiveMountTable::kMaxMounts) {}
+      fallback_stores_(LiveMountTable::kMaxMounts) {
+  // A client with a token names its user on the short circuit too, so a
+  // policy sees the same user whichever way the bytes go.
+  if (auto claims = security::TokenClaims(caller_.token())) {
+    local_.set_self(OnBehalfValue(EndUser{claims->user, claims->groups}));
+  }
+}
 
 Result<std::shared_ptr<UnderStore>> ClientImpl::FallbackStore(const ResolvedPath& rp) {
   std::lock_guard lock(mu_);
@@ -349,6 +357,30 @@ Result<CallerIdentity> ClientImpl::WhoAmI() {
     } catch (const std::exception& e) {
       return Err(Code::kIo, "worker " + WorkerName(*m.entry) + " answered /v1/whoami with malformed JSON: " + e.what());
     }
+  }
+  return Err(last);
+}
+
+Result<std::string> ClientImpl::PolicyCheck(std::string_view user, const std::vector<std::string>& groups,
+                                            std::string_view path, std::string_view access) {
+  std::string joined;
+  for (const auto& g : groups) joined += (joined.empty() ? "" : ",") + g;
+  const std::string target = "/v1/policy/check?user=" + PercentEncode(user, false) +
+                             "&groups=" + PercentEncode(joined, false) + "&path=" + PercentEncode(path, true) +
+                             "&access=" + PercentEncode(access, false);
+  const Deadline deadline = NewDeadline();
+  auto [ring, members] = router_.Members();
+  Status last(Code::kUnavailable, "no worker is up to ask (shoal status shows them)");
+  for (const auto& m : members) {
+    if (m.down) continue;
+    auto r = caller_.Call(*m.entry, "GET", target, deadline, path);
+    if (r.worker_failed) {
+      router_.ReportFailure(*m.entry, r.status);
+      last = r.status;
+      continue;
+    }
+    if (!r.status.ok()) return Err(r.status);
+    return std::move(r.body);
   }
   return Err(last);
 }
@@ -713,6 +745,10 @@ std::vector<WorkerStatus> Client::ClusterStatus() {
 }
 
 Result<CallerIdentity> Client::WhoAmI() { return impl_->WhoAmI(); }
+Result<std::string> Client::PolicyCheck(std::string_view user, const std::vector<std::string>& groups,
+                                        std::string_view path, std::string_view access) {
+  return impl_->PolicyCheck(user, groups, path, access);
+}
 bool Client::presents_credential() const { return impl_->presents_credential(); }
 
 RingInfo Client::Ring() const {

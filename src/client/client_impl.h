@@ -73,6 +73,8 @@ class ClientImpl {
   Status Refresh(std::string_view path, bool recursive, bool data);
   std::vector<WorkerStatus> ClusterStatus();
   Result<CallerIdentity> WhoAmI();
+  Result<std::string> PolicyCheck(std::string_view user, const std::vector<std::string>& groups, std::string_view path,
+                                  std::string_view access);
   bool presents_credential() const { return caller_.presents_credential(); }
   // Admin fan-out (src/client/worker_calls.cc).
   std::vector<WorkerAnswer> CallWorkers(std::string_view method,

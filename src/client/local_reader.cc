@@ -54,14 +54,17 @@ struct ClosedWhenDone {
 };
 
 // The end user the calling thread reads for (common/end_user.h), as the
-// short circuit carries it: "" for this process's own user.
-std::string EndUserOnWire() {
+// short circuit carries it: else the client's own user as its token names
+// it (`self`), "" for this process's own user.
+std::string EndUserOnWire(const std::string& self) {
   const auto& user = CurrentEndUser();
-  return user ? OnBehalfValue(*user) : std::string();
+  return user ? OnBehalfValue(*user) : self;
 }
 
 // A held answer is served again only to the end user it was given for.
-std::string LeaseKey(const std::string& ns_path) { return ns_path + '\n' + EndUserOnWire(); }
+std::string LeaseKey(const std::string& ns_path, const std::string& self) {
+  return ns_path + '\n' + EndUserOnWire(self);
+}
 
 // The fds of a held answer, closed with its last user.
 struct HeldFds {
@@ -248,7 +251,7 @@ std::optional<local_wire::Reply> LocalReader::Exchange(const std::string& worker
   if (fd < 0) return std::nullopt;
   std::string bytes;
   local_wire::Request with_user = req;
-  if (req.kind != local_wire::Kind::kHello) with_user.on_behalf = EndUserOnWire();
+  if (req.kind != local_wire::Kind::kHello) with_user.on_behalf = EndUserOnWire(self_);
   const std::string request = local_wire::EncodeRequest(with_user);
   Status st = local_wire::SendRecord(fd, request, {});
   if (st.ok()) st = local_wire::RecvRecord(fd, &bytes, fds);
@@ -453,7 +456,7 @@ LocalReader::LeaseLookup LocalReader::FindLease(const std::string& worker, const
   auto it = channels_.find(worker);
   if (it == channels_.end() || !it->second.available) return LeaseLookup::kNone;
   Channel& ch = it->second;
-  auto l = ch.leases.find(LeaseKey(ns_path));
+  auto l = ch.leases.find(LeaseKey(ns_path, self_));
   if (l == ch.leases.end()) return LeaseLookup::kNone;
   const Lease& lease = *l->second;
   if (lease.length != length || lease.epoch != ch.epoch || now >= lease.expires ||
@@ -487,7 +490,7 @@ void LocalReader::HoldLease(const std::string& worker, const std::string& ns_pat
   Channel& ch = it->second;
   if (ch.epoch->value() != lease->epoch_value) return;  // changed already
   lease->epoch = ch.epoch;
-  const std::string key = LeaseKey(ns_path);
+  const std::string key = LeaseKey(ns_path, self_);
   if (auto old = ch.leases.find(key); old != ch.leases.end()) {
     leased_fds_ -= old->second->held.fds.size();
     ch.leases.erase(old);
@@ -508,7 +511,7 @@ void LocalReader::DropLease(const std::string& worker, const std::string& ns_pat
   std::lock_guard lock(mu_);
   auto it = channels_.find(worker);
   if (it == channels_.end()) return;
-  auto l = it->second.leases.find(LeaseKey(ns_path));
+  auto l = it->second.leases.find(LeaseKey(ns_path, self_));
   if (l == it->second.leases.end() || l->second.get() != lease) return;  // replaced meanwhile
   leased_fds_ -= lease->held.fds.size();
   it->second.leases.erase(l);

@@ -42,6 +42,11 @@ class LocalReader {
   LocalReader(const LocalReader&) = delete;
   LocalReader& operator=(const LocalReader&) = delete;
 
+  // The user this client names on the socket when no end user is set (its
+  // token's, as an X-Shoal-On-Behalf-Of value), so that the workers authorize
+  // it as they do over TCP. Call before the first read.
+  void set_self(std::string on_behalf) { self_ = std::move(on_behalf); }
+
   // Whether `worker` needs discovering now; true claims the discovery for the
   // caller, who must then call Discovered().
   bool ClaimDiscovery(const std::string& worker);
@@ -174,6 +179,7 @@ class LocalReader {
 
   std::chrono::milliseconds timeout_, retry_after_;
   bool verify_;
+  std::string self_;  // set_self
   std::atomic<uint64_t> corrupt_reads_{0};
   std::atomic<uint64_t> file_bytes_{0};
   std::atomic<uint64_t> leased_opens_{0};

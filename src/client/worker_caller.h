@@ -93,6 +93,7 @@ class WorkerCaller {
 
   // Whether requests carry a credential of this client's own (token, cluster
   // secret, client certificate): only then may they name an end user.
+  const std::string& token() const { return options_.token; }
   bool presents_credential() const {
     return !options_.token.empty() || !options_.secret.empty() || options_.client_certificate;
   }

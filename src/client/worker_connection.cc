@@ -1,5 +1,7 @@
 #include "client/worker_connection.h"
 
+#include "common/end_user.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -227,6 +229,7 @@ Status WorkerConnection::SendRequest(std::string_view method, std::string_view t
   if (!body.empty()) req.append("\r\nContent-Length: ").append(std::to_string(body.size()));
   if (!secret_.empty()) req.append("\r\nAuthorization: Bearer ").append(secret_);
   if (!on_behalf_.empty()) req.append("\r\nX-Shoal-On-Behalf-Of: ").append(on_behalf_);
+  req.append("\r\nX-Shoal-Door: ").append(DoorName());
   req.append("\r\nX-Shoal-Protocol: 1\r\n\r\n");
   const size_t total = req.size() + body.size();
   size_t sent = 0;

@@ -99,6 +99,8 @@ class Reader {
 Status ParseS3(const Reader& r, const YAML::Node& n, S3Config* s3);
 Status ParseTls(const Reader& r, const YAML::Node& n, const std::string& key, TlsConfig* out);
 Status ParseSecurity(const Reader& r, const YAML::Node& n, SecurityConfig* out);
+Status ParseAuthz(const Reader& r, const YAML::Node& n, AuthzConfig* out);
+void EmitAuthz(YAML::Emitter& e, const AuthzConfig& a);
 Status ParseRules(const Reader& r, const YAML::Node& n, std::vector<PathRule>* rules);
 
 }  // namespace
@@ -415,8 +417,8 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   c.source = source;
   if (!root.IsDefined() || root.IsNull()) return c;
   Reader r(source);
-  SHOAL_RETURN_IF_ERROR(
-      r.CheckKeys(root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security", "log"}));
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(
+      root, "", {"cluster", "mounts", "worker", "client", "s3", "rules", "tls", "security", "authz", "log"}));
 
   const auto& cl = root["cluster"];
   SHOAL_RETURN_IF_ERROR(r.CheckKeys(cl, "cluster", {"workers", "shard_size", "etcd", "secret"}));
@@ -597,6 +599,7 @@ Result<Config> ParseConfig(const std::string& text, const std::string& source) {
   }
   SHOAL_RETURN_IF_ERROR(ParseTls(r, root["tls"], "tls", &c.tls));
   SHOAL_RETURN_IF_ERROR(ParseSecurity(r, root["security"], &c.security));
+  SHOAL_RETURN_IF_ERROR(ParseAuthz(r, root["authz"], &c.authz));
   if (const YAML::Node log = root["log"]; log.IsDefined() && !log.IsNull()) {
     SHOAL_RETURN_IF_ERROR(r.CheckKeys(log, "log", {"format"}));
     SHOAL_RETURN_IF_ERROR(r.String(log["format"], "log.format", &c.log.format));
@@ -667,6 +670,77 @@ Status ParseSecurity(const Reader& r, const YAML::Node& n, SecurityConfig* out) 
                                    &out->previous_token_key_files));
   SHOAL_RETURN_IF_ERROR(StringList(r, n["proxy_users"], "security.proxy_users", &out->proxy_users));
   return {};
+}
+
+Status ParseAuthz(const Reader& r, const YAML::Node& n, AuthzConfig* out) {
+  SHOAL_RETURN_IF_ERROR(r.CheckKeys(n, "authz",
+                                    {"policy_file", "ranger_url", "ranger_service", "ranger_user", "ranger_password",
+                                     "policy_cache", "poll_interval", "fallback", "audit", "audit_failure",
+                                     "audit_file", "audit_max_bytes", "audit_keep", "admin_groups", "status_open"}));
+  if (!n.IsDefined() || n.IsNull()) return {};
+  for (auto [k, v] :
+       {std::pair{"policy_file", &out->policy_file}, std::pair{"ranger_url", &out->ranger_url},
+        std::pair{"ranger_service", &out->ranger_service}, std::pair{"ranger_user", &out->ranger_user},
+        std::pair{"ranger_password", &out->ranger_password}, std::pair{"policy_cache", &out->policy_cache},
+        std::pair{"fallback", &out->fallback}, std::pair{"audit", &out->audit},
+        std::pair{"audit_failure", &out->audit_failure}, std::pair{"audit_file", &out->audit_file}}) {
+    SHOAL_RETURN_IF_ERROR(r.String(n[k], std::string("authz.") + k, v));
+  }
+  auto password = ExpandEnvReferences(out->ranger_password);
+  if (!password) return r.Fail(n["ranger_password"], "authz.ranger_password", password.error().message());
+  out->ranger_password = *password;
+  SHOAL_RETURN_IF_ERROR(r.Duration(n["poll_interval"], "authz.poll_interval", &out->poll_interval));
+  SHOAL_RETURN_IF_ERROR(r.Size(n["audit_max_bytes"], "authz.audit_max_bytes", &out->audit_max_bytes));
+  SHOAL_RETURN_IF_ERROR(r.Integer(n["audit_keep"], "authz.audit_keep", &out->audit_keep, 1, 1000));
+  SHOAL_RETURN_IF_ERROR(StringList(r, n["admin_groups"], "authz.admin_groups", &out->admin_groups));
+  SHOAL_RETURN_IF_ERROR(r.Bool(n["status_open"], "authz.status_open", &out->status_open));
+  auto one_of = [&](const char* key, const std::string& v, std::initializer_list<const char*> allowed) -> Status {
+    for (const char* a : allowed) {
+      if (v == a) return {};
+    }
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : " | ") + std::string(a);
+    return r.Fail(n[key], std::string("authz.") + key, "expected " + list + ", not '" + v + "'");
+  };
+  SHOAL_RETURN_IF_ERROR(one_of("fallback", out->fallback, {"deny", "allow"}));
+  SHOAL_RETURN_IF_ERROR(one_of("audit", out->audit, {"all", "deny", "off"}));
+  SHOAL_RETURN_IF_ERROR(one_of("audit_failure", out->audit_failure, {"deny", "allow"}));
+  if (!out->ranger_url.empty() && out->ranger_service.empty()) {
+    return r.Fail(n, "authz", "ranger_url needs ranger_service (the service whose policies to download)");
+  }
+  if (out->poll_interval < std::chrono::seconds(1)) {
+    return r.Fail(n["poll_interval"], "authz.poll_interval", "at least 1s");
+  }
+  return {};
+}
+
+void EmitAuthz(YAML::Emitter& e, const AuthzConfig& a) {
+  if (a == AuthzConfig{}) return;
+  const AuthzConfig d;
+  e << YAML::Key << "authz" << YAML::Value << YAML::BeginMap;
+  for (auto [k, v, dv] :
+       {std::tuple{"policy_file", &a.policy_file, &d.policy_file},
+        std::tuple{"ranger_url", &a.ranger_url, &d.ranger_url},
+        std::tuple{"ranger_service", &a.ranger_service, &d.ranger_service},
+        std::tuple{"ranger_user", &a.ranger_user, &d.ranger_user},
+        std::tuple{"ranger_password", &a.ranger_password, &d.ranger_password},
+        std::tuple{"policy_cache", &a.policy_cache, &d.policy_cache}, std::tuple{"fallback", &a.fallback, &d.fallback},
+        std::tuple{"audit", &a.audit, &d.audit}, std::tuple{"audit_failure", &a.audit_failure, &d.audit_failure},
+        std::tuple{"audit_file", &a.audit_file, &d.audit_file}}) {
+    if (*v != *dv) e << YAML::Key << k << YAML::Value << *v;
+  }
+  if (a.poll_interval != d.poll_interval) {
+    e << YAML::Key << "poll_interval" << YAML::Value << (std::to_string(a.poll_interval.count()) + "ms");
+  }
+  if (a.audit_max_bytes != d.audit_max_bytes) e << YAML::Key << "audit_max_bytes" << YAML::Value << a.audit_max_bytes;
+  if (a.audit_keep != d.audit_keep) e << YAML::Key << "audit_keep" << YAML::Value << a.audit_keep;
+  if (!a.admin_groups.empty()) {
+    e << YAML::Key << "admin_groups" << YAML::Value << YAML::BeginSeq;
+    for (const auto& g : a.admin_groups) e << g;
+    e << YAML::EndSeq;
+  }
+  if (a.status_open != d.status_open) e << YAML::Key << "status_open" << YAML::Value << a.status_open;
+  e << YAML::EndMap;
 }
 
 void EmitTls(YAML::Emitter& e, const char* key, const TlsConfig& t) {
@@ -944,6 +1018,7 @@ std::string ToYaml(const Config& c) {
   e << YAML::EndMap;
   EmitTls(e, "tls", c.tls);
   EmitSecurity(e, c.security);
+  EmitAuthz(e, c.authz);
   if (c.log != LogConfig{}) {
     e << YAML::Key << "log" << YAML::Value << YAML::BeginMap << YAML::Key << "format" << YAML::Value << c.log.format
       << YAML::EndMap;

@@ -272,6 +272,35 @@ struct SecurityConfig {
   bool operator==(const SecurityConfig&) const = default;
 };
 
+// Authorization (src/authz/): Apache Ranger policies (HDFS service definition)
+// over namespace paths, checked by the worker for every request's end user.
+// Off unless policy_file or ranger_url is set.
+struct AuthzConfig {
+  // A Ranger ServicePolicies JSON file (what Ranger admin's policy download returns).
+  std::string policy_file;
+  // Ranger admin, polled for `ranger_service`'s policies every poll_interval;
+  // the last good download is kept in policy_cache ("" : STATE/ranger-policies.json).
+  std::string ranger_url;
+  std::string ranger_service;
+  std::string ranger_user;
+  std::string ranger_password;  // ${NAME} expanded; never logged
+  std::string policy_cache;
+  std::chrono::milliseconds poll_interval{30'000};
+  std::string fallback = "deny";       // no policy matched: deny | allow
+  std::string audit = "deny";          // which decisions are audited: all | deny | off
+  std::string audit_failure = "deny";  // an audit line that cannot be written: deny | allow
+  // "" : CACHE_DIR/audit/shoal-audit.log; ending in '/': a directory of WORKER_ID.log files.
+  std::string audit_file;
+  uint64_t audit_max_bytes = 64ull << 20;
+  int audit_keep = 5;
+  // Members may load, free, pin and change rules anywhere, and read the status
+  // when status_open is false.
+  std::vector<std::string> admin_groups;
+  bool status_open = true;  // /v1/status, the status page and /metrics need no policy
+  bool enabled() const { return !policy_file.empty() || !ranger_url.empty(); }
+  bool operator==(const AuthzConfig&) const = default;
+};
+
 struct ClientConfig {
   // The deadline of one whole call (stat, list, open, one read), including
   // failover and the direct under-store read.
@@ -346,6 +375,7 @@ struct Config {
   std::vector<PathRule> rules;  // sorted by path; at most one per path
   TlsConfig tls;                // the worker's listeners (on when tls.cert_file is set)
   SecurityConfig security;
+  AuthzConfig authz;
   LogConfig log;
   std::string source;  // file the config came from, for messages
 };

@@ -1,5 +1,8 @@
 #include "common/end_user.h"
 
+#include <atomic>
+#include <mutex>
+
 #include <pwd.h>
 
 #include <vector>
@@ -32,6 +35,21 @@ bool IsHeaderSafeName(std::string_view name) {
   }
   return true;
 }
+
+namespace {
+std::atomic<const char*> g_door{"native"};
+}  // namespace
+
+void SetDoorName(std::string_view door) {
+  // The few door names live for the process: kept, never freed.
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<std::string>> names;
+  std::lock_guard lock(mu);
+  names.push_back(std::make_unique<std::string>(door));
+  g_door.store(names.back()->c_str());
+}
+
+std::string_view DoorName() { return g_door.load(); }
 
 std::string OnBehalfValue(const EndUser& user) {
   if (!IsHeaderSafeName(user.user)) return {};

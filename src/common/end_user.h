@@ -40,6 +40,15 @@ class ActingFor {
   std::shared_ptr<const EndUser> previous_;
 };
 
+// The door a process's requests come through ("native" unless the process
+// says otherwise: "fuse", "s3", "python", "cli"), sent to the workers in
+// X-Shoal-Door for their metrics and audit lines. A label, not a credential.
+inline constexpr std::string_view kDoorHeader = "X-Shoal-Door";
+// A request's id, sent by clients that have one, kept in the worker's audit line.
+inline constexpr std::string_view kRequestIdHeader = "X-Shoal-Request-Id";
+void SetDoorName(std::string_view door);
+std::string_view DoorName();
+
 // Whether `name` can travel in the header: 1-256 bytes of letters, digits and
 // `._@-+=$\` (user and group names of POSIX, LDAP and cloud directories).
 bool IsHeaderSafeName(std::string_view name);

@@ -973,6 +973,11 @@ class HttpServer::Impl {
     boost::system::error_code ignored;
     sock.set_option(asio::socket_base::send_buffer_size(kSendBuffer), ignored);
     sock.non_blocking(true, ignored);  // synchronous reads and writes never wait on an I/O thread
+    if (!transport) {
+      auto plain = std::make_shared<TransportInfo>();
+      plain->peer_address = detail::EndpointText(sock);
+      transport = std::move(plain);
+    }
     auto conn = std::make_shared<Connection>(core_, std::move(sock), std::move(transport));
     std::shared_ptr<Connection> victim;
     if (!Admit(*conn, &victim)) {

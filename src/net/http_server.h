@@ -88,6 +88,8 @@ struct TransportInfo {
   // The name a verified TLS client certificate carries (URI SAN, else
   // subject CN); "" without one.
   std::string peer_name;
+  // The client's address, "ip:port" ("" when unknown): for audit lines.
+  std::string peer_address;
 };
 
 struct HttpRequest {
@@ -99,7 +101,7 @@ struct HttpRequest {
   // readable until the handler answers. A handler that answers before the
   // end of the body gets the connection closed after its answer.
   std::shared_ptr<BodyReader> body_stream;
-  // The connection's transport (null on a plain connection).
+  // The connection's transport: TLS or not, the peer's name and address.
   std::shared_ptr<const TransportInfo> transport;
 
   std::string_view path() const;   // the target up to '?', not decoded

@@ -260,6 +260,7 @@ awaitable<void> ServeTls(tcp::socket sock, TlsFrontOptions o, TlsReady ready) {
   auto transport = std::make_shared<TransportInfo>();
   transport->tls = true;
   transport->peer_name = PeerName(r->ssl);
+  transport->peer_address = EndpointText(r->net);
   ready(std::move(server_end), std::move(transport));
   asio::co_spawn(r->net.get_executor(), Down(r), asio::detached);
   co_await Up(std::move(r));

@@ -33,6 +33,14 @@ struct TlsFrontOptions {
 using TlsReady =
     std::function<void(boost::asio::ip::tcp::socket plain, std::shared_ptr<const TransportInfo> transport)>;
 
+// "ip:port" of the socket's peer ("" when it has none, e.g. already closed).
+inline std::string EndpointText(const boost::asio::ip::tcp::socket& sock) {
+  boost::system::error_code ec;
+  auto ep = sock.remote_endpoint(ec);
+  if (ec) return "";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
 // Makes the handshake counters (all results, at 0) so they are served from the
 // start, TLS on or off: a rate over them needs no special case.
 void RegisterTlsMetrics();

@@ -1,5 +1,7 @@
 #include "s3/s3_endpoint.h"
 
+#include "common/end_user.h"
+
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -583,6 +585,7 @@ S3Endpoint::S3Endpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 S3Endpoint::~S3Endpoint() = default;
 
 Result<std::unique_ptr<S3Endpoint>> S3Endpoint::Create(Client& client, const S3Config& config) {
+  SetDoorName("s3");
   std::vector<std::string> mounts;
   for (const auto& m : client.Mounts()) mounts.push_back(m.path);
   S3Hooks hooks;

@@ -8,8 +8,8 @@ S3Error FromStatus(const Status& st, std::string_view not_found_code) {
   const std::string& m = st.message();
   switch (st.code()) {
     case Code::kNotFound: return {404, std::string(not_found_code), m};
-    case Code::kPermissionDenied:
-      return {403, "AccessDenied", m + " (the under-store refused Shoal's credentials: check the mount's options)"};
+    // A policy's refusal (authz) or the under-store's: each message says which.
+    case Code::kPermissionDenied: return {403, "AccessDenied", m};
     case Code::kInvalidArgument:
     case Code::kOutOfRange: return {400, "InvalidArgument", m};
     case Code::kAlreadyExists: return {409, "OperationAborted", m};

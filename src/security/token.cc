@@ -179,23 +179,60 @@ std::string TokenKeys::Issue(std::string_view user, const std::vector<std::strin
   return signing + "." + Base64Url(Hmac(keys_.front().secret, signing));
 }
 
+namespace {
+
+// The three parts of a JWT, decoded; `b` is where the signature's '.' is.
+// "" when well formed, else why not.
+std::string SplitToken(std::string_view token, std::string* header_text, std::string* payload_text,
+                       std::string* signature, size_t* b) {
+  auto a = token.find('.');
+  *b = a == std::string_view::npos ? a : token.find('.', a + 1);
+  if (*b == std::string_view::npos || token.find('.', *b + 1) != std::string_view::npos) {
+    return "malformed (a token is three base64url parts joined by '.'; issue one with `shoal token issue`)";
+  }
+  if (!FromBase64Url(token.substr(0, a), header_text) ||
+      !FromBase64Url(token.substr(a + 1, *b - a - 1), payload_text) ||
+      !FromBase64Url(token.substr(*b + 1), signature)) {
+    return "malformed (a part is not base64url): it was changed or cut; issue a new one with `shoal token issue`";
+  }
+  return "";
+}
+
+// The sub and groups claims of a payload.
+void ClaimsInto(const Json& payload, Identity* id) {
+  id->user = payload.value("sub", "");
+  if (payload.contains("groups") && payload["groups"].is_array()) {
+    for (const auto& g : payload["groups"]) {
+      if (g.is_string() && id->groups.size() < 256) id->groups.push_back(g.get<std::string>());
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<Identity> TokenClaims(std::string_view token) {
+  if (token.size() > kMaxTokenBytes) return std::nullopt;
+  std::string header_text, payload_text, signature;
+  size_t b = 0;
+  if (!SplitToken(token, &header_text, &payload_text, &signature, &b).empty()) return std::nullopt;
+  Json payload = Json::parse(payload_text, nullptr, false);
+  if (!payload.is_object()) return std::nullopt;
+  Identity id;
+  id.proof = Proof::kToken;
+  ClaimsInto(payload, &id);
+  if (id.user.empty()) return std::nullopt;
+  return id;
+}
+
 Result<Identity> TokenKeys::Verify(std::string_view token, int64_t now) const {
   if (token.size() > kMaxTokenBytes) {
     return Err(Refused("too large (" + std::to_string(token.size()) + " bytes; the limit is " +
                        std::to_string(kMaxTokenBytes) + ")"));
   }
-  auto a = token.find('.');
-  auto b = a == std::string_view::npos ? a : token.find('.', a + 1);
-  if (b == std::string_view::npos || token.find('.', b + 1) != std::string_view::npos) {
-    return Err(
-        Refused("malformed (a token is three base64url parts joined by '.'; issue one with `shoal token issue`)"));
-  }
   std::string header_text, payload_text, signature;
-  if (!FromBase64Url(token.substr(0, a), &header_text) ||
-      !FromBase64Url(token.substr(a + 1, b - a - 1), &payload_text) ||
-      !FromBase64Url(token.substr(b + 1), &signature)) {
-    return Err(Refused(
-        "malformed (a part is not base64url): it was changed or cut; issue a new one with `shoal token issue`"));
+  size_t b = 0;
+  if (auto why = SplitToken(token, &header_text, &payload_text, &signature, &b); !why.empty()) {
+    return Err(Refused(why));
   }
   Json header = Json::parse(header_text, nullptr, false);
   Json payload = Json::parse(payload_text, nullptr, false);
@@ -223,13 +260,8 @@ Result<Identity> TokenKeys::Verify(std::string_view token, int64_t now) const {
   }
   Identity id;
   id.proof = Proof::kToken;
-  id.user = payload.value("sub", "");
+  ClaimsInto(payload, &id);
   if (id.user.empty()) return Err(Refused("malformed (no user: the sub claim is empty)"));
-  if (payload.contains("groups") && payload["groups"].is_array()) {
-    for (const auto& g : payload["groups"]) {
-      if (g.is_string() && id.groups.size() < 256) id.groups.push_back(g.get<std::string>());
-    }
-  }
   return id;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,11 @@ class TokenKeys {
   };
   std::vector<Key> keys_;  // [0] signs; all verify
 };
+
+// The user and groups a token names, NOT verified: for a client that names
+// itself where only its own host's users can hear it (the short-circuit
+// socket), never for a decision of its own. nullopt when malformed.
+std::optional<Identity> TokenClaims(std::string_view token);
 
 // True when `bearer` has the shape of a JWT (three base64url parts).
 bool LooksLikeToken(std::string_view bearer);

@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "authz/authorizer.h"
 #include "cache/page_format.h"
 #include "cache/scrubber.h"
 #include "client/status_document.h"
@@ -467,6 +468,13 @@ class Worker::Impl {
       g.tokens = std::make_shared<const security::TokenKeys>(std::move(*keys));
     }
     guard_ = std::make_unique<security::RequestGuard>(std::move(g));
+    authz::RegisterMetrics();
+    if (config_.authz.enabled()) {
+      auto a = authz::Authorizer::Start(config_.authz, config_.worker.cache_dirs.at(0).path, id_,
+                                        [this] { svc_->epoch().Bump(); });
+      if (!a) return a.error().WithContext("authz");
+      authz_ = std::move(*a);
+    }
     return {};
   }
 
@@ -530,42 +538,46 @@ class Worker::Impl {
       const char* method;
       const char* path;
       Access access;
+      authz::Need need;  // what the request's end user needs on its `path` (authz/authorizer.h)
       Handle handle;
     };
+    using N = authz::Need;
     static const Route kRoutes[] = {
-        {"GET", "/v1/health", Access::kPublic, &Impl::HandleHealth},
-        {"GET", "/health", Access::kPublic, &Impl::HandleHealth},
-        {"GET", "/metrics", Access::kMetrics, &Impl::HandleMetrics},
-        {"GET", "/v1/read", Access::kRead, &Impl::HandleRead},
-        {"GET", "/v1/open", Access::kRead, &Impl::HandleOpen},
-        {"GET", "/v1/stat", Access::kRead, &Impl::HandleStat},
-        {"GET", "/v1/list", Access::kRead, &Impl::HandleList},
-        {"GET", "/v1/status", Access::kRead, &Impl::HandleStatus},
+        {"GET", "/v1/health", Access::kPublic, N::kNone, &Impl::HandleHealth},
+        {"GET", "/health", Access::kPublic, N::kNone, &Impl::HandleHealth},
+        {"GET", "/metrics", Access::kMetrics, N::kNone, &Impl::HandleMetrics},
+        {"GET", "/v1/read", Access::kRead, N::kReadData, &Impl::HandleRead},
+        {"GET", "/v1/open", Access::kRead, N::kReadData, &Impl::HandleOpen},
+        {"GET", "/v1/stat", Access::kRead, N::kStat, &Impl::HandleStat},
+        {"GET", "/v1/list", Access::kRead, N::kList, &Impl::HandleList},
+        {"GET", "/v1/status", Access::kRead, N::kStatus, &Impl::HandleStatus},
         // The status page (status_page.h) and its document: what an operator looks at, as
         // open as /metrics (closed with security.required).
-        {"GET", "/", Access::kMetrics, &Impl::HandleClusterStatus},
-        {"GET", "/ui", Access::kMetrics, &Impl::HandleClusterStatus},
-        {"GET", "/v1/cluster/status", Access::kMetrics, &Impl::HandleClusterStatus},
-        {"GET", "/v1/whoami", Access::kRead, nullptr},  // the identity the guard found (shoal whoami)
-        {"GET", "/v1/load", Access::kRead, &Impl::HandleLoad},
-        {"GET", "/v1/rules", Access::kRead, &Impl::HandleRules},
-        {"GET", "/v1/scrub", Access::kRead, &Impl::HandleScrub},
-        {"GET", "/v1/wb/state", Access::kRead, &Impl::HandleWriteback},
-        {"POST", "/v1/refresh", Access::kWrite, &Impl::HandleRefresh},
-        {"POST", "/v1/wb/begin", Access::kWrite, &Impl::HandleWriteback},
-        {"POST", "/v1/wb/append", Access::kWrite, &Impl::HandleWriteback},
-        {"POST", "/v1/wb/commit", Access::kWrite, &Impl::HandleWriteback},
-        {"POST", "/v1/wb/put", Access::kWrite, &Impl::HandleWriteback},
-        {"POST", "/v1/wb/abort", Access::kWrite, &Impl::HandleWriteback},
-        {"POST", "/v1/page", Access::kPeer, &Impl::HandlePagePush},
-        {"POST", "/v1/wb/done", Access::kPeer, &Impl::HandleWriteback},
-        {"POST", "/v1/wb/pause", Access::kPeer, &Impl::HandleWriteback},
-        {"POST", "/v1/load", Access::kAdmin, &Impl::HandleLoad},
-        {"POST", "/v1/load/stop", Access::kAdmin, &Impl::HandleLoad},
-        {"POST", "/v1/free", Access::kAdmin, &Impl::HandleLoad},
-        {"POST", "/v1/rules", Access::kAdmin, &Impl::HandleRules},
-        {"POST", "/v1/rules/rm", Access::kAdmin, &Impl::HandleRules},
-        {"POST", "/v1/scrub", Access::kAdmin, &Impl::HandleScrub},
+        {"GET", "/", Access::kMetrics, N::kStatus, &Impl::HandleClusterStatus},
+        {"GET", "/ui", Access::kMetrics, N::kStatus, &Impl::HandleClusterStatus},
+        {"GET", "/v1/cluster/status", Access::kMetrics, N::kStatus, &Impl::HandleClusterStatus},
+        {"GET", "/v1/whoami", Access::kRead, N::kNone, nullptr},  // the identity the guard found (shoal whoami)
+        {"GET", "/v1/policy/check", Access::kRead, N::kAdminOnly, &Impl::HandlePolicyCheck},
+        {"GET", "/v1/load", Access::kRead, N::kStatus, &Impl::HandleLoad},
+        {"GET", "/v1/rules", Access::kRead, N::kStatus, &Impl::HandleRules},
+        {"GET", "/v1/scrub", Access::kRead, N::kStatus, &Impl::HandleScrub},
+        {"GET", "/v1/wb/state", Access::kRead, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/refresh", Access::kWrite, N::kWrite, &Impl::HandleRefresh},
+        {"POST", "/v1/wb/begin", Access::kWrite, N::kWrite, &Impl::HandleWriteback},
+        // A stream begun is the writer's (its id is a 128-bit capability): its steps need no path.
+        {"POST", "/v1/wb/append", Access::kWrite, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/commit", Access::kWrite, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/put", Access::kWrite, N::kWrite, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/abort", Access::kWrite, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/page", Access::kPeer, N::kNone, &Impl::HandlePagePush},
+        {"POST", "/v1/wb/done", Access::kPeer, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/pause", Access::kPeer, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/load", Access::kAdmin, N::kManage, &Impl::HandleLoad},
+        {"POST", "/v1/load/stop", Access::kAdmin, N::kAdminOnly, &Impl::HandleLoad},
+        {"POST", "/v1/free", Access::kAdmin, N::kManage, &Impl::HandleLoad},
+        {"POST", "/v1/rules", Access::kAdmin, N::kManage, &Impl::HandleRules},
+        {"POST", "/v1/rules/rm", Access::kAdmin, N::kManage, &Impl::HandleRules},
+        {"POST", "/v1/scrub", Access::kAdmin, N::kAdminOnly, &Impl::HandleScrub},
     };
     net::Router r;
     for (const Route& route : kRoutes) {
@@ -577,11 +589,75 @@ class Worker::Impl {
           return;
         }
         if (!who->anonymous()) NoteCaller(*who);
+        if (authz_ && route.need != authz::Need::kNone) {
+          if (auto refused = Authorize(req, *who, route.need, route.path)) return res.Respond(std::move(*refused));
+        }
         if (route.handle == nullptr) return res.Respond(JsonAnswer(WhoAmIJson(*who)));
         (this->*route.handle)(req, std::move(res));
       });
     }
     return r;
+  }
+
+  // The one authorization check (authz/authorizer.h) of a routed request: the
+  // refusal to send, or nullopt to go on. The path is the request's `path`
+  // parameter, normalized as the handlers will see it; a route that needs a
+  // path and has none is refused (its handler would answer 400 anyway).
+  std::optional<HttpResponse> Authorize(const HttpRequest& req, const security::Identity& who, authz::Need need,
+                                        std::string_view action) {
+    std::string path;
+    if (need != authz::Need::kStatus && need != authz::Need::kAdminOnly) {
+      Query q = Query::Parse(req.query());
+      const std::string* p = q.error.empty() ? q.Get("path") : nullptr;
+      auto norm = p ? MountTable::NormalisePath(*p) : Result<std::string>(std::string());
+      if (!p || !norm) {
+        return ErrorAnswer(Status(Code::kInvalidArgument, "a valid query parameter 'path' is needed"));
+      }
+      path = *norm;
+    }
+    const std::string* door = req.Header(kDoorHeader);
+    const std::string* rid = req.Header(kRequestIdHeader);
+    auto answer = authz_->Check(
+        {.who = &who,
+         .need = need,
+         .path = path,
+         .door = door ? std::string_view(*door) : std::string_view("native"),
+         .client_address = req.transport ? std::string_view(req.transport->peer_address) : std::string_view(),
+         .request_id = rid ? std::string_view(*rid) : std::string_view(),
+         .action = action});
+    if (answer.allowed) return std::nullopt;
+    return ErrorAnswer(answer.refusal);
+  }
+
+  // GET /v1/policy/check?user=U&groups=A,B&path=P&access=read: the decision the
+  // policies this worker enforces make, without audit (shoal policy check).
+  void HandlePolicyCheck(const HttpRequest& req, Responder res) {
+    Query q = Query::Parse(req.query());
+    if (!q.error.empty()) return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, q.error)));
+    if (!authz_) {
+      return res.Respond(ErrorAnswer(Status(Code::kNotSupported,
+                                            "this worker enforces no policies (authz.policy_file and "
+                                            "authz.ranger_url are not set)")));
+    }
+    const std::string* user = q.Get("user");
+    const std::string* path = q.Get("path");
+    const std::string* access = q.Get("access");
+    if (!user || !path || !access) {
+      return res.Respond(
+          ErrorAnswer(Status(Code::kInvalidArgument, "needs the query parameters user, path and access")));
+    }
+    auto type = authz::ParseAccessType(*access);
+    if (!type) return res.Respond(ErrorAnswer(type.error()));
+    std::vector<std::string> groups;
+    if (const std::string* g = q.Get("groups")) {
+      for (size_t at = 0; at <= g->size() && groups.size() < 256;) {
+        size_t comma = std::min(g->find(',', at), g->size());
+        if (comma > at) groups.push_back(g->substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
+    auto e = authz_->Explain(*user, groups, *path, *type);
+    res.Respond(HttpResponse::Text(200, authz::ExplanationJson(e), "application/json"));
   }
 
   // Short-circuit reads for clients on this host. Without it (switched off, or
@@ -641,6 +717,18 @@ class Worker::Impl {
     NoteCaller(who);
     auto rp = svc_->mounts().Resolve(r.path);
     if (!rp) return fail(rp.error());
+    // An end user named on the socket is authorized before any descriptor is
+    // handed out; the worker's own user holds every page file already.
+    if (authz_ && !r.on_behalf.empty()) {
+      auto answer = authz_->Check({.who = &who,
+                                   .need = authz::Need::kReadData,
+                                   .path = rp->ns_path,
+                                   .door = "short-circuit",
+                                   .client_address = "unix",
+                                   .request_id = {},
+                                   .action = "short-circuit read"});
+      if (!answer.allowed) return fail(answer.refusal);
+    }
     if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages);
     FileRef file{*rp, r.version, r.size};
     uint64_t offset = r.offset;
@@ -1629,6 +1717,7 @@ class Worker::Impl {
   std::unique_ptr<net::HttpServer> metrics_server_;  // worker.metrics_listen
   std::shared_ptr<security::TlsContext> tls_;        // null without tls.cert_file
   std::unique_ptr<security::RequestGuard> guard_;
+  std::unique_ptr<authz::Authorizer> authz_;  // null: no policies configured
   std::string s3_address_;
   Counter* trusted_reads_ = &MetricsRegistry::Global().GetCounter(
       "shoal_cache_trusted_reads_total",

@@ -51,6 +51,7 @@ Result<std::unique_ptr<ShoalCluster>> ShoalCluster::Start(const Options& o) {
   c->config_.rules = o.rules;
   c->config_.cluster.secret = o.secret;
   c->config_.security = o.security;
+  c->config_.authz = o.authz;
   c->config_.worker.page_size = o.page_size;
   c->config_.cluster.shard_size = o.shard_size;
   c->config_.worker.ufs_threads = 8;

@@ -37,6 +37,7 @@ class ShoalCluster {
     std::vector<PathRule> rules;  // the `rules:` table of workers and clients
     std::string secret;           // cluster.secret of workers and clients ("" = none)
     SecurityConfig security;      // the workers' security: (token key, proxy users, required)
+    AuthzConfig authz;            // the workers' authorization (policies, audit)
     uint64_t page_size = 256 * 1024;
     uint64_t shard_size = 4ull << 20;
     uint64_t cache_capacity = 256ull << 20;

@@ -1,0 +1,443 @@
+#include "authz/authorizer.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/metrics.h"
+
+namespace shoal::authz {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kDoors[] = {"native", "cli", "fuse", "s3", "python", "short-circuit", "load"};
+
+std::string_view KnownDoor(std::string_view door) {
+  for (const char* d : kDoors) {
+    if (door == d) return d;
+  }
+  return "other";
+}
+
+Counter& Decisions(std::string_view result, std::string_view door) {
+  return MetricsRegistry::Global().GetCounter(
+      "shoal_authz_decisions_total",
+      "Authorization decisions of this worker's policy check, by result (allowed, denied) and door",
+      {{"result", std::string(result)}, {"door", std::string(KnownDoor(door))}});
+}
+
+Gauge& VersionGauge() {
+  return MetricsRegistry::Global().GetGauge("shoal_authz_policy_version",
+                                            "The Ranger policy version this worker enforces (-1: none loaded)");
+}
+
+Counter& LoadFailures() {
+  return MetricsRegistry::Global().GetCounter(
+      "shoal_authz_policy_load_failures_total",
+      "Policy downloads or files that could not be used (unreachable, garbled, partial): the last good policies stay");
+}
+
+Counter& AuditFailures() {
+  return MetricsRegistry::Global().GetCounter("shoal_authz_audit_failures_total",
+                                              "Audit lines that could not be written (authz.audit_failure decides)");
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+// "2026-12-06 21:30:05.123" (UTC), as Ranger's audit events show time.
+std::string EventTime() {
+  auto now = std::chrono::system_clock::now();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+
+std::string NewRequestId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{:016x}", rng());
+}
+
+std::string_view Parent(std::string_view path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+size_t CurlAppend(char* data, size_t size, size_t n, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (s->size() + size * n > (256u << 20)) return 0;  // a policy download over 256 MiB is refused
+  s->append(data, size * n);
+  return size * n;
+}
+
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    out << text;
+    out.flush();
+    if (!out) return false;
+  }
+  std::error_code ec;
+  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+std::string ExplanationJson(const Authorizer::Explanation& e) {
+  Json j = {{"result", e.allowed ? "ALLOWED" : "DENIED"},
+            {"determined", e.outcome != Decision::Outcome::kNotDetermined},
+            {"policy_id", e.policy_id},
+            {"policy_name", e.policy_name},
+            {"super_user", e.super_user},
+            {"version", e.version}};
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string ExplanationText(const Authorizer::Explanation& e, std::string_view fallback) {
+  std::string why = e.policy_id >= 0 ? fmt::format("policy {} ({})", e.policy_id, e.policy_name)
+                    : e.super_user   ? std::string("a super user or group of the service")
+                                     : fmt::format("no policy matched: fallback ({})", fallback);
+  return fmt::format("{} by {} [policy version {}]", e.allowed ? "ALLOWED" : "DENIED", why, e.version);
+}
+
+std::string_view NeedName(Need n) {
+  switch (n) {
+    case Need::kNone: return "none";
+    case Need::kStatus: return "status";
+    case Need::kReadData: return "read";
+    case Need::kStat: return "stat";
+    case Need::kList: return "list";
+    case Need::kWrite: return "write";
+    case Need::kManage: return "manage";
+    case Need::kAdminOnly: return "admin";
+  }
+  return "?";
+}
+
+void RegisterMetrics() {
+  for (const char* door : kDoors) {
+    Decisions("allowed", door);
+    Decisions("denied", door);
+  }
+  LoadFailures();
+  AuditFailures();
+  VersionGauge().Set(-1);
+}
+
+bool Authorizer::IsClusterItself(const security::Identity& who) {
+  return who.proof == security::Proof::kClusterSecret && who.acting_for_by.empty();
+}
+
+Authorizer::Authorizer(AuthzConfig config, std::string state_dir)
+    : config_(std::move(config)), state_dir_(std::move(state_dir)) {}
+
+Authorizer::~Authorizer() {
+  {
+    std::lock_guard lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+}
+
+Result<std::unique_ptr<Authorizer>> Authorizer::Start(const AuthzConfig& config, const std::string& state_dir,
+                                                      const std::string& worker_id, std::function<void()> on_change) {
+  std::unique_ptr<Authorizer> a(new Authorizer(config, state_dir));
+  a->on_change_ = std::move(on_change);
+  RegisterMetrics();
+  a->cache_path_ = config.policy_cache.empty() ? state_dir + "/ranger-policies.json" : config.policy_cache;
+  if (config.audit != "off") {
+    std::string file = config.audit_file.empty() ? state_dir + "/audit/shoal-audit.log" : config.audit_file;
+    if (file.back() == '/') file += (worker_id.empty() ? std::string("worker") : worker_id) + ".log";
+    auto log = AuditLog::Open(file, config.audit_max_bytes, config.audit_keep);
+    if (!log) return std::unexpected(log.error());
+    a->audit_ = std::move(*log);
+  }
+  if (!config.policy_file.empty()) {
+    auto set = LoadServicePolicies(config.policy_file);
+    if (!set) {
+      return Err(Code::kInvalidArgument, "authz.policy_file: " + set.error().message() +
+                                             " (fix the file, or export it again from Ranger admin)");
+    }
+    a->Install(std::make_shared<PolicyEngine>(std::move(*set)), config.policy_file);
+  }
+  if (!config.ranger_url.empty()) {
+    if (!a->Engine()) {
+      std::error_code ec;
+      if (std::filesystem::exists(a->cache_path_, ec)) {
+        auto cached = LoadServicePolicies(a->cache_path_);
+        if (cached) {
+          a->Install(std::make_shared<PolicyEngine>(std::move(*cached)), a->cache_path_ + " (the last download)");
+        } else {
+          spdlog::warn("authz: the kept policy download {} is not usable: {}", a->cache_path_,
+                       cached.error().message());
+        }
+      }
+    }
+    a->PollOnce();
+    a->poller_ = std::thread([p = a.get()] { p->PollLoop(); });
+  }
+  if (!a->Engine()) {
+    spdlog::warn(
+        "authz: no policies yet (Ranger admin at {} not reached, nothing kept): every request gets "
+        "the fallback ({}) until a download succeeds",
+        config.ranger_url, config.fallback);
+    a->Install(std::make_shared<PolicyEngine>(PolicySet{}), "nothing");
+  }
+  return a;
+}
+
+std::shared_ptr<const PolicyEngine> Authorizer::Engine() const {
+  std::lock_guard lock(mu_);
+  return engine_;
+}
+
+int64_t Authorizer::version() const {
+  auto e = Engine();
+  return e ? e->version() : -1;
+}
+
+const std::string& Authorizer::audit_path() const {
+  static const std::string kNone;
+  return audit_ ? audit_->path() : kNone;
+}
+
+void Authorizer::Install(std::shared_ptr<const PolicyEngine> engine, std::string_view from) {
+  for (const auto& note : engine->notes()) spdlog::warn("authz: {}", note);
+  spdlog::info("authz: enforcing {} policies of service '{}', version {}, from {}", engine->policy_count(),
+               engine->service(), engine->version(), from);
+  VersionGauge().Set(static_cast<double>(engine->version()));
+  bool replaced = false;
+  {
+    std::lock_guard lock(mu_);
+    replaced = engine_ != nullptr;
+    engine_ = std::move(engine);
+  }
+  if (replaced && on_change_) on_change_();
+}
+
+bool Authorizer::PollOnce() {
+  const int64_t known = version();
+  // With credentials, the download path Ranger protects with basic auth.
+  std::string url = fmt::format(
+      "{}/service/plugins/{}policies/download/{}?lastKnownVersion={}&supportsPolicyDeltas=false&pluginId=shoal@{}-{}",
+      config_.ranger_url, config_.ranger_user.empty() ? "" : "secure/", config_.ranger_service, known, Hostname(),
+      config_.ranger_service);
+  CURL* h = curl_easy_init();
+  if (h == nullptr) return false;
+  std::string body;
+  long timeout_ms = static_cast<long>(std::min<int64_t>(config_.poll_interval.count(), 10'000));
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CurlAppend);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 3000L));
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  std::string userpwd = config_.ranger_user + ":" + config_.ranger_password;
+  if (!config_.ranger_user.empty()) {
+    curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(h, CURLOPT_USERPWD, userpwd.c_str());
+  }
+  CURLcode rc = curl_easy_perform(h);
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(h);
+  auto fail = [&](const std::string& why) {
+    LoadFailures().Add();
+    spdlog::warn("authz: policy download from {} failed: {}; keeping policy version {}", config_.ranger_url, why,
+                 known);
+    return false;
+  };
+  if (rc != CURLE_OK) return fail(curl_easy_strerror(rc));
+  if (status == 304) return true;  // unchanged since lastKnownVersion
+  if (status != 200) {
+    return fail(fmt::format("HTTP {}{}", status,
+                            status == 401 || status == 403 ? " (check authz.ranger_user and ranger_password)"
+                            : status == 404                ? " (is authz.ranger_service the service's name?)"
+                                                           : ""));
+  }
+  auto set = ParseServicePolicies(body, "the download");
+  if (!set) return fail(set.error().message());
+  if (set->version >= 0 && set->version == known) return true;
+  if (!WriteFileAtomically(cache_path_, body)) {
+    spdlog::warn(
+        "authz: cannot keep the policy download in {}: the next start without Ranger admin uses older "
+        "policies (set authz.policy_cache to a writable file)",
+        cache_path_);
+  }
+  Install(std::make_shared<PolicyEngine>(std::move(*set)), config_.ranger_url);
+  return true;
+}
+
+void Authorizer::PollLoop() {
+  std::unique_lock lock(stop_mu_);
+  while (!stop_cv_.wait_for(lock, config_.poll_interval, [this] { return stopping_; })) {
+    lock.unlock();
+    PollOnce();
+    lock.lock();
+  }
+}
+
+Authorizer::Explanation Authorizer::Explain(std::string_view user, const std::vector<std::string>& groups,
+                                            std::string_view path, AccessType access) const {
+  return authz::Explain(*Engine(), user, groups, path, access, config_.fallback == "allow");
+}
+
+Authorizer::Explanation Explain(const PolicyEngine& engine, std::string_view user,
+                                const std::vector<std::string>& groups, std::string_view path, AccessType access,
+                                bool fallback_allows) {
+  Authorizer::Explanation e;
+  e.version = engine.version();
+  Decision d = engine.Evaluate({user, groups, path, access});
+  e.outcome = d.outcome;
+  e.super_user = d.super_user;
+  e.allowed = d.determined() ? d.allowed() : fallback_allows;
+  if (d.policy != nullptr) {
+    e.policy_id = d.policy->id;
+    e.policy_name = d.policy->name;
+  }
+  return e;
+}
+
+CheckAnswer Authorizer::Check(const CheckRequest& req) {
+  if (req.need == Need::kNone || req.who == nullptr || IsClusterItself(*req.who)) return {};
+  const security::Identity& who = *req.who;
+  const bool admin = std::any_of(who.groups.begin(), who.groups.end(), [this](const std::string& g) {
+    return std::find(config_.admin_groups.begin(), config_.admin_groups.end(), g) != config_.admin_groups.end();
+  });
+  if (req.need == Need::kStatus && (config_.status_open || admin)) return {};
+  auto engine = Engine();
+  const bool fallback = config_.fallback == "allow";
+  // One access: the decision and whether it allows (the fallback when no policy decided).
+  auto decide = [&](std::string_view path, AccessType access, Decision* out) {
+    *out = engine->Evaluate({who.user, who.groups, path, access});
+    return out->determined() ? out->allowed() : fallback;
+  };
+  Decision d;
+  AccessType access = AccessType::kRead;
+  bool allowed = false;
+  switch (req.need) {
+    case Need::kNone: return {};
+    case Need::kStatus:
+    case Need::kAdminOnly: allowed = admin; break;
+    case Need::kManage:
+      access = AccessType::kWrite;
+      allowed = admin || decide(req.path, access, &d);
+      break;
+    case Need::kReadData: allowed = decide(req.path, access, &d); break;
+    case Need::kWrite:
+      access = AccessType::kWrite;
+      allowed = decide(req.path, access, &d);
+      break;
+    case Need::kList: {
+      // READ_EXECUTE as the HDFS plugin asks it: read allowed, and execute
+      // not denied (unless the read was allowed at a higher priority, where
+      // Ranger never looks at the lower deny).
+      allowed = decide(req.path, AccessType::kRead, &d);
+      Decision e = engine->Evaluate({who.user, who.groups, req.path, AccessType::kExecute});
+      const bool read_outranks =
+          d.allowed() && d.policy != nullptr && e.policy != nullptr && d.policy->priority > e.policy->priority;
+      if (e.outcome == Decision::Outcome::kDenied && !read_outranks) {
+        allowed = false;
+        access = AccessType::kExecute;
+        d = e;
+      }
+      break;
+    }
+    case Need::kStat: {
+      // Any access to the file itself, or traversal of its parent.
+      Decision first;
+      allowed = decide(req.path, AccessType::kRead, &first);
+      Decision other;
+      if (!allowed) allowed = decide(Parent(req.path), AccessType::kExecute, &other);
+      if (!allowed) allowed = decide(req.path, AccessType::kExecute, &other);
+      if (!allowed) allowed = decide(req.path, AccessType::kWrite, &other);
+      d = allowed && other.determined() ? other : first;
+      break;
+    }
+  }
+  Decisions(allowed ? "allowed" : "denied", req.door).Add();
+  if (audit_ && (config_.audit == "all" || !allowed)) {
+    Json line = {
+        {"id", req.request_id.empty() ? NewRequestId() : std::string(req.request_id)},
+        {"evtTime", EventTime()},
+        {"repoType", "hdfs"},
+        {"repo", engine->service()},
+        {"reqUser", who.anonymous() ? std::string() : who.user},
+        {"groups", who.groups},
+        {"access", std::string(AccessTypeName(access))},
+        {"action", std::string(req.action.empty() ? NeedName(req.need) : req.action)},
+        {"resource", std::string(req.path)},
+        {"resType", "path"},
+        {"result", allowed ? 1 : 0},
+        {"policy", d.policy ? d.policy->id : -1},
+        {"policyVersion", engine->version()},
+        {"enforcer", d.policy       ? "ranger-acl"
+                     : d.super_user ? "ranger-super-user"
+                     : admin        ? "shoal-admin-group"
+                                    : "shoal-fallback"},
+        {"cliIP", std::string(req.client_address)},
+        {"agent", "shoal-worker"},
+        {"agentHost", Hostname()},
+        {"door", std::string(req.door)},
+        {"logType", "RangerAudit"},
+    };
+    if (!who.acting_for_by.empty()) line["proxyUser"] = who.acting_for_by;
+    if (!audit_->Append(line.dump(-1, ' ', false, Json::error_handler_t::replace))) {
+      AuditFailures().Add();
+      spdlog::error("authz: {}: {} the request (authz.audit_failure: {})", audit_->last_error(),
+                    config_.audit_failure == "deny" ? "refusing" : "still answering", config_.audit_failure);
+      if (config_.audit_failure == "deny") {
+        return {false, Status(Code::kUnavailable, "refused: the worker cannot write its audit log (" +
+                                                      audit_->last_error() + "); tell the operator")};
+      }
+    }
+  }
+  if (allowed) return {};
+  // A user who may not list the parent learns nothing from the refusal.
+  if (req.need != Need::kStatus && req.need != Need::kAdminOnly) {
+    Decision pr, pe;
+    std::string_view parent = Parent(req.path);
+    if (!decide(parent, AccessType::kRead, &pr) || !decide(parent, AccessType::kExecute, &pe)) {
+      return {false, Status(Code::kNotFound, fmt::format("no such file or directory: {}", req.path))};
+    }
+  }
+  const std::string name = who.anonymous() ? std::string("anonymous") : who.user;
+  if (req.need == Need::kStatus || req.need == Need::kAdminOnly) {
+    return {false, Status(Code::kPermissionDenied,
+                          fmt::format("{} may not use {}: it needs a group of the workers' authz.admin_groups (or "
+                                      "the cluster secret)",
+                                      name, req.action.empty() ? NeedName(req.need) : req.action))};
+  }
+  std::string by = d.policy ? fmt::format("policy {} ({})", d.policy->id, d.policy->name)
+                            : fmt::format("no policy matched: fallback ({})", config_.fallback);
+  return {false,
+          Status(Code::kPermissionDenied,
+                 fmt::format("{} may not {} {} (denied by {}; shoal policy check --user {} --path {} --access {} "
+                             "explains it)",
+                             name, AccessTypeName(access), req.path, by, who.anonymous() ? "''" : who.user, req.path,
+                             AccessTypeName(access)))};
+}
+
+}  // namespace shoal::authz
