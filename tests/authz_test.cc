@@ -17,8 +17,11 @@
 #include <regex>
 
 #include "security/token.h"
+#include "shoal/client.h"
 #include "tests/cli_helpers.h"
+#include "tests/harness/file_io.h"
 #include "tests/harness/harness_util.h"
+#include "tests/harness/ranger_stand_in.h"
 #include "tests/harness/shoal_cluster.h"
 
 namespace shoal::testing {
@@ -108,17 +111,7 @@ class AuthzTest : public ::testing::Test {
   // A cluster of real workers enforcing the policies, with tokens, a door
   // identity (the S3 listener and FUSE mounts act as door-svc) and two S3 users.
   void StartCluster() {
-    key_file_ = dir_ + "/token.key";
-    ASSERT_TRUE(security::TokenKeys::CreateKeyFile(key_file_).ok());
-    auto keys = security::TokenKeys::Load(key_file_);
-    ASSERT_TRUE(keys) << keys.error().ToString();
-    keys_ = std::make_shared<security::TokenKeys>(std::move(*keys));
-    ShoalCluster::Options o;
-    o.workers = 2;
-    o.cache_root = dir_ + "/cluster";
-    fs::create_directories(o.cache_root);
-    o.mounts = {FileMount(dir_ + "/ufs")};
-    o.security.token_key_file = key_file_;
+    ShoalCluster::Options o = ClusterOptions();
     o.security.proxy_users = {"door-svc"};
     o.authz.policy_file = policies_;
     o.authz.audit_file = dir_ + "/audit/";
@@ -132,6 +125,22 @@ class AuthzTest : public ::testing::Test {
     auto c = ShoalCluster::Start(o);
     ASSERT_TRUE(c) << c.error().ToString();
     cluster_ = std::move(*c);
+  }
+
+  // Two workers over the test's files, with a cluster key for tokens (keys_).
+  ShoalCluster::Options ClusterOptions() {
+    key_file_ = dir_ + "/token.key";
+    EXPECT_TRUE(security::TokenKeys::CreateKeyFile(key_file_).ok());
+    auto keys = security::TokenKeys::Load(key_file_);
+    EXPECT_TRUE(keys) << keys.error().ToString();
+    if (keys) keys_ = std::make_shared<security::TokenKeys>(std::move(*keys));
+    ShoalCluster::Options o;
+    o.workers = 2;
+    o.cache_root = dir_ + "/cluster";
+    fs::create_directories(o.cache_root);
+    o.mounts = {FileMount(dir_ + "/ufs")};
+    o.security.token_key_file = key_file_;
+    return o;
   }
 
   std::string TokenFile(const std::string& user, std::vector<std::string> groups) {
@@ -271,12 +280,13 @@ TEST_F(AuthzTest, TheS3EndpointAnswersAccessDeniedToTheDeniedKey) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(*status, m, std::regex("\"s3_endpoint\":\"([^\"]+)\""))) << *status;
   const std::string endpoint = m[1];
-  auto aws = [&](const char* key, const char* secret, const std::string& out) {
+  auto aws = [&](const char* key, const char* secret, const std::string& out,
+                 const std::string& object = "train/a.bin") {
     return Command({"env", std::string("AWS_ACCESS_KEY_ID=") + key, std::string("AWS_SECRET_ACCESS_KEY=") + secret,
                     "AWS_DEFAULT_REGION=us-east-1", "AWS_CONFIG_FILE=/dev/null",
                     "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
                     "AWS_PAGER=", "/usr/bin/aws", "--endpoint-url", "http://" + endpoint, "s3api", "get-object",
-                    "--bucket", "data", "--key", "train/a.bin", out});
+                    "--bucket", "data", "--key", object, out});
   };
   auto a = aws("AKALICEAUTHZ", "alice-secret-0123456789", dir_ + "/by-alice");
   ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
@@ -287,6 +297,69 @@ TEST_F(AuthzTest, TheS3EndpointAnswersAccessDeniedToTheDeniedKey) {
   // eve may not list /data either (her deny covers read there): NoSuchKey, as S3 says for a hidden key.
   EXPECT_NE((e.out + e.err).find("NoSuchKey"), std::string::npos) << e.out << e.err;
   EXPECT_TRUE(WaitFor([&] { return Audited("eve", "/data/train/a.bin", 0); }, 10s));
+  // alice may list /data/train, so a policy's refusal is AccessDenied.
+  auto p = aws("AKALICEAUTHZ", "alice-secret-0123456789", dir_ + "/private-by-alice", "train/private-1.bin");
+  EXPECT_NE(p.exit_code, 0);
+  EXPECT_NE((p.out + p.err).find("AccessDenied"), std::string::npos) << p.out << p.err;
+  EXPECT_TRUE(WaitFor([&] { return Audited("alice", "/data/train/private-1.bin", 0); }, 10s));
+}
+
+// Policies from Ranger admin (a stand-in serving its REST API), changed while a
+// client on the workers' host reads: the change reaches the workers within the
+// poll interval, and no read succeeds after it, not even from a lease (an
+// answer the client held before the change).
+TEST_F(AuthzTest, APolicyChangeDuringReadsTakesEffectWithinThePollInterval) {
+  auto doc = [](int64_t version, bool deny_alice) {
+    Json p = {{"id", 1},
+              {"name", "ml reads data"},
+              {"resources", {{"path", {{"values", {"/data"}}, {"isRecursive", true}}}}},
+              {"policyItems", {{{"accesses", Access({"read", "execute"})}, {"groups", {"ml"}}}}}};
+    if (deny_alice) p["denyPolicyItems"] = {{{"accesses", Access({"read"})}, {"users", {"alice"}}}};
+    return Json({{"serviceName", "shoal-hdfs"}, {"policyVersion", version}, {"policies", {p}}}).dump();
+  };
+  RangerStandIn ranger("shoal-hdfs", "admin", "ranger-pw");
+  ranger.Set(RangerStandIn::Mode::kServe, 1, doc(1, false));
+  ShoalCluster::Options o = ClusterOptions();
+  ASSERT_TRUE(keys_);
+  o.authz.ranger_url = ranger.url();
+  o.authz.ranger_service = "shoal-hdfs";
+  o.authz.ranger_user = "admin";
+  o.authz.ranger_password = "ranger-pw";
+  o.authz.poll_interval = 1s;
+  auto c = ShoalCluster::Start(o);
+  ASSERT_TRUE(c) << c.error().ToString();
+  cluster_ = std::move(*c);
+  ClientConfig cc;
+  cc.token_file = TokenFile("alice", {"ml"});
+  auto alice = Client::FromYaml(cluster_->ClientYaml(cc), "authz-test");
+  ASSERT_TRUE(alice) << alice.error().ToString();
+  for (int i = 0; i < 20; ++i) {
+    auto got = ReadWholeFile(**alice, "/data/train/a.bin");
+    ASSERT_TRUE(got) << got.error().ToString();
+    ASSERT_TRUE(*got == data_);
+  }
+  EXPECT_GT((*alice)->stats().local_read_bytes, 0u) << "the reads did not take the short circuit";
+  auto version_sum = [&] { return WorkerMetricSum(cluster_->addresses(), "shoal_authz_policy_version").value_or(-1); };
+  ASSERT_EQ(version_sum(), 2.0);  // version 1 on both workers
+  ranger.Set(RangerStandIn::Mode::kServe, 2, doc(2, true));
+  const auto changed = std::chrono::steady_clock::now();
+  // Reads go on until the first refusal; none may succeed once both workers have version 2.
+  bool refused = false;
+  while (!refused && std::chrono::steady_clock::now() - changed < 30s) {
+    auto got = ReadWholeFile(**alice, "/data/train/a.bin");
+    refused = !got.has_value();
+    if (got) EXPECT_TRUE(*got == data_);
+  }
+  ASSERT_TRUE(refused) << "alice still reads 30 s after the policy change";
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - changed).count();
+  std::printf("first refused read %.2f s after the change (poll interval 1 s)\n", seconds);
+  ASSERT_TRUE(WaitFor([&] { return version_sum() == 4.0; }, 10s)) << version_sum();
+  for (int i = 0; i < 20; ++i) {
+    auto got = ReadWholeFile(**alice, "/data/train/a.bin");
+    EXPECT_FALSE(got.has_value()) << "read " << i << " after the change succeeded";
+  }
+  // The workers then ask with the version they have, and get 304.
+  EXPECT_TRUE(WaitFor([&] { return ranger.last_known() == "2"; }, 10s));
 }
 
 // A FUSE mount acting for its callers: root is allowed /data/fuse, nobody is not.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "common/metrics.h"
 
@@ -84,6 +85,13 @@ size_t CurlAppend(char* data, size_t size, size_t n, void* out) {
   if (s->size() + size * n > (256u << 20)) return 0;  // a policy download over 256 MiB is refused
   s->append(data, size * n);
   return size * n;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool WriteFileAtomically(const std::string& path, const std::string& text) {
@@ -184,9 +192,19 @@ Result<std::unique_ptr<Authorizer>> Authorizer::Start(const AuthzConfig& config,
   if (!config.ranger_url.empty()) {
     if (!a->Engine()) {
       std::error_code ec;
+      if (std::filesystem::exists(a->cache_path_ + ".roles", ec)) {
+        auto roles = ParseRangerRoles(ReadText(a->cache_path_ + ".roles"), a->cache_path_ + ".roles");
+        if (roles) {
+          a->role_version_ = roles->first;
+          a->roles_ = std::move(roles->second);
+        }
+      }
       if (std::filesystem::exists(a->cache_path_, ec)) {
-        auto cached = LoadServicePolicies(a->cache_path_);
+        std::string text = ReadText(a->cache_path_);
+        auto cached = ParseServicePolicies(text, a->cache_path_);
         if (cached) {
+          a->policies_text_ = std::move(text);
+          cached->roles.insert(cached->roles.end(), a->roles_.begin(), a->roles_.end());
           a->Install(std::make_shared<PolicyEngine>(std::move(*cached)), a->cache_path_ + " (the last download)");
         } else {
           spdlog::warn("authz: the kept policy download {} is not usable: {}", a->cache_path_,
@@ -236,20 +254,24 @@ void Authorizer::Install(std::shared_ptr<const PolicyEngine> engine, std::string
   if (replaced && on_change_) on_change_();
 }
 
-bool Authorizer::PollOnce() {
-  const int64_t known = version();
-  // With credentials, the download path Ranger protects with basic auth.
-  std::string url = fmt::format(
-      "{}/service/plugins/{}policies/download/{}?lastKnownVersion={}&supportsPolicyDeltas=false&pluginId=shoal@{}-{}",
-      config_.ranger_url, config_.ranger_user.empty() ? "" : "secure/", config_.ranger_service, known, Hostname(),
-      config_.ranger_service);
-  CURL* h = curl_easy_init();
-  if (h == nullptr) return false;
+// One GET from Ranger admin: the HTTP status (0 when none came) and body, or curl's error.
+struct Authorizer::Download {
+  long status = 0;
   std::string body;
+  std::string error;
+};
+
+Authorizer::Download Authorizer::Get(const std::string& url) const {
+  Download d;
+  CURL* h = curl_easy_init();
+  if (h == nullptr) {
+    d.error = "curl_easy_init failed";
+    return d;
+  }
   long timeout_ms = static_cast<long>(std::min<int64_t>(config_.poll_interval.count(), 10'000));
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CurlAppend);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &d.body);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 3000L));
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -260,32 +282,70 @@ bool Authorizer::PollOnce() {
     curl_easy_setopt(h, CURLOPT_USERPWD, userpwd.c_str());
   }
   CURLcode rc = curl_easy_perform(h);
-  long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &d.status);
   curl_easy_cleanup(h);
-  auto fail = [&](const std::string& why) {
+  if (rc != CURLE_OK) d.error = curl_easy_strerror(rc);
+  return d;
+}
+
+bool Authorizer::PollOnce() {
+  const int64_t known = version();
+  // With credentials, the download paths Ranger protects with basic auth.
+  const std::string secure = config_.ranger_user.empty() ? "" : "secure/";
+  const std::string plugin = "shoal@" + Hostname() + "-" + config_.ranger_service;
+  auto fail = [&](std::string_view what, const std::string& why) {
     LoadFailures().Add();
-    spdlog::warn("authz: policy download from {} failed: {}; keeping policy version {}", config_.ranger_url, why,
+    spdlog::warn("authz: {} download from {} failed: {}; keeping policy version {}", what, config_.ranger_url, why,
                  known);
     return false;
   };
-  if (rc != CURLE_OK) return fail(curl_easy_strerror(rc));
-  if (status == 304) return true;  // unchanged since lastKnownVersion
-  if (status != 200) {
-    return fail(fmt::format("HTTP {}{}", status,
-                            status == 401 || status == 403 ? " (check authz.ranger_user and ranger_password)"
-                            : status == 404                ? " (is authz.ranger_service the service's name?)"
-                                                           : ""));
+  auto http_error = [](long status) {
+    return fmt::format("HTTP {}{}", status,
+                       status == 401 || status == 403 ? " (check authz.ranger_user and ranger_password)"
+                       : status == 404                ? " (is authz.ranger_service the service's name?)"
+                                                      : "");
+  };
+  Download policies = Get(fmt::format(
+      "{}/service/plugins/{}policies/download/{}?lastKnownVersion={}&supportsPolicyDeltas=false&pluginId={}",
+      config_.ranger_url, secure, config_.ranger_service, known, plugin));
+  if (!policies.error.empty()) return fail("policy", policies.error);
+  if (policies.status != 200 && policies.status != 304) return fail("policy", http_error(policies.status));
+  // Roles live apart in Ranger admin (its roles download); role members change without a policy version.
+  Download roles = Get(fmt::format("{}/service/roles/{}download/{}?lastKnownRoleVersion={}&pluginId={}",
+                                   config_.ranger_url, secure, config_.ranger_service, role_version_, plugin));
+  bool changed = false;
+  if (roles.error.empty() && roles.status == 200) {
+    auto parsed = ParseRangerRoles(roles.body, "the roles download");
+    if (!parsed) {
+      fail("roles", parsed.error().message());
+    } else if (parsed->first != role_version_) {
+      role_version_ = parsed->first;
+      roles_ = std::move(parsed->second);
+      WriteFileAtomically(cache_path_ + ".roles", roles.body);
+      changed = true;
+    }
+  } else if (roles.status != 304 && roles.status != 404) {
+    // 404: a Ranger without roles for the service (or an older one); anything else is a failure.
+    fail("roles", roles.error.empty() ? http_error(roles.status) : roles.error);
   }
-  auto set = ParseServicePolicies(body, "the download");
-  if (!set) return fail(set.error().message());
-  if (set->version >= 0 && set->version == known) return true;
-  if (!WriteFileAtomically(cache_path_, body)) {
-    spdlog::warn(
-        "authz: cannot keep the policy download in {}: the next start without Ranger admin uses older "
-        "policies (set authz.policy_cache to a writable file)",
-        cache_path_);
+  if (policies.status == 200) {
+    auto set = ParseServicePolicies(policies.body, "the download");
+    if (!set) return fail("policy", set.error().message());
+    if (set->version < 0 || set->version != known) {
+      if (!WriteFileAtomically(cache_path_, policies.body)) {
+        spdlog::warn(
+            "authz: cannot keep the policy download in {}: the next start without Ranger admin uses older "
+            "policies (set authz.policy_cache to a writable file)",
+            cache_path_);
+      }
+      policies_text_ = std::move(policies.body);
+      changed = true;
+    }
   }
+  if (!changed || policies_text_.empty()) return true;
+  auto set = ParseServicePolicies(policies_text_, "the download");
+  if (!set) return fail("policy", set.error().message());
+  set->roles.insert(set->roles.end(), roles_.begin(), roles_.end());
   Install(std::make_shared<PolicyEngine>(std::move(*set)), config_.ranger_url);
   return true;
 }

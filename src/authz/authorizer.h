@@ -105,8 +105,11 @@ class Authorizer {
   Authorizer(AuthzConfig config, std::string state_dir);
   std::shared_ptr<const PolicyEngine> Engine() const;
   void Install(std::shared_ptr<const PolicyEngine> engine, std::string_view from);
-  // Ranger admin: one download; true when policies were installed or unchanged.
+  // Ranger admin: one download of the policies and one of the roles; true
+  // when policies were installed or unchanged.
   bool PollOnce();
+  struct Download;
+  Download Get(const std::string& url) const;
   void PollLoop();
 
   const AuthzConfig config_;
@@ -115,6 +118,10 @@ class Authorizer {
   mutable std::mutex mu_;
   std::shared_ptr<const PolicyEngine> engine_;  // guarded by mu_ (copied out under it)
   std::function<void()> on_change_;
+  // Ranger admin's last good downloads (PollOnce's thread, and Start before it runs).
+  std::string policies_text_;
+  std::vector<Role> roles_;
+  int64_t role_version_ = -1;
   std::unique_ptr<AuditLog> audit_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -15,17 +15,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/sigv4.h"
-#include "net/http_server.h"
 #include "tests/harness/harness_util.h"
+#include "tests/harness/ranger_stand_in.h"
 
 namespace shoal::authz {
 namespace {
 
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
-using shoal::s3::Base64Of;
 using shoal::testing::MakeTempDir;
+using shoal::testing::RangerStandIn;
 using shoal::testing::WaitFor;
 
 Json Doc(int64_t version, const std::string& denied_user) {
@@ -232,68 +231,9 @@ TEST_F(AuthorizerTest, AuditLogRotatesBySize) {
   for (const auto& line : AuditLines(dir_ + "/rot/w0.log.1")) EXPECT_EQ(line["reqUser"], "alice");
 }
 
-// Ranger admin's policy download, from its public REST API: basic auth on the
-// secure path, 304 when lastKnownVersion is current, and the faults a plugin
-// must survive.
-class RangerStandIn {
- public:
-  enum class Mode { kServe, kOutage, kGarbage };
-  RangerStandIn() {
-    net::Router r;
-    r.Add("GET", "/service/plugins/secure/policies/download/shoal",
-          [this](const net::HttpRequest& req, net::Responder res) {
-            std::lock_guard lock(mu_);
-            ++requests_;
-            const std::string* auth = req.Header("Authorization");
-            if (!auth || *auth != "Basic " + Base64Of("admin:s3cret")) {
-              return res.Respond(net::HttpResponse::Text(401, "unauthorized", "text/plain"));
-            }
-            std::string q(req.query());
-            auto at = q.find("lastKnownVersion=");
-            last_known_ = at == std::string::npos ? "" : q.substr(at + 17, q.find('&', at) - at - 17);
-            if (mode_ == Mode::kOutage) return res.Respond(net::HttpResponse::Text(503, "down", "text/plain"));
-            std::string body = Doc(version_, denied_).dump();
-            if (mode_ == Mode::kGarbage) body = body.substr(0, body.size() / 2);
-            if (mode_ == Mode::kServe && last_known_ == std::to_string(version_)) {
-              return res.Respond(net::HttpResponse::Text(304, "", "application/json"));
-            }
-            res.Respond(net::HttpResponse::Text(200, body, "application/json"));
-          });
-    auto s = net::HttpServer::Bind({});
-    EXPECT_TRUE(s) << s.error().ToString();
-    server_ = std::move(*s);
-    std::vector<net::Router> routers;
-    routers.push_back(std::move(r));
-    server_->Serve(std::move(routers));
-  }
-  std::string url() const { return "http://" + server_->address(); }
-  void Set(Mode m, int64_t version, std::string denied) {
-    std::lock_guard lock(mu_);
-    mode_ = m;
-    version_ = version;
-    denied_ = std::move(denied);
-  }
-  int requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-  std::string last_known() {
-    std::lock_guard lock(mu_);
-    return last_known_;
-  }
-
- private:
-  std::mutex mu_;
-  Mode mode_ = Mode::kServe;
-  int64_t version_ = 1;
-  std::string denied_ = "eve";
-  int requests_ = 0;
-  std::string last_known_;
-  std::unique_ptr<net::HttpServer> server_;
-};
-
 TEST_F(AuthorizerTest, PoliciesFromRangerAdminSurviveOutagesGarbageAndRestarts) {
-  RangerStandIn ranger;
+  RangerStandIn ranger("shoal", "admin", "s3cret");
+  ranger.Set(RangerStandIn::Mode::kServe, 1, Doc(1, "eve").dump());
   AuthzConfig c;
   c.ranger_url = ranger.url();
   c.ranger_service = "shoal";
@@ -311,13 +251,13 @@ TEST_F(AuthorizerTest, PoliciesFromRangerAdminSurviveOutagesGarbageAndRestarts) 
   ASSERT_TRUE(WaitFor([&] { return ranger.requests() >= 3; }, 10s));
   EXPECT_EQ(ranger.last_known(), "1");
   // A policy change reaches the worker within a poll interval or so.
-  ranger.Set(RangerStandIn::Mode::kServe, 2, "mallory");
+  ranger.Set(RangerStandIn::Mode::kServe, 2, Doc(2, "mallory").dump());
   ASSERT_TRUE(WaitFor([&] { return a->version() == 2; }, 10s));
   EXPECT_TRUE(Check(*a, eve, Need::kReadData, "/data/x").allowed);
   EXPECT_FALSE(Check(*a, mallory, Need::kReadData, "/data/x").allowed);
-  // An outage and a garbled (half) download change nothing.
-  for (auto mode : {RangerStandIn::Mode::kOutage, RangerStandIn::Mode::kGarbage}) {
-    ranger.Set(mode, 3, "eve");
+  // An outage, a garbled (half) download and one slower than the poller waits change nothing.
+  for (auto mode : {RangerStandIn::Mode::kOutage, RangerStandIn::Mode::kGarbage, RangerStandIn::Mode::kSlow}) {
+    ranger.Set(mode, 3, Doc(3, "eve").dump());
     int seen = ranger.requests();
     ASSERT_TRUE(WaitFor([&] { return ranger.requests() >= seen + 2; }, 10s));
     EXPECT_EQ(a->version(), 2);
@@ -326,16 +266,58 @@ TEST_F(AuthorizerTest, PoliciesFromRangerAdminSurviveOutagesGarbageAndRestarts) 
   a.reset();
   // A restart while Ranger admin is down uses the last good download, kept on disk.
   ASSERT_TRUE(std::filesystem::exists(dir_ + "/ranger-policies.json"));
-  ranger.Set(RangerStandIn::Mode::kOutage, 3, "eve");
+  ranger.Set(RangerStandIn::Mode::kOutage, 3, Doc(3, "eve").dump());
   auto again = Start(c);
   EXPECT_EQ(again->version(), 2);
   EXPECT_FALSE(Check(*again, mallory, Need::kReadData, "/data/x").allowed);
   // Wrong credentials: refused by Ranger, the kept policies stay.
   again.reset();
   c.ranger_password = "wrong";
-  ranger.Set(RangerStandIn::Mode::kServe, 4, "eve");
+  ranger.Set(RangerStandIn::Mode::kServe, 4, Doc(4, "eve").dump());
   auto wrong = Start(c);
   EXPECT_EQ(wrong->version(), 2);
+}
+
+// Roles come from Ranger admin's own roles download: a member change takes
+// effect without a new policy version, and survives a restart without Ranger.
+TEST_F(AuthorizerTest, RolesFromRangerAdminAreDownloadedApartFromThePolicies) {
+  RangerStandIn ranger("shoal", "admin", "s3cret");
+  Json doc = {
+      {"serviceName", "shoal"},
+      {"policyVersion", 9},
+      {"policies",
+       {{{"id", 1},
+         {"name", "readers read"},
+         {"resources", {{"path", {{"values", {"/data"}}, {"isRecursive", true}}}}},
+         {"policyItems", {{{"accesses", {{{"type", "read"}, {"isAllowed", true}}}}, {"roles", {"readers"}}}}}}}}};
+  auto roles = [](int64_t v, const std::string& member) {
+    return Json({{"serviceName", "shoal"},
+                 {"roleVersion", v},
+                 {"rangerRoles", {{{"name", "readers"}, {"users", {{{"name", member}, {"isAdmin", false}}}}}}}})
+        .dump();
+  };
+  ranger.Set(RangerStandIn::Mode::kServe, 9, doc.dump());
+  ranger.SetRoles(1, roles(1, "carol"));
+  AuthzConfig c;
+  c.ranger_url = ranger.url();
+  c.ranger_service = "shoal";
+  c.ranger_user = "admin";
+  c.ranger_password = "s3cret";
+  c.poll_interval = 50ms;
+  auto a = Start(c);
+  auto carol = User("carol", {});
+  auto dan = User("dan", {});
+  EXPECT_TRUE(Check(*a, carol, Need::kReadData, "/data/x").allowed);
+  EXPECT_FALSE(Check(*a, dan, Need::kReadData, "/data/x").allowed);
+  ranger.SetRoles(2, roles(2, "dan"));
+  ASSERT_TRUE(WaitFor([&] { return Check(*a, dan, Need::kReadData, "/data/x").allowed; }, 10s));
+  EXPECT_FALSE(Check(*a, carol, Need::kReadData, "/data/x").allowed);
+  EXPECT_EQ(a->version(), 9);
+  a.reset();
+  ranger.Set(RangerStandIn::Mode::kOutage, 9, doc.dump());
+  auto again = Start(c);
+  EXPECT_TRUE(Check(*again, dan, Need::kReadData, "/data/x").allowed);  // the kept roles download
+  EXPECT_FALSE(Check(*again, carol, Need::kReadData, "/data/x").allowed);
 }
 
 TEST_F(AuthorizerTest, NoPoliciesAtAllMeansTheFallbackForEveryone) {

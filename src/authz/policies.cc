@@ -252,6 +252,19 @@ Result<PolicySet> ParseServicePolicies(std::string_view text, std::string_view s
   return set;
 }
 
+Result<std::pair<int64_t, std::vector<Role>>> ParseRangerRoles(std::string_view text, std::string_view source) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Err(Code::kInvalidArgument,
+               fmt::format("{}: not JSON (truncated or garbled): expected Ranger's RangerRoles document", source));
+  }
+  int64_t version = -1;
+  SHOAL_RETURN_IF_ERROR(Int(doc, "roleVersion", Where{source, ""}, &version));
+  std::vector<Role> roles;
+  SHOAL_RETURN_IF_ERROR(ParseRoles(doc, source, &roles));
+  return std::make_pair(version, std::move(roles));
+}
+
 Result<PolicySet> LoadServicePolicies(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shoal/status.h"
@@ -89,6 +90,10 @@ struct PolicySet {
 // field when it is not one (truncated JSON, a policy without a path resource,
 // an unknown access type): a partial download never parses.
 Result<PolicySet> ParseServicePolicies(std::string_view json, std::string_view source);
+
+// Parses Ranger admin's roles download (RangerRoles: roleVersion and
+// rangerRoles): the version and the roles.
+Result<std::pair<int64_t, std::vector<Role>>> ParseRangerRoles(std::string_view json, std::string_view source);
 
 // Reads and parses a file; errors name the file.
 Result<PolicySet> LoadServicePolicies(const std::string& path);

@@ -32,6 +32,25 @@ bool WildcardMatch(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
+// The complete components a value starts with before any wildcard or macro:
+// every path it can match starts with them. "/data/x" -> "/data/x",
+// "/data/tr*" -> "/data", "/*" -> "".
+std::string_view IndexKey(std::string_view value, bool plain) {
+  if (plain) {
+    if (value.size() > 1 && value.back() == '/') value.remove_suffix(1);
+    return value == "/" ? std::string_view() : value;
+  }
+  std::string_view literal = value.substr(0, value.find_first_of("*?{"));
+  size_t slash = literal.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : literal.substr(0, slash);
+}
+
+// Whether `path` is already in NormalizePath's form.
+bool IsNormal(std::string_view path) {
+  if (path.empty() || path[0] != '/' || (path.size() > 1 && path.back() == '/')) return false;
+  return path.find("//") == std::string_view::npos;
+}
+
 bool Contains(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
@@ -54,6 +73,7 @@ struct PolicyEngine::CompiledValue {
   std::string value;
   bool match_any = false;  // "*": every path
   bool plain = false;      // no wildcard, no macro: compared as a string
+  size_t literal = 0;      // the length before the first wildcard (without a macro)
   bool user_macro = false;
 };
 
@@ -83,6 +103,7 @@ PolicyEngine::PolicyEngine(PolicySet set) : set_(std::move(set)) {
       if (p.path.recursive && raw.size() > 1 && raw.back() == '/') cv.value.push_back('*');
       cv.plain = !HasWildcardOrMacro(cv.value);
       cv.user_macro = cv.value.find("{USER}") != std::string::npos;
+      cv.literal = std::min(cv.value.find_first_of("*?"), cv.value.size());
       c->values.push_back(std::move(cv));
     }
     compiled_.push_back(std::move(c));
@@ -101,19 +122,21 @@ PolicyEngine::PolicyEngine(PolicySet set) : set_(std::move(set)) {
       continue;
     }
     for (const CompiledValue& v : c.values) {
-      // The complete components before the first wildcard: any path the value
-      // can match starts with them.
-      std::string key;
-      if (v.plain) {
-        std::string_view base = v.value;
-        if (base.size() > 1 && base.back() == '/') base.remove_suffix(1);
-        key = base == "/" ? "" : std::string(base);
-      } else {
-        std::string_view literal = std::string_view(v.value).substr(0, v.value.find_first_of("*?{"));
-        key = std::string(literal.substr(0, literal.rfind('/')));
+      std::string_view value = v.value;
+      PrefixIndex* index = &by_prefix_;
+      // A value with {USER} in its first components ("/home/{USER}/x/*") is
+      // indexed under the text before the macro, then by what follows it: a
+      // request looks there with its own user's name in place.
+      if (size_t macro = value.find("{USER}");
+          v.user_macro && macro != std::string_view::npos && value.find_first_of("*?") > macro &&
+          (macro == 0 || value[macro - 1] == '/') && (macro + 6 == value.size() || value[macro + 6] == '/')) {
+        index = &by_user_prefix_[std::string(value.substr(0, macro))];
+        value = value.substr(macro + 6);
       }
-      auto& list = by_prefix_[key];
+      std::string_view key = IndexKey(value, v.plain || !HasWildcardOrMacro(value));
+      auto& list = (*index)[std::string(key)];
       if (list.empty() || list.back() != i) list.push_back(i);
+      index->depth = std::max(index->depth, static_cast<size_t>(std::count(key.begin(), key.end(), '/')));
     }
   }
   for (const Role& r : set_.roles) {
@@ -125,25 +148,41 @@ PolicyEngine::PolicyEngine(PolicySet set) : set_(std::move(set)) {
 
 PolicyEngine::~PolicyEngine() = default;
 
-std::vector<const PolicyEngine::Compiled*> PolicyEngine::Candidates(std::string_view path) const {
-  thread_local std::vector<uint32_t> found;
-  found.assign(everywhere_.begin(), everywhere_.end());
-  auto add = [this](std::string_view key) {
-    if (by_prefix_.empty()) return;
-    auto it = by_prefix_.find(std::string(key));
-    if (it != by_prefix_.end()) found.insert(found.end(), it->second.begin(), it->second.end());
+void PolicyEngine::Candidates(std::string_view path, std::string_view user, std::vector<uint32_t>* found) const {
+  found->assign(everywhere_.begin(), everywhere_.end());
+  // Every path this one can be matched under: "", "/a", "/a/b", ... itself.
+  // Keys have at most index.depth components: deeper prefixes are not looked up.
+  auto add_all = [found](const PrefixIndex& index, std::string_view rest) {
+    if (index.empty()) return;
+    auto add = [&](std::string_view key) {
+      auto it = index.find(key);
+      if (it != index.end()) found->insert(found->end(), it->second.begin(), it->second.end());
+    };
+    add("");
+    size_t components = 0;
+    for (size_t i = 1; i < rest.size() && components < index.depth; ++i) {
+      if (rest[i] == '/') {
+        add(rest.substr(0, i));
+        ++components;
+      }
+    }
+    if (rest.size() > 1 && components < index.depth) add(rest);
   };
-  add("");
-  for (size_t i = 1; i < path.size(); ++i) {
-    if (path[i] == '/') add(path.substr(0, i));
+  add_all(by_prefix_, path);
+  if (!user.empty()) {
+    for (const auto& [before, index] : by_user_prefix_) {
+      // The path continues with the user's name, then ends or goes on with '/'.
+      if (path.size() < before.size() + user.size() || !path.starts_with(before) ||
+          path.substr(before.size(), user.size()) != user) {
+        continue;
+      }
+      std::string_view rest = path.substr(before.size() + user.size());
+      if (!rest.empty() && rest[0] != '/') continue;
+      add_all(index, rest);
+    }
   }
-  if (path.size() > 1) add(path);
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
-  std::vector<const Compiled*> out;
-  out.reserve(found.size());
-  for (uint32_t i : found) out.push_back(compiled_[i].get());
-  return out;
+  std::sort(found->begin(), found->end());
+  found->erase(std::unique(found->begin(), found->end()), found->end());
 }
 
 bool PolicyEngine::PathMatches(const Compiled& c, std::string_view path, std::string_view user) const {
@@ -173,11 +212,20 @@ bool PolicyEngine::PathMatches(const Compiled& c, std::string_view path, std::st
             (recursive &&
              (base == "/" || (path.size() > base.size() && path.starts_with(base) && path[base.size()] == '/')));
     } else {
+      // Whatever the glob matches (the path, or with isRecursive one of its
+      // ancestors, which are prefixes of it) starts with the text before its
+      // first wildcard: most values are told apart by that alone.
+      size_t literal = v.literal;
+      if (v.user_macro) {
+        literal = 0;
+        while (literal < pattern.size() && pattern[literal] != '*' && pattern[literal] != '?') ++literal;
+      }
+      if (!path.starts_with(pattern.substr(0, literal))) continue;
       any = WildcardMatch(pattern, path);
       // Recursive: a path also matches when one of its ancestors does.
       for (size_t i = path.size(); recursive && !any && i > 1;) {
         i = path.rfind('/', i - 1);
-        if (i == std::string_view::npos || i == 0) break;
+        if (i == std::string_view::npos || i == 0 || i < literal) break;
         any = WildcardMatch(pattern, path.substr(0, i));
       }
     }
@@ -205,7 +253,12 @@ std::vector<std::string_view> PolicyEngine::RolesOf(std::string_view user, std::
 }
 
 Decision PolicyEngine::Evaluate(const AccessRequest& req) const {
-  const std::string path = NormalizePath(req.path);
+  std::string normalized;
+  std::string_view path = req.path;
+  if (!IsNormal(path)) {
+    normalized = NormalizePath(path);
+    path = normalized;
+  }
   const auto access = static_cast<uint8_t>(req.access);
   std::vector<std::string_view> roles;
   bool roles_known = false;
@@ -242,7 +295,10 @@ Decision PolicyEngine::Evaluate(const AccessRequest& req) const {
     return {Decision::Outcome::kAllowed, nullptr, true};
   }
   Decision d;
-  for (const Compiled* c : Candidates(path)) {
+  thread_local std::vector<uint32_t> candidates;
+  Candidates(path, req.user, &candidates);
+  for (uint32_t index : candidates) {
+    const Compiled* c = compiled_[index].get();
     if (d.allowed() && (c->policy->priority < d.policy->priority || !c->has_deny)) break;
     if (!PathMatches(*c, path, req.user)) continue;
     switch (verdict_of(*c->policy)) {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,7 +73,8 @@ class PolicyEngine {
   struct CompiledValue;
   struct Compiled;
 
-  std::vector<const Compiled*> Candidates(std::string_view path) const;
+  // Positions in compiled_ of the policies that may match `path` for `user`, in order.
+  void Candidates(std::string_view path, std::string_view user, std::vector<uint32_t>* found) const;
   bool PathMatches(const Compiled& c, std::string_view path, std::string_view user) const;
   // The roles of a user with these groups (nested roles included).
   std::vector<std::string_view> RolesOf(std::string_view user, std::span<const std::string> groups) const;
@@ -81,7 +83,16 @@ class PolicyEngine {
   std::vector<std::unique_ptr<Compiled>> compiled_;  // in evaluation order
   // Literal component prefix of a value ("/data/train" for "/data/train/*.rec")
   // -> policies holding such a value, by position in compiled_.
-  std::unordered_map<std::string, std::vector<uint32_t>> by_prefix_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct PrefixIndex : std::unordered_map<std::string, std::vector<uint32_t>, Hash, std::equal_to<>> {
+    size_t depth = 0;  // the most components a key has
+  };
+  PrefixIndex by_prefix_;
+  // Values with {USER}: the text before the macro -> an index of what follows it.
+  std::map<std::string, PrefixIndex> by_user_prefix_;
   std::vector<uint32_t> everywhere_;  // excludes values: may match any path
   std::unordered_map<std::string, std::vector<std::string>> roles_of_user_;
   std::unordered_map<std::string, std::vector<std::string>> roles_of_group_;
