@@ -16,6 +16,7 @@ Prints a markdown table; PYTHONPATH must reach the shoal package (build/python).
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -34,6 +35,8 @@ ap.add_argument("--shoal", required=True)
 ap.add_argument("--files", type=int, default=1000)
 ap.add_argument("--size", type=int, default=128 * 1024)
 ap.add_argument("--rounds", type=int, default=5)
+ap.add_argument("--control", action="store_true",
+                help="A/A: the second cluster without policies too, to see the spread of the method itself")
 a = ap.parse_args()
 
 tmp = tempfile.mkdtemp(prefix="shoal-authz-bench-")
@@ -63,17 +66,31 @@ def up(name, extra):
                          stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
     procs.append(p)
     config = endpoint = None
+    pids = [p.pid]
     while config is None:
         line = p.stdout.readline()
         if not line:
             sys.exit("shoal up (%s) ended: %s" % (name, open(err.name).read()))
+        m = re.match(r"worker \d+: \S+ id=\S+ pid=(\d+)", line)
+        if m:
+            pids.append(int(m.group(1)))
         if line.startswith("s3: endpoint="):
             endpoint = line.split()[1].split("=", 1)[1]
         if line.startswith("ready: config="):
             config = line.strip().split("=", 1)[1]
     token = subprocess.run([a.shoal, "token", "issue", "--config", config, "--user", "alice", "--groups", "ml"],
                            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
-    return config, endpoint, token
+    return config, endpoint, token, pids
+
+
+def cpu_seconds(pids):
+    """utime + stime of `shoal up` (its S3 endpoint) and its workers."""
+    total = 0
+    for pid in pids:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 try:
@@ -89,7 +106,8 @@ try:
         f.write("AKBENCHALICE bench-alice-secret-0123456789 alice ml\n")
     os.chmod(os.path.join(tmp, "s3-credentials"), 0o600)
     policies(os.path.join(tmp, "policies.json"))
-    clusters = {"off": up("off", []), "on": up("on", ["--policies", os.path.join(tmp, "policies.json")])}
+    clusters = {"off": up("off", []),
+                "on": up("on", [] if a.control else ["--policies", os.path.join(tmp, "policies.json")])}
     names = sorted(data)
 
     def native(config, token, tcp):
@@ -127,20 +145,29 @@ try:
     rows = [("native client, short circuit (files/s)", lambda c: native(c[0], c[2], False)),
             ("native client over TCP (files/s)", lambda c: native(c[0], c[2], True)),
             ("S3 endpoint, boto3 GetObject (files/s)", lambda c: s3(c[1]))]
-    print("| warm reads, %d files of %d KiB, user alice (group ml) | authz off | authz on (1,000 policies, "
-          "audit of denials) | on / off | target |" % (a.files, a.size // 1024))
+    if a.control:
+        print("| A/A control: both clusters without policies, %d files of %d KiB | cluster 1 | cluster 2 | "
+              "2 / 1 | target |" % (a.files, a.size // 1024))
+    else:
+        print("| warm reads, %d files of %d KiB, user alice (group ml) | authz off | authz on (1,000 policies, "
+              "audit of denials) | on / off | target |" % (a.files, a.size // 1024))
     print("|---|---|---|---|---|")
     for label, make in rows:
         runs = {k: make(v) for k, v in clusters.items()}
         for r in runs.values():
             r()  # warm: every page cached, every connection made
         got = {"off": [], "on": []}
+        cpu = {"off": 0.0, "on": 0.0}
         for i in range(a.rounds):
             for k in (("off", "on") if i % 2 == 0 else ("on", "off")):
+                before = cpu_seconds(clusters[k][3])
                 got[k].append(runs[k]())
+                cpu[k] += cpu_seconds(clusters[k][3]) - before
         off, on = statistics.median(got["off"]), statistics.median(got["on"])
-        print("| %s | %.0f | %.0f | %.3f | >= 0.97: %s |" % (label, off, on, on / off,
-                                                              "met" if on / off >= 0.97 else "missed"))
+        us = {k: cpu[k] / (a.rounds * len(names)) * 1e6 for k in cpu}
+        print("| %s | %.0f (%.0f us CPU) | %.0f (%.0f us CPU) | %.3f | >= 0.97: %s |" % (
+            label, off, us["off"], on, us["on"], on / off, "met" if on / off >= 0.97 else "missed"))
+    print("\nus CPU: the workers' and `shoal up`'s (S3 endpoint) CPU per file read, from /proc, all rounds.")
     print("\n%d rounds alternated between the clusters, medians; 2 workers each; %s UTC" %
           (a.rounds, time.strftime("%Y-%m-%d %H:%M", time.gmtime())))
 finally:

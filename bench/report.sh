@@ -391,6 +391,12 @@ EOF
     echo "Warm reads through two 2-worker \`shoal up\` clusters on the same files, one enforcing 1,000 policies (audit of denials on) and one without, by the same user (a token; an S3 key). Target (issue 28): >= 0.97x of authorization off."
     echo
     cat "$WORK/authz_overhead.out"
+    if [[ -f $WORK/authz_control.out ]]; then
+      echo
+      echo "The same method with both clusters without policies (A/A control): the spread of the method itself."
+      echo
+      cat "$WORK/authz_control.out"
+    fi
   fi
   [[ -n ${AUTHZ_NOTRUN:-} ]] && echo "not run: $AUTHZ_NOTRUN"
   echo

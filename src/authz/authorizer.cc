@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,20 +21,33 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kDoors[] = {"native", "cli", "fuse", "s3", "python", "short-circuit", "load"};
+// The doors a client may declare (X-Shoal-Door); any other counts as "other".
+constexpr const char* kDoors[] = {"native", "cli", "fuse", "s3", "python", "short-circuit", "load", "other"};
+constexpr size_t kDoorCount = std::size(kDoors);
 
-std::string_view KnownDoor(std::string_view door) {
-  for (const char* d : kDoors) {
-    if (door == d) return d;
+size_t DoorIndex(std::string_view door) {
+  for (size_t i = 0; i + 1 < kDoorCount; ++i) {
+    if (door == kDoors[i]) return i;
   }
-  return "other";
+  return kDoorCount - 1;
 }
 
-Counter& Decisions(std::string_view result, std::string_view door) {
-  return MetricsRegistry::Global().GetCounter(
-      "shoal_authz_decisions_total",
-      "Authorization decisions of this worker's policy check, by result (allowed, denied) and door",
-      {{"result", std::string(result)}, {"door", std::string(KnownDoor(door))}});
+// shoal_authz_decisions_total{result,door}, looked up once: a decision costs
+// an atomic add, not a registry lookup.
+Counter& Decisions(bool allowed, std::string_view door) {
+  static const auto counters = [] {
+    std::array<std::array<Counter*, kDoorCount>, 2> c{};
+    for (size_t r = 0; r < 2; ++r) {
+      for (size_t d = 0; d < kDoorCount; ++d) {
+        c[r][d] = &MetricsRegistry::Global().GetCounter(
+            "shoal_authz_decisions_total",
+            "Authorization decisions of this worker's policy check, by result (allowed, denied) and door",
+            {{"result", r == 1 ? "allowed" : "denied"}, {"door", kDoors[d]}});
+      }
+    }
+    return c;
+  }();
+  return *counters[allowed ? 1 : 0][DoorIndex(door)];
 }
 
 Gauge& VersionGauge() {
@@ -143,10 +157,7 @@ std::string_view NeedName(Need n) {
 }
 
 void RegisterMetrics() {
-  for (const char* door : kDoors) {
-    Decisions("allowed", door);
-    Decisions("denied", door);
-  }
+  Decisions(true, "native");  // makes every {result,door} series
   LoadFailures();
   AuditFailures();
   VersionGauge().Set(-1);
@@ -437,7 +448,7 @@ CheckAnswer Authorizer::Check(const CheckRequest& req) {
       break;
     }
   }
-  Decisions(allowed ? "allowed" : "denied", req.door).Add();
+  Decisions(allowed, req.door).Add();
   if (audit_ && (config_.audit == "all" || !allowed)) {
     Json line = {
         {"id", req.request_id.empty() ? NewRequestId() : std::string(req.request_id)},
