@@ -545,7 +545,8 @@ class Worker::Impl {
     static const Route kRoutes[] = {
         {"GET", "/v1/health", Access::kPublic, N::kNone, &Impl::HandleHealth},
         {"GET", "/health", Access::kPublic, N::kNone, &Impl::HandleHealth},
-        {"GET", "/metrics", Access::kMetrics, N::kNone, &Impl::HandleMetrics},
+        // With authz.status_open false, an admin group (scrape from worker.metrics_listen instead).
+        {"GET", "/metrics", Access::kMetrics, N::kStatus, &Impl::HandleMetrics},
         {"GET", "/v1/read", Access::kRead, N::kReadData, &Impl::HandleRead},
         {"GET", "/v1/open", Access::kRead, N::kReadData, &Impl::HandleOpen},
         {"GET", "/v1/stat", Access::kRead, N::kStat, &Impl::HandleStat},
