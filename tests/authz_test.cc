@@ -271,6 +271,12 @@ TEST_F(AuthzTest, NativeClientsAreRefusedWithAReasonOrNotFoundAndAdminRoutesNeed
   EXPECT_EQ(not_admin.exit_code, 4) << not_admin.err;
   EXPECT_TRUE(Audited("alice", "/data/train/private-1.bin", 0));
   EXPECT_TRUE(Audited("bob", "/data/train/b.bin", 0));
+  // The refusal names its request, and the audit line has the same id.
+  std::smatch id;
+  ASSERT_TRUE(std::regex_search(p.err, id, std::regex("\\[request ([0-9a-f]{16})\\]"))) << p.err;
+  bool same = false;
+  for (const auto& l : AuditLines()) same = same || (l["id"] == id[1].str() && l["reqUser"] == "alice");
+  EXPECT_TRUE(same) << "no audit line with id " << id[1];
 }
 
 TEST_F(AuthzTest, TheS3EndpointAnswersAccessDeniedToTheDeniedKey) {

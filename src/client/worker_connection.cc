@@ -1,7 +1,5 @@
 #include "client/worker_connection.h"
 
-#include "common/end_user.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -15,10 +13,12 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <random>
 
+#include "common/end_user.h"
 #include "security/tls_context.h"
 
 namespace shoal {
@@ -230,6 +230,14 @@ Status WorkerConnection::SendRequest(std::string_view method, std::string_view t
   if (!secret_.empty()) req.append("\r\nAuthorization: Bearer ").append(secret_);
   if (!on_behalf_.empty()) req.append("\r\nX-Shoal-On-Behalf-Of: ").append(on_behalf_);
   req.append("\r\nX-Shoal-Door: ").append(DoorName());
+  // An id per request, which the worker's audit line and refusals carry.
+  thread_local std::mt19937_64 ids{std::random_device{}()};
+  char id[17];
+  static constexpr char kHex[] = "0123456789abcdef";
+  uint64_t v = ids();
+  for (int i = 15; i >= 0; --i, v >>= 4) id[i] = kHex[v & 15];
+  id[16] = '\0';
+  req.append("\r\nX-Shoal-Request-Id: ").append(id);
   req.append("\r\nX-Shoal-Protocol: 1\r\n\r\n");
   const size_t total = req.size() + body.size();
   size_t sent = 0;

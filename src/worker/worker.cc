@@ -618,6 +618,7 @@ class Worker::Impl {
     }
     const std::string* door = req.Header(kDoorHeader);
     const std::string* rid = req.Header(kRequestIdHeader);
+    if (rid != nullptr && (rid->empty() || rid->size() > 64)) rid = nullptr;  // a client's claim: bounded
     auto answer = authz_->Check(
         {.who = &who,
          .need = need,
@@ -627,7 +628,9 @@ class Worker::Impl {
          .request_id = rid ? std::string_view(*rid) : std::string_view(),
          .action = action});
     if (answer.allowed) return std::nullopt;
-    return ErrorAnswer(answer.refusal);
+    // The request id ties the refusal the user sees to the audit line.
+    if (rid == nullptr) return ErrorAnswer(answer.refusal);
+    return ErrorAnswer(Status(answer.refusal.code(), answer.refusal.message() + " [request " + *rid + "]"));
   }
 
   // GET /v1/policy/check?user=U&groups=A,B&path=P&access=read: the decision the
