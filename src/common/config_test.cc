@@ -282,6 +282,47 @@ s3:
   EXPECT_EQ(ToYaml(Config{}).find("s3:"), std::string::npos);
 }
 
+TEST(Config, AuthzSectionRoundTripsIsCheckedAndIsLeftOutWhenUnset) {
+  ::setenv("SHOAL_TEST_RANGER_PW", "r4nger", 1);
+  auto c = ParseConfig(R"(
+authz:
+  ranger_url: https://ranger:6182
+  ranger_service: hadoopdev
+  ranger_user: shoal
+  ranger_password: ${SHOAL_TEST_RANGER_PW}
+  poll_interval: 10s
+  fallback: allow
+  admin_groups: [ops, sre]
+  status_open: false
+  audit: all
+  audit_failure: allow
+  audit_file: /var/log/shoal/
+  audit_max_bytes: 1MiB
+  audit_keep: 3
+)",
+                       "authz.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_TRUE(c->authz.enabled());
+  EXPECT_EQ(c->authz.ranger_password, "r4nger");
+  EXPECT_EQ(c->authz.poll_interval, std::chrono::seconds(10));
+  EXPECT_EQ(c->authz.admin_groups, (std::vector<std::string>{"ops", "sre"}));
+  EXPECT_FALSE(c->authz.status_open);
+  EXPECT_EQ(c->authz.audit_max_bytes, 1u << 20);
+  auto again = ParseConfig(ToYaml(*c), "again.yaml");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->authz, c->authz);
+  EXPECT_FALSE(Config{}.authz.enabled());
+  EXPECT_EQ(ToYaml(Config{}).find("authz:"), std::string::npos);
+  for (const char* bad : {"authz: {fallback: maybe}", "authz: {audit: some}", "authz: {ranger_url: http://r}",
+                          "authz: {policy_file: p, poll_interval: 10ms}", "authz: {polcy_file: p}"}) {
+    auto r = ParseConfig(bad, "bad.yaml");
+    EXPECT_FALSE(r) << bad;
+    if (!r) {
+      EXPECT_NE(r.error().message().find("authz"), std::string::npos) << r.error().message();
+    }
+  }
+}
+
 TEST(Config, S3UsersHaveAKeyASecretAndGroupsAndRoundTrip) {
   ::setenv("SHOAL_TEST_ALICE_SECRET", "alice-s3cr3t", 1);
   auto c = ParseConfig(R"(
