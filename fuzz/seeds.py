@@ -229,3 +229,25 @@ put("token", "on-behalf-user", b"\2carol")
 put("token", "on-behalf-bad", b"\2al ice;groups=a\r\nX-Other: 1")
 put("token", "on-behalf-empty-groups", b"\2bob;groups=,,")
 put("token", "on-behalf-roles", b"\2bob;roles=admin")
+
+# ranger_policies: "USER GROUPS PATH ACCESS\n" then a ServicePolicies document (fuzz/ranger_policies.cc).
+import json as _json
+_doc = {"serviceName": "s", "policyVersion": 3, "serviceConfig": {"ranger.plugin.super.users": "hdfs"},
+        "policies": [
+            {"id": 1, "name": "ml", "resources": {"path": {"values": ["/data", "/home/{USER}/", "/x/*.rec", "*"],
+                                                             "isRecursive": True}},
+             "policyItems": [{"accesses": [{"type": "read", "isAllowed": True}], "groups": ["ml", "public"],
+                              "users": ["{USER}"], "roles": ["r"]}],
+             "denyPolicyItems": [{"accesses": [{"type": "read"}], "users": ["eve"],
+                                  "conditions": [{"type": "ip", "values": ["1"]}]}],
+             "allowExceptions": [{"accesses": [{"type": "read"}], "users": ["eve"]}],
+             "denyExceptions": [{"accesses": [{"type": "read"}], "users": ["boss"]}]},
+            {"id": 2, "isEnabled": False, "policyPriority": 1, "isDenyAllElse": True,
+             "resources": {"path": {"values": ["/data/p?"], "isExcludes": True}}},
+            {"id": 3, "policyType": 1, "resources": {"path": {"values": ["/m"]}}}],
+        "rangerRoles": [{"name": "r", "users": [{"name": "carol"}], "roles": [{"name": "r"}]}]}
+put("ranger_policies", "mixed", b"eve ml,x /data/a read\n" + _json.dumps(_doc).encode())
+put("ranger_policies", "truncated", b"bob  /home/bob/x write\n" + _json.dumps(_doc).encode()[:200])
+put("ranger_policies", "roles", b"carol  /r execute\n" + _json.dumps({"roleVersion": 2, "rangerRoles": _doc["rangerRoles"]}).encode())
+put("ranger_policies", "empty", b"")
+

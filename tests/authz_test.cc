@@ -22,6 +22,7 @@
 #include "tests/harness/file_io.h"
 #include "tests/harness/harness_util.h"
 #include "tests/harness/ranger_stand_in.h"
+#include "tests/harness/raw_http.h"
 #include "tests/harness/shoal_cluster.h"
 
 namespace shoal::testing {
@@ -308,6 +309,48 @@ TEST_F(AuthzTest, TheS3EndpointAnswersAccessDeniedToTheDeniedKey) {
   EXPECT_NE(p.exit_code, 0);
   EXPECT_NE((p.out + p.err).find("AccessDenied"), std::string::npos) << p.out << p.err;
   EXPECT_TRUE(WaitFor([&] { return Audited("alice", "/data/train/private-1.bin", 0); }, 10s));
+}
+
+// The policy-check route and the labels a client sends are untrusted input:
+// missing or bad parameters are 400 before any decision, a non-admin is
+// refused before parsing, and an odd X-Shoal-Door or an oversized
+// X-Shoal-Request-Id never reaches the audit line as sent.
+TEST_F(AuthzTest, ThePolicyCheckRouteAndClientLabelsRefuseGarbage) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  const std::string olga = "Authorization: Bearer " + keys_->Issue("olga", {"ops"}, 1h, security::UnixNow()) + "\r\n";
+  const std::string bob = "Authorization: Bearer " + keys_->Issue("bob", {"web"}, 1h, security::UnixNow()) + "\r\n";
+  auto ask = [&](const std::string& target, const std::string& headers) {
+    auto c = RawConnection::Connect(cluster_->addresses()[0]);
+    EXPECT_TRUE(c && c->Send(HttpGet(target, headers)));
+    auto r = c ? c->ReadResponse(30s) : std::nullopt;
+    EXPECT_TRUE(r.has_value()) << target;
+    return r.value_or(RawConnection::Response{});
+  };
+  const std::string ok = "/v1/policy/check?user=boss&groups=ml&path=%2Fdata%2Ftrain%2Fa.bin&access=read";
+  EXPECT_EQ(ask(ok, olga).status, 200);
+  EXPECT_EQ(ask(ok, bob).status, 403);  // not an admin: refused before the parameters are looked at
+  for (const char* bad : {"/v1/policy/check?user=boss&path=%2Fdata",                            // no access
+                          "/v1/policy/check?user=boss&path=%2Fdata&access=fly",                 // unknown access
+                          "/v1/policy/check?path=%2Fdata&access=read",                          // no user
+                          "/v1/policy/check?user=boss&path=%2Fdata&access=read&groups=%zz"}) {  // bad escape
+    auto r = ask(bad, olga);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+  }
+  // A huge group list is cut at 256 groups, not refused, and still decides.
+  std::string many = ok + "&groups=";
+  for (int i = 0; i < 2000; ++i) many += "g" + std::to_string(i) + ",";
+  EXPECT_EQ(ask(many, olga).status, 200);
+  // bob's refused read with made-up labels: the audit line has a known door and no oversized id.
+  const std::string labels = bob + "X-Shoal-Door: <script>\r\nX-Shoal-Request-Id: " + std::string(5000, 'x') + "\r\n";
+  auto denied = ask("/v1/open?path=%2Fdata%2Ftrain%2Fa.bin&length=10", labels);
+  EXPECT_EQ(denied.status, 404) << denied.body;  // bob may not list /data/train: not found
+  EXPECT_EQ(denied.body.find("xxxx"), std::string::npos) << denied.body;
+  ASSERT_TRUE(WaitFor([&] { return Audited("bob", "/data/train/a.bin", 0); }, 10s));
+  for (const auto& l : AuditLines()) {
+    if (l["reqUser"] != "bob" || l["resource"] != "/data/train/a.bin") continue;
+    EXPECT_EQ(l["door"], "other");
+    EXPECT_LE(l["id"].get<std::string>().size(), 64u);
+  }
 }
 
 // Policies from Ranger admin (a stand-in serving its REST API), changed while a

@@ -32,7 +32,6 @@ class AuditLog {
   // `line` without its newline. False (with errno's text in last_error) when not written.
   bool Append(std::string_view line);
 
-  const std::string& path() const { return path_; }
   std::string last_error() const;
 
  private:

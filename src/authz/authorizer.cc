@@ -9,11 +9,10 @@
 #include <array>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
+#include "common/file_text.h"
 #include "common/metrics.h"
 
 namespace shoal::authz {
@@ -66,10 +65,13 @@ Counter& AuditFailures() {
                                               "Audit lines that could not be written (authz.audit_failure decides)");
 }
 
-std::string Hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-  return buf;
+// The host's name, asked once: audit lines carry it.
+const std::string& Hostname() {
+  static const std::string name = [] {
+    char buf[256] = {};
+    return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
+  }();
+  return name;
 }
 
 // "2026-12-06 21:30:05.123" (UTC), as Ranger's audit events show time.
@@ -99,28 +101,6 @@ size_t CurlAppend(char* data, size_t size, size_t n, void* out) {
   if (s->size() + size * n > (256u << 20)) return 0;  // a policy download over 256 MiB is refused
   s->append(data, size * n);
   return size * n;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool WriteFileAtomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << text;
-    out.flush();
-    if (!out) return false;
-  }
-  std::error_code ec;
-  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
 }
 
 }  // namespace
@@ -167,8 +147,11 @@ bool Authorizer::IsClusterItself(const security::Identity& who) {
   return who.proof == security::Proof::kClusterSecret && who.acting_for_by.empty();
 }
 
-Authorizer::Authorizer(AuthzConfig config, std::string state_dir)
-    : config_(std::move(config)), state_dir_(std::move(state_dir)) {}
+Authorizer::Authorizer(AuthzConfig config)
+    : config_(std::move(config)),
+      fallback_allows_(config_.fallback == "allow"),
+      audit_allowed_(config_.audit == "all"),
+      fail_closed_(config_.audit_failure == "deny") {}
 
 Authorizer::~Authorizer() {
   {
@@ -181,7 +164,7 @@ Authorizer::~Authorizer() {
 
 Result<std::unique_ptr<Authorizer>> Authorizer::Start(const AuthzConfig& config, const std::string& state_dir,
                                                       const std::string& worker_id, std::function<void()> on_change) {
-  std::unique_ptr<Authorizer> a(new Authorizer(config, state_dir));
+  std::unique_ptr<Authorizer> a(new Authorizer(config));
   a->on_change_ = std::move(on_change);
   RegisterMetrics();
   a->cache_path_ = config.policy_cache.empty() ? state_dir + "/ranger-policies.json" : config.policy_cache;
@@ -204,14 +187,14 @@ Result<std::unique_ptr<Authorizer>> Authorizer::Start(const AuthzConfig& config,
     if (!a->Engine()) {
       std::error_code ec;
       if (std::filesystem::exists(a->cache_path_ + ".roles", ec)) {
-        auto roles = ParseRangerRoles(ReadText(a->cache_path_ + ".roles"), a->cache_path_ + ".roles");
+        auto roles = ParseRangerRoles(ReadFileText(a->cache_path_ + ".roles").value_or(""), a->cache_path_ + ".roles");
         if (roles) {
           a->role_version_ = roles->first;
           a->roles_ = std::move(roles->second);
         }
       }
       if (std::filesystem::exists(a->cache_path_, ec)) {
-        std::string text = ReadText(a->cache_path_);
+        std::string text = ReadFileText(a->cache_path_).value_or("");
         auto cached = ParseServicePolicies(text, a->cache_path_);
         if (cached) {
           a->policies_text_ = std::move(text);
@@ -244,11 +227,6 @@ std::shared_ptr<const PolicyEngine> Authorizer::Engine() const {
 int64_t Authorizer::version() const {
   auto e = Engine();
   return e ? e->version() : -1;
-}
-
-const std::string& Authorizer::audit_path() const {
-  static const std::string kNone;
-  return audit_ ? audit_->path() : kNone;
 }
 
 void Authorizer::Install(std::shared_ptr<const PolicyEngine> engine, std::string_view from) {
@@ -332,7 +310,7 @@ bool Authorizer::PollOnce() {
     } else if (parsed->first != role_version_) {
       role_version_ = parsed->first;
       roles_ = std::move(parsed->second);
-      WriteFileAtomically(cache_path_ + ".roles", roles.body);
+      (void)WriteFileAtomic(cache_path_ + ".roles", roles.body, 0600);
       changed = true;
     }
   } else if (roles.status != 304 && roles.status != 404) {
@@ -343,7 +321,7 @@ bool Authorizer::PollOnce() {
     auto set = ParseServicePolicies(policies.body, "the download");
     if (!set) return fail("policy", set.error().message());
     if (set->version < 0 || set->version != known) {
-      if (!WriteFileAtomically(cache_path_, policies.body)) {
+      if (auto kept = WriteFileAtomic(cache_path_, policies.body, 0600); !kept.ok()) {
         spdlog::warn(
             "authz: cannot keep the policy download in {}: the next start without Ranger admin uses older "
             "policies (set authz.policy_cache to a writable file)",
@@ -372,7 +350,7 @@ void Authorizer::PollLoop() {
 
 Authorizer::Explanation Authorizer::Explain(std::string_view user, const std::vector<std::string>& groups,
                                             std::string_view path, AccessType access) const {
-  return authz::Explain(*Engine(), user, groups, path, access, config_.fallback == "allow");
+  return authz::Explain(*Engine(), user, groups, path, access, fallback_allows_);
 }
 
 Authorizer::Explanation Explain(const PolicyEngine& engine, std::string_view user,
@@ -399,7 +377,7 @@ CheckAnswer Authorizer::Check(const CheckRequest& req) {
   });
   if (req.need == Need::kStatus && (config_.status_open || admin)) return {};
   auto engine = Engine();
-  const bool fallback = config_.fallback == "allow";
+  const bool fallback = fallback_allows_;
   // One access: the decision and whether it allows (the fallback when no policy decided).
   auto decide = [&](std::string_view path, AccessType access, Decision* out) {
     *out = engine->Evaluate({who.user, who.groups, path, access});
@@ -449,7 +427,7 @@ CheckAnswer Authorizer::Check(const CheckRequest& req) {
     }
   }
   Decisions(allowed, req.door).Add();
-  if (audit_ && (config_.audit == "all" || !allowed)) {
+  if (audit_ && (audit_allowed_ || !allowed)) {
     Json line = {
         {"id", req.request_id.empty() ? NewRequestId() : std::string(req.request_id)},
         {"evtTime", EventTime()},
@@ -471,15 +449,15 @@ CheckAnswer Authorizer::Check(const CheckRequest& req) {
         {"cliIP", std::string(req.client_address)},
         {"agent", "shoal-worker"},
         {"agentHost", Hostname()},
-        {"door", std::string(req.door)},
+        {"door", kDoors[DoorIndex(req.door)]},  // a client's label: one of the known names
         {"logType", "RangerAudit"},
     };
     if (!who.acting_for_by.empty()) line["proxyUser"] = who.acting_for_by;
     if (!audit_->Append(line.dump(-1, ' ', false, Json::error_handler_t::replace))) {
       AuditFailures().Add();
       spdlog::error("authz: {}: {} the request (authz.audit_failure: {})", audit_->last_error(),
-                    config_.audit_failure == "deny" ? "refusing" : "still answering", config_.audit_failure);
-      if (config_.audit_failure == "deny") {
+                    fail_closed_ ? "refusing" : "still answering", config_.audit_failure);
+      if (fail_closed_) {
         return {false, Status(Code::kUnavailable, "refused: the worker cannot write its audit log (" +
                                                       audit_->last_error() + "); tell the operator")};
       }

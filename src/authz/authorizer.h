@@ -96,13 +96,12 @@ class Authorizer {
                       AccessType access) const;
 
   int64_t version() const;
-  const std::string& audit_path() const;
 
   // Whether `who` is exempt from policies (the cluster's own processes).
   static bool IsClusterItself(const security::Identity& who);
 
  private:
-  Authorizer(AuthzConfig config, std::string state_dir);
+  explicit Authorizer(AuthzConfig config);
   std::shared_ptr<const PolicyEngine> Engine() const;
   void Install(std::shared_ptr<const PolicyEngine> engine, std::string_view from);
   // Ranger admin: one download of the policies and one of the roles; true
@@ -113,7 +112,9 @@ class Authorizer {
   void PollLoop();
 
   const AuthzConfig config_;
-  const std::string state_dir_;
+  const bool fallback_allows_;  // authz.fallback: allow
+  const bool audit_allowed_;    // authz.audit: all (deny: refusals only)
+  const bool fail_closed_;      // authz.audit_failure: deny
   std::string cache_path_;
   mutable std::mutex mu_;
   std::shared_ptr<const PolicyEngine> engine_;  // guarded by mu_ (copied out under it)

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "common/file_text.h"
 
 namespace shoal::authz {
 namespace {
@@ -266,13 +266,9 @@ Result<std::pair<int64_t, std::vector<Role>>> ParseRangerRoles(std::string_view 
 }
 
 Result<PolicySet> LoadServicePolicies(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Err(Code::kNotFound, fmt::format("cannot read the policy file {}: {}", path, std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseServicePolicies(text.str(), path);
+  auto text = ReadFileText(path);
+  if (!text) return Err(text.error().WithContext("the policy file"));
+  return ParseServicePolicies(*text, path);
 }
 
 }  // namespace shoal::authz

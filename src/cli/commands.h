@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/file_text.h"  // WriteFileAtomic
 #include "shoal/client.h"
 #include "shoal/status.h"
 
@@ -80,9 +81,5 @@ Status MakeDirs(const std::string& dir);
 // read-only file system, kPermissionDenied when not writable,
 // kInvalidArgument when a file is in the way; each names the path.
 Status CheckCacheDir(const std::string& dir);
-
-// Writes `text` to `path` through a temporary file and a rename, with `mode`
-// (also when the file existed with another mode).
-Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode);
 
 }  // namespace shoal::cli
