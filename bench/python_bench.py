@@ -769,7 +769,7 @@ def main():
                     f"{args.build}/shoal", f"s3://{BUCKET}/", os.path.join(work, f"state-{delay}"),
                     ["--workers", "2", "--cache-size", "8GiB", "--cache-dir", os.path.join(caches, f"cache-{delay}"),
                      "--consistency", "ttl=1h", "-o", f"endpoint={endpoint}", "-o", "region=us-east-1", "-o",
-                     "path_style=true"], name=f"shoal-up-{delay}")
+                     "path_style=true", "-o", "credentials=anonymous"], name=f"shoal-up-{delay}")
                 return endpoint, stats, config, shoal.Client(config)
 
             sites = {d: start_site(d) for d in (COLD_DELAYS[:1] if args.bulk_only else COLD_DELAYS)}

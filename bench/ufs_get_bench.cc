@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
   if (anonymous) {
     m.options.erase("access_key_id");
     m.options.erase("secret_access_key");
+    m.options["credentials"] = "anonymous";
   }
   auto store = OpenUnderStore(m);
   if (!store) Die(store.error().ToString());

@@ -17,6 +17,9 @@
 #include <functional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "common/file_text.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/shoal_cluster.h"
 
@@ -427,6 +430,42 @@ TEST_F(WorkerHttpTest, WithAClusterSecretOnlyRequestsThatCarryItAreServed) {
   ASSERT_FALSE(denied);
   EXPECT_EQ(denied.error().code(), Code::kPermissionDenied) << denied.error().ToString();
   EXPECT_NE(denied.error().message().find("cluster.secret"), std::string::npos) << denied.error().ToString();
+}
+
+// Issue 30: an error a worker answers (a refusal here) is one log line and
+// one recent error that carry the request id the client sent, so the user's
+// error, the worker's log and `shoal status` name the same request.
+TEST_F(WorkerHttpTest, ErrorAnswersCarryTheClientsRequestIdToTheLogAndTheStatus) {
+  const std::string secret = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+  ShoalCluster::Options o;
+  o.workers = 1;
+  o.mounts = {FileMount(ufs_)};
+  o.secret = secret;
+  auto c = ShoalCluster::Start(o);
+  ASSERT_TRUE(c) << c.error().ToString();
+  cluster_ = std::move(*c);
+  auto conn = RawConnection::Connect(cluster_->addresses()[0]);
+  ASSERT_TRUE(conn && conn->Send(HttpGet("/v1/stat?path=/data/f", "X-Shoal-Request-Id: rid-7a3f\r\n")));
+  auto r = conn->ReadResponse(30s);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 403);
+
+  auto status = cluster_->Get(0, "/v1/status");
+  ASSERT_TRUE(status) << status.error().ToString();
+  auto j = nlohmann::json::parse(*status);
+  ASSERT_GE(j["recent_errors"].size(), 1u) << *status;
+  const auto& e = j["recent_errors"][0];
+  EXPECT_EQ(e["request_id"], "rid-7a3f");
+  EXPECT_EQ(e["kind"], "refused");
+  EXPECT_NE(e["message"].get<std::string>().find("GET /v1/stat: HTTP 403"), std::string::npos) << e.dump();
+  EXPECT_GE(j["errors_total"].get<uint64_t>(), 1u);
+  ASSERT_EQ(j["cache_dirs"].size(), 1u) << *status;
+  EXPECT_GT(j["cache_dirs"][0]["capacity_bytes"].get<uint64_t>(), 0u);
+
+  const std::string log = (fs::path(cluster_->client_config_path()).parent_path() / "worker-0.log").string();
+  auto text = [&] { return ReadFileText(log).value_or(""); };
+  EXPECT_TRUE(WaitUntil([&] { return text().find("[request rid-7a3f]") != std::string::npos; }))
+      << "no log line names the request: " << text();
 }
 
 // Issue 8 item 5: a worker waiting on its store is alive. Clients that speak

@@ -83,6 +83,23 @@ struct WorkerStatus {
   // expires (Unix seconds; 0 without TLS).
   bool tls = false;
   int64_t tls_not_after = 0;
+  // Each mount's store credentials as this worker holds them, one line per
+  // mount: "/data: instance-metadata (http://..., role r), expires
+  // 2026-12-07T01:02:03Z; 3 refreshes, 0 failures". Never a secret.
+  std::vector<std::string> credentials;
+  // Each cache dir: its use and what it may hold.
+  struct CacheDir {
+    std::string path;
+    uint64_t used_bytes = 0;
+    uint64_t capacity_bytes = 0;            // configured
+    uint64_t effective_capacity_bytes = 0;  // what its disk can hold now
+  };
+  std::vector<CacheDir> cache_dirs;
+  // Its latest errors (5xx answers, refusals, corrupt pages), newest first,
+  // one line each with the client's request id: "2026-12-07T01:02:03Z server
+  // error: GET /v1/read: HTTP 503 ... [request R]"; and how many ever.
+  std::vector<std::string> recent_errors;
+  uint64_t errors_total = 0;
   double hit_ratio() const {
     auto t = hit_bytes + miss_bytes;
     return t ? static_cast<double>(hit_bytes) / static_cast<double>(t) : 0.0;

@@ -102,7 +102,7 @@ def cluster():
                 put(f"{endpoint}/{BUCKET}/{name}", data)
             config = servers.start_shoal_up(
                 SHOAL_BIN, f"s3://{BUCKET}/", os.path.join(work, "state"),
-                ["-o", f"endpoint={endpoint}", "--workers", "3", "--cache-size", "256MiB", "--page-size", "256KiB",
+                ["-o", f"endpoint={endpoint}", "-o", "credentials=anonymous", "--workers", "3", "--cache-size", "256MiB", "--page-size", "256KiB",
                  "--shard-size", "1MiB"])
             yield Cluster(config, files, "/data", endpoint)
     except RuntimeError as e:

@@ -1198,6 +1198,7 @@ PageStore::Stats PageStore::stats() const {
     s.used_bytes += d->used;
     s.capacity_bytes += d->capacity;
     s.effective_capacity_bytes += d->effective_capacity;
+    s.dirs.push_back({d->path, d->used, d->capacity, d->effective_capacity});
   }
   s.pages = index_.size();
   s.evicted_bytes = evicted_bytes_->value();

@@ -229,6 +229,11 @@ class PageStore {
       uint64_t used = 0, limit = 0;
     };
     std::vector<Quota> quotas;  // per quota rule: bytes held here and this worker's limit
+    struct DirUse {
+      std::string path;
+      uint64_t used = 0, capacity = 0, effective_capacity = 0;
+    };
+    std::vector<DirUse> dirs;  // each cache dir, in the config's order
   };
 
   static Result<std::unique_ptr<PageStore>> Open(Options options);

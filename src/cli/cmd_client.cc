@@ -85,6 +85,23 @@ void PrintStatus(const nlohmann::json& doc) {
     std::printf("%-22s hot shards: %s; reads served as next owner: %llu\n", "", hot.empty() ? "none" : hot.c_str(),
                 static_cast<unsigned long long>(j["hot_spread_reads"].get<uint64_t>()));
     std::printf("%-22s %s\n", "", TlsLine(w).c_str());
+    for (const auto& c : j.value("credentials", nlohmann::json::array())) {
+      std::printf("%-22s credentials %s\n", "", c.get<std::string>().c_str());
+    }
+    const auto& dirs = j.value("cache_dirs", nlohmann::json::array());
+    if (dirs.size() > 1) {  // one dir is the CACHE USED column already
+      for (const auto& d : dirs) {
+        std::printf("%-22s cache dir %s: %s / %s\n", "", d.value("path", "").c_str(),
+                    FormatSize(d.value("used_bytes", uint64_t{0})).c_str(),
+                    FormatSize(d.value("effective_capacity_bytes", uint64_t{0})).c_str());
+      }
+    }
+    const auto& errors = j.value("recent_errors", nlohmann::json::array());
+    std::printf("%-22s errors: %llu", "", static_cast<unsigned long long>(j.value("errors_total", uint64_t{0})));
+    std::printf(errors.empty() ? "\n" : ", latest:\n");
+    for (size_t i = 0; i < errors.size() && i < 3; ++i) {
+      std::printf("%-22s   %s\n", "", errors[i].get<std::string>().c_str());
+    }
   }
   std::printf("path rules (shoal rules):\n");
   for (const auto& j : doc["workers"]) {

@@ -41,6 +41,7 @@
 #include "meta/etcd_mounts.h"
 #include "security/local_ca.h"
 #include "security/token.h"
+#include "ufs/cloud/credential_cache.h"
 #include "ufs/under_store.h"
 #include "ufs/uri.h"
 
@@ -349,6 +350,11 @@ int RunUp(const UpArgs& a) {
   if (auto st = WriteFileAtomic(client_config, ToYaml(client_cfg), 0600); !st.ok()) return Fail(st);
 
   std::printf("mount: %s -> %s\n", mount->path.c_str(), mount->ufs.c_str());
+  // Which provider the check found the store's credentials with (the workers
+  // find their own the same way, from the same environment).
+  if (auto creds = cloud::LastCredentialsOf(mount->path)) {
+    std::printf("credentials: %s: %s\n", mount->path.c_str(), cloud::DescribeInfo(*creds).c_str());
+  }
   auto info = workers.workers();
   for (size_t i = 0; i < info.size(); ++i) {
     std::printf("worker %zu: %s id=%s pid=%d (cache %s, %s)\n", i, info[i].entry.address.c_str(),

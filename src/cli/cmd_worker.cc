@@ -9,6 +9,7 @@
 #include "common/library_log.h"
 #include "common/service_notify.h"
 #include "common/units.h"
+#include "ufs/cloud/credential_cache.h"
 #include "worker/worker.h"
 
 namespace shoal::cli {
@@ -86,6 +87,10 @@ void AddWorker(CLI::App& app, int* exit_code) {
     }
     std::printf("%s\n", ListeningLine({(*worker)->id(), (*worker)->address()}).c_str());
     if (!(*worker)->s3_address().empty()) std::printf("s3: endpoint=http://%s\n", (*worker)->s3_address().c_str());
+    for (const auto& [mount, info] : cloud::RegisteredCredentials()) {
+      std::printf("credentials: %s: %s\n", mount.c_str(), cloud::DescribeInfo(info).c_str());
+      spdlog::info("mount {}: credentials from {}", mount, cloud::DescribeInfo(info));
+    }
     std::fflush(stdout);
     spdlog::info("worker serving on {} ({} mounts)", (*worker)->address(), config->mounts.size());
     // Under systemd (Type=notify): ready once it serves.

@@ -516,6 +516,20 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
         s.tls = j.value("tls", false);
         s.tls_not_after = j.value("tls_not_after", int64_t{0});
         s.hot_spread_reads = j.value("hot_spread_reads", uint64_t{0});
+        for (const auto& d : j.value("cache_dirs", Json::array())) {
+          s.cache_dirs.push_back({d.value("path", ""), d.value("used_bytes", uint64_t{0}),
+                                  d.value("capacity_bytes", uint64_t{0}),
+                                  d.value("effective_capacity_bytes", uint64_t{0})});
+        }
+        for (const auto& e : j.value("recent_errors", Json::array())) s.recent_errors.push_back(e.value("text", ""));
+        s.errors_total = j.value("errors_total", uint64_t{0});
+        for (const auto& c : j.value("credentials", Json::array())) {
+          s.credentials.push_back(
+              c.value("mount", "") + ": " + c.value("provider", "") + " (" + c.value("detail", "") + "), expires " +
+              c.value("expires", "") + "; " + std::to_string(c.value("refreshes", uint64_t{0})) + " refreshes, " +
+              std::to_string(c.value("failures", uint64_t{0})) + " failures" +
+              (c.value("last_error", "").empty() ? "" : "; last error: " + c.value("last_error", "")));
+        }
         for (const auto& h : j.value("hot_shards", Json::array())) {
           s.hot_shards.push_back(h.value("path", "") + " shard " + std::to_string(h.value("shard", uint64_t{0})) + " (" +
                                  std::to_string(static_cast<uint64_t>(h.value("rps", 0.0))) + " reads/s)");

@@ -68,7 +68,17 @@ nlohmann::json ClusterStatusDocument(Client& c) {
            {"hot_shards", w.hot_shards},
            {"hot_spread_reads", w.hot_spread_reads},
            {"tls", w.tls},
-           {"tls_not_after", w.tls_not_after}};
+           {"tls_not_after", w.tls_not_after},
+           {"credentials", w.credentials},
+           {"cache_dirs", Json::array()},
+           {"recent_errors", w.recent_errors},
+           {"errors_total", w.errors_total}};
+    for (const auto& d : w.cache_dirs) {
+      j["cache_dirs"].push_back({{"path", d.path},
+                                 {"used_bytes", d.used_bytes},
+                                 {"capacity_bytes", d.capacity_bytes},
+                                 {"effective_capacity_bytes", d.effective_capacity_bytes}});
+    }
     if (auto it = rules.find(w.address); it != rules.end()) {
       j["pinned_bytes"] = it->second["pinned_bytes"];
       j["quotas"] = it->second["quotas"];

@@ -183,6 +183,7 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
     if (!st.ok()) return judge(*conn, st);
     r.shoal_stat = std::move(head->shoal_stat);
     r.hot = head->shoal_hot;
+    const std::string request_id = conn->request_id();
     if (head->keep_alive) pool_.Release(std::move(conn));
     if (!ok) {
       std::string code, msg = r.body;
@@ -193,6 +194,8 @@ WorkerReply WorkerCaller::Call(const WorkerEntry& worker, std::string_view metho
       } catch (...) {
       }
       while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();
+      // A worker's failure is in its log under this id (refusals name it already).
+      if (head->status >= 500 && msg.find("[request ") == std::string::npos) msg += " [request " + request_id + "]";
       r.status = Status(CodeFromWire(code, head->status), msg);
     }
     return r;

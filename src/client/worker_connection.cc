@@ -238,6 +238,7 @@ Status WorkerConnection::SendRequest(std::string_view method, std::string_view t
   for (int i = 15; i >= 0; --i, v >>= 4) id[i] = kHex[v & 15];
   id[16] = '\0';
   req.append("\r\nX-Shoal-Request-Id: ").append(id);
+  request_id_.assign(id, 16);
   req.append("\r\nX-Shoal-Protocol: 1\r\n\r\n");
   const size_t total = req.size() + body.size();
   size_t sent = 0;

@@ -95,6 +95,9 @@ class WorkerConnection {
   // is empty (the config names the worker by its address alone). A peer that
   // fails it is kNotShoal.
   void ExpectHandshake(std::string id);
+  // The X-Shoal-Request-Id the last SendRequest carried: errors the user
+  // sees end with it, as the worker's log line and audit entry do.
+  const std::string& request_id() const { return request_id_; }
 
   // True when the last response was fully read and the server keeps the connection.
   bool reusable() const { return reusable_; }
@@ -132,6 +135,7 @@ class WorkerConnection {
   SSL* ssl_ = nullptr;                   // on a TLS connection
   security::TlsContext* tls_ = nullptr;  // which keeps the session for the next connection
   std::string address_;
+  std::string request_id_;  // X-Shoal-Request-Id of the last request sent
   std::string secret_;
   std::string on_behalf_;
   std::string buffered_;  // bytes received past the response head

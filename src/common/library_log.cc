@@ -101,6 +101,14 @@ std::string JsonLine(const spdlog::details::log_msg& msg, std::string_view text)
   line.append(level.data(), level.size());
   line += "\",\"pid\":" + std::to_string(::getpid()) + ",\"thread\":" + std::to_string(msg.thread_id) + ",\"msg\":\"";
   AppendJsonEscaped(&line, text);
+  // A message about one request ends with "[request ID]" (the id the client
+  // sent): a field of its own, so the client's, the worker's and the audit's
+  // lines join on it.
+  constexpr std::string_view kTag = "[request ";
+  if (auto at = text.rfind(kTag); at != std::string_view::npos && text.ends_with(']')) {
+    line += "\",\"request_id\":\"";
+    AppendJsonEscaped(&line, text.substr(at + kTag.size(), text.size() - 1 - at - kTag.size()));
+  }
   line += "\"}\n";
   return line;
 }

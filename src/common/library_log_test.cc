@@ -57,6 +57,26 @@ TEST(LibraryLog, JsonFormatWritesOneObjectPerLineWhateverTheMessageHolds) {
   EXPECT_FALSE(std::getline(lines, line)) << "more lines than messages: " << text;
 }
 
+TEST(LibraryLog, JsonLinesOfARequestCarryItsIdAsAField) {
+  UseLibraryLogger();
+  ASSERT_TRUE(SetLogFormat("json").ok());
+  const std::string text = Stderr([] {
+    spdlog::warn("failed GET /v1/read: HTTP 503 store down [request 9f2c01ab]");
+    spdlog::warn("no request here");
+  });
+  ASSERT_TRUE(SetLogFormat("text").ok());
+  std::istringstream lines(text);
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line)) << text;
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << line;
+  EXPECT_EQ(j["request_id"], "9f2c01ab");
+  ASSERT_TRUE(std::getline(lines, line)) << text;
+  auto plain = nlohmann::json::parse(line, nullptr, false);
+  ASSERT_TRUE(plain.is_object()) << line;
+  EXPECT_FALSE(plain.contains("request_id"));
+}
+
 TEST(LibraryLog, AnUnknownFormatIsRefusedAndNamed) {
   auto st = SetLogFormat("xml");
   EXPECT_FALSE(st.ok());

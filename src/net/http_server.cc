@@ -567,6 +567,7 @@ awaitable<bool> Connection::Serve(HttpRequest& req, bool keep) {
     Status st(Code::kInternal, "the server dropped this request without an answer (a bug; please report it with the server log)");
     pending->response = core_.Error(500, st);
   }
+  if (core_.opts.on_answer) core_.opts.on_answer(req, pending->response);
   co_return co_await Send(pending->response, head_only, keep);
 }
 

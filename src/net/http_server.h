@@ -252,6 +252,10 @@ struct ServerOptions {
   // route, over the connection limit, a handler that dropped its request).
   // Default: JSON {"code": CodeName, "message": ...}.
   std::function<HttpResponse(int http_status, const Status& status)> error_response;
+  // When set, sees each routed request with its handler's answer just before
+  // the answer is sent, on the connection's strand (keep it short): for
+  // error logs and tallies.
+  std::function<void(const HttpRequest& request, const HttpResponse& response)> on_answer;
 };
 
 class HttpServer {

@@ -96,7 +96,7 @@ Status ValidateMount(const MountConfig& mount) {
     return s ? Status() : s.error();
   }
   if (uri->scheme == "az") {
-    auto s = ParseAzureSettings(*uri, mount, ProcessEnv());
+    auto s = ParseAzureSettings(*uri, mount, ProcessEnv(), /*start_credentials=*/false);  // no token fetched
     return s ? Status() : s.error();
   }
   if (uri->scheme == "hdfs" || uri->scheme == "webhdfs") {

@@ -34,6 +34,7 @@ th, td { padding: .35em .7em; border-bottom: 1px solid #eaeef2; text-align: righ
 th { background: #f0f3f6; font-weight: 600; }
 td.text, th.text { text-align: left; }
 td.wrap { white-space: normal; min-width: 8em; max-width: 30em; }
+div.dir { font-size: 85%; color: #57606a; }
 tr.down td { color: #b42318; }
 .bar { display: inline-block; width: 6em; height: .6em; background: #eaeef2; border-radius: 3px; margin-right: .4em; }
 .bar span { display: block; height: 100%; background: #2f81f7; border-radius: 3px; }
@@ -67,6 +68,11 @@ constexpr std::string_view kDoc = R"html(</span></h1>
 <table id="loads">
 <thead><tr><th class="text">Job</th><th class="text">Path</th><th class="text">State</th><th>Files</th>
 <th>Bytes</th><th>Workers</th></tr></thead>
+<tbody></tbody>
+</table>
+<h2>Recent errors</h2>
+<table id="errors">
+<thead><tr><th class="text">Worker</th><th class="text">Error (newest first)</th></tr></thead>
 <tbody></tbody>
 </table>
 <script type="application/json" id="doc">)html";
@@ -137,6 +143,13 @@ function render(d, failure) {
     const cache = el('td');
     cache.append(bar(w.cache_used_bytes, w.cache_effective_capacity_bytes),
                  size(w.cache_used_bytes) + ' / ' + size(w.cache_effective_capacity_bytes));
+    if ((w.cache_dirs || []).length > 1) {
+      for (const dir of w.cache_dirs) {
+        const line = el('div', dir.path + ': ' + size(dir.used_bytes) + ' / ' + size(dir.effective_capacity_bytes), 'dir');
+        line.dataset.dir = dir.path;
+        cache.append(line);
+      }
+    }
     let tls = 'off';
     if (w.tls) {
       const days = Math.floor((w.tls_not_after * 1000 - Date.now()) / 86400000);
@@ -179,6 +192,24 @@ function render(d, failure) {
     jobs.push(tr);
   }
   document.querySelector('#loads tbody').replaceChildren(...jobs);
+  const errors = [];
+  for (const w of d.workers) {
+    for (const text of w.recent_errors || []) errors.push({worker: w.address, text: text});
+  }
+  errors.sort((a, b) => (a.text < b.text ? 1 : a.text > b.text ? -1 : 0));  // ISO times first: newest first
+  const erows = errors.slice(0, 20).map(e => {
+    const tr = el('tr');
+    tr.append(el('td', e.worker, 'text'), el('td', e.text, 'text wrap'));
+    return tr;
+  });
+  if (!erows.length) {
+    const td = el('td', 'none', 'text');
+    td.colSpan = 2;
+    const tr = el('tr');
+    tr.append(td);
+    erows.push(tr);
+  }
+  document.querySelector('#errors tbody').replaceChildren(...erows);
 }
 
 function sample(d) {

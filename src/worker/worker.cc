@@ -6,6 +6,7 @@
 #include <openssl/crypto.h>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +33,7 @@
 #include "security/request_guard.h"
 #include "security/tls_context.h"
 #include "shoal/client.h"
+#include "ufs/cloud/credential_cache.h"
 #include "ufs/uri.h"
 #include "worker/advertise.h"
 #include "worker/hot_reads.h"
@@ -42,6 +44,7 @@
 #include "worker/peer_fetch.h"
 #include "worker/peer_stat.h"
 #include "worker/query.h"
+#include "worker/recent_errors.h"
 #include "worker/status_page.h"
 #include "worker/worker_id.h"
 #include "worker/worker_service.h"
@@ -291,6 +294,7 @@ class Worker::Impl {
     o.settings_prefix = "worker";
     o.unknown_route_hint = "see docs/protocol.md for the worker API";
     o.error_response = [](int http_status, const Status& st) { return ErrorAnswer(http_status, st); };
+    o.on_answer = [this](const HttpRequest& req, const HttpResponse& res) { NoteErrorAnswer(req, res); };
     auto server = net::HttpServer::Bind(o);
     if (!server) return server.error().WithContext("worker.listen");
     server_ = std::move(*server);
@@ -836,6 +840,29 @@ class Worker::Impl {
   // (and every later one) reads it without checks while its file is
   // unchanged. False: the page failed (dropped; read over TCP, which fetches
   // it again).
+  // An answer of 5xx or a refusal: one log line and one recent error, with
+  // the request id the client sent, so the user's error, this worker's log,
+  // the status page and the audit line name the same request.
+  void NoteErrorAnswer(const HttpRequest& req, const HttpResponse& res) {
+    if (res.status < 500 && res.status != 401 && res.status != 403) return;
+    std::string rid;
+    if (const std::string* h = req.Header(kRequestIdHeader); h && h->size() <= 64) {
+      for (char c : *h) rid += std::isprint(static_cast<unsigned char>(c)) ? c : '?';  // a client's claim
+    }
+    std::string message;
+    auto j = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("message") && j["message"].is_string()) message = j["message"].get<std::string>();
+    std::string what = req.method + " " + std::string(req.path()) + ": HTTP " + std::to_string(res.status) +
+                       (message.empty() ? "" : " " + message);
+    const bool refused = res.status < 500;
+    if (refused) {
+      spdlog::info("refused {}{}", what, rid.empty() ? "" : " [request " + rid + "]");
+    } else {
+      spdlog::warn("failed {}{}", what, rid.empty() ? "" : " [request " + rid + "]");
+    }
+    recent_errors_.Add(refused ? "refused" : "server error", std::move(what), std::move(rid));
+  }
+
   bool CheckedForLocal(PageRef& page) {
     if (config_.worker.verify != "once") return true;
     if (page.Trusted()) {
@@ -846,6 +873,7 @@ class Worker::Impl {
     auto id = svc_->pages().Verify(page, scratch);
     if (!id) {
       spdlog::warn("{}; dropped the page, reading it again from the under-store", id.error().message());
+      recent_errors_.Add("corrupt page", id.error().message() + "; dropped, read again from the under-store");
       svc_->pages().DropCorrupt(page.key(), page);
       return false;
     }
@@ -940,6 +968,45 @@ class Worker::Impl {
   }
 
   // The body of /v1/status.
+  // Each mount's store credentials: the provider, when they expire, how
+  // their refreshes went. Never the secret.
+  static Json CredentialsJson() {
+    Json out = Json::array();
+    for (const auto& [mount, info] : cloud::RegisteredCredentials()) {
+      out.push_back({{"mount", mount},
+                     {"provider", info.provider},
+                     {"detail", info.detail},
+                     {"expires", cloud::FormatExpiry(info.expires)},
+                     {"refreshes", info.refreshes},
+                     {"failures", info.failures},
+                     {"last_error", info.last_error}});
+    }
+    return out;
+  }
+
+  static Json CacheDirsJson(const PageStore::Stats& st) {
+    Json out = Json::array();
+    for (const auto& d : st.dirs) {
+      out.push_back({{"path", d.path},
+                     {"used_bytes", d.used},
+                     {"capacity_bytes", d.capacity},
+                     {"effective_capacity_bytes", d.effective_capacity}});
+    }
+    return out;
+  }
+
+  Json RecentErrorsJson() const {
+    Json out = Json::array();
+    for (const auto& e : recent_errors_.Newest(20)) {
+      out.push_back({{"unix_ms", e.unix_ms},
+                     {"kind", e.kind},
+                     {"message", e.message},
+                     {"request_id", e.request_id},
+                     {"text", FormatRecentError(e)}});
+    }
+    return out;
+  }
+
   Json StatusJson() const {
     auto st = svc_->pages().stats();
     auto t = svc_->totals();
@@ -967,7 +1034,11 @@ class Worker::Impl {
            {"write_back_pending_files", wb.pending_files},
            {"write_back_oldest_pending_seconds", wb.oldest_pending_seconds},
            {"write_back_paused", wb.paused},
-           {"egress", EgressJson()}};
+           {"egress", EgressJson()},
+           {"credentials", CredentialsJson()},
+           {"cache_dirs", CacheDirsJson(st)},
+           {"errors_total", recent_errors_.total()},
+           {"recent_errors", RecentErrorsJson()}};
     j.update(hot_->StatusJson());
     return j;
   }
@@ -1722,6 +1793,7 @@ class Worker::Impl {
   std::shared_ptr<security::TlsContext> tls_;        // null without tls.cert_file
   std::unique_ptr<security::RequestGuard> guard_;
   std::unique_ptr<authz::Authorizer> authz_;  // null: no policies configured
+  RecentErrors recent_errors_;                // for the status page and `shoal status`
   std::string s3_address_;
   Counter* trusted_reads_ = &MetricsRegistry::Global().GetCounter(
       "shoal_cache_trusted_reads_total",

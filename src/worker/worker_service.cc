@@ -122,10 +122,17 @@ Result<std::unique_ptr<WorkerService>> WorkerService::Create(const Config& confi
   WritebackJournal::RegisterMetrics();
   // Each mount's store is opened on first use (one unreachable store does not
   // stop the worker); a first use now, off the start, so that its series
-  // (shoal_ufs_*{ufs=...}) exist at 0 before any request.
+  // (shoal_ufs_*{ufs=...}) exist at 0 before any request. A cloud store's
+  // open is where its credentials are found (no request to the store
+  // itself): that happens now, and a worker without credentials for a
+  // mount does not start.
   for (const auto& m : s->mounts_.Current()->mounts()) {
     auto rp = s->mounts_.Resolve(m.path);
     if (!rp) continue;
+    if (m.ufs.starts_with("s3://") || m.ufs.starts_with("gs://") || m.ufs.starts_with("az://")) {
+      if (auto st = s->StoreFor(*rp); !st) return Err(st.error());
+      continue;
+    }
     s->ufs_executor_([svc = s.get(), rp = *rp] {
       if (auto st = svc->StoreFor(rp); !st)
         spdlog::debug("mount {} not opened yet: {}", rp.mount->path, st.error().ToString());

@@ -10,7 +10,7 @@
 
 namespace shoal::testing {
 
-Result<AzuriteProcess> AzuriteProcess::Start(std::chrono::milliseconds startup_timeout) {
+Result<AzuriteProcess> AzuriteProcess::Start(const Options& options) {
   std::string bin = SourceDir() + "/tools/node_modules/.bin/azurite-blob";
   if (!std::filesystem::exists(bin)) {
     return Err(Code::kNotFound, "Azurite is not installed (" + bin + " is missing): run scripts/bootstrap");
@@ -22,12 +22,23 @@ Result<AzuriteProcess> AzuriteProcess::Start(std::chrono::milliseconds startup_t
   Subprocess::Options o;
   o.argv = {bin, "--blobHost", "127.0.0.1", "--blobPort", "0", "--location", a.dir_->path,
             "--silent", "--disableTelemetry", "--skipApiVersionCheck"};
+  if (!options.tls_cert_file.empty()) {
+    o.argv.insert(o.argv.end(), {"--cert", options.tls_cert_file, "--key", options.tls_key_file});
+    a.tls_cert_ = options.tls_cert_file;
+  }
+  if (options.oauth) {
+    if (options.tls_cert_file.empty()) {
+      return Err(Code::kInvalidArgument,
+                 "Azurite takes bearer tokens only over HTTPS: set tls_cert_file and tls_key_file");
+    }
+    o.argv.insert(o.argv.end(), {"--oauth", "basic"});
+  }
   o.cwd = a.dir_->path;
   o.stderr_to_stdout = true;  // startup errors end up in the failure message
   auto proc = Subprocess::Start(o);
   if (!proc) return Err(proc.error());
   a.process_ = std::move(*proc);
-  auto line = a.process_.WaitForLine("successfully listens on", startup_timeout);
+  auto line = a.process_.WaitForLine("successfully listens on", options.startup_timeout);
   if (!line) return Err(line.error().WithContext("starting Azurite"));
   auto colon = line->rfind(':');
   a.port_ = colon == std::string::npos ? 0 : std::atoi(line->c_str() + colon + 1);
@@ -36,12 +47,12 @@ Result<AzuriteProcess> AzuriteProcess::Start(std::chrono::milliseconds startup_t
 }
 
 std::string AzuriteProcess::blob_endpoint() const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/" + kAccount;
+  return (tls_cert_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port_) + "/" + kAccount;
 }
 
 std::string AzuriteProcess::connection_string() const {
-  return std::string("DefaultEndpointsProtocol=http;AccountName=") + kAccount + ";AccountKey=" + kKey +
-         ";BlobEndpoint=" + blob_endpoint() + ";";
+  return std::string("DefaultEndpointsProtocol=") + (tls_cert_.empty() ? "http" : "https") +
+         ";AccountName=" + kAccount + ";AccountKey=" + kKey + ";BlobEndpoint=" + blob_endpoint() + ";";
 }
 
 Status AzuriteProcess::CreateContainer(const std::string& name) const {
@@ -50,6 +61,7 @@ Status AzuriteProcess::CreateContainer(const std::string& name) const {
   req.method = "PUT";
   req.url = blob_endpoint() + "/" + name + "?restype=container";
   req.headers = {{"x-ms-version", "2021-08-06"}, {"x-ms-date", HttpDate(std::chrono::system_clock::now())}};
+  req.ca_file = tls_cert_;
   SignSharedKey(req, kAccount, *key);
   auto r = PerformHttp(req);
   if (!r) return r.error();

@@ -5,7 +5,10 @@
 // (with its directory removed) when the object is destroyed.
 //
 // Azurite checks Shared Key signatures and SAS tokens for the well-known
-// development account (kAccount/kKey, public constants).
+// development account (kAccount/kKey, public constants). Over HTTPS (a
+// certificate for 127.0.0.1) with Options::oauth it also takes Entra ID
+// bearer tokens (`--oauth basic`: a JWT's aud, iss, nbf and exp are checked,
+// its signature is not).
 //
 //   auto az = AzuriteProcess::Start();
 //   ASSERT_TRUE(az) << az.error().ToString();
@@ -30,13 +33,28 @@ class AzuriteProcess {
   static constexpr const char* kKey =
       "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+  struct Options {
+    // HTTPS: PEM files of a certificate naming 127.0.0.1 (subjectAltName
+    // IP:127.0.0.1) and its key; the certificate is also the CA the harness trusts.
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    bool oauth = false;  // --oauth basic (needs HTTPS)
+    std::chrono::milliseconds startup_timeout = std::chrono::seconds(90);
+  };
+
   // Fails with a message saying to run scripts/bootstrap when Azurite is
   // missing. Looks under $SHOAL_SOURCE_DIR/tools, else the source tree this
   // library was built from.
-  static Result<AzuriteProcess> Start(std::chrono::milliseconds startup_timeout = std::chrono::seconds(90));
+  static Result<AzuriteProcess> Start(const Options& options);
+  static Result<AzuriteProcess> Start(std::chrono::milliseconds startup_timeout = std::chrono::seconds(90)) {
+    Options o;
+    o.startup_timeout = startup_timeout;
+    return Start(o);
+  }
 
   int port() const { return port_; }
-  // "http://127.0.0.1:<port>/devstoreaccount1" (path-style, as the emulator expects)
+  // "http://127.0.0.1:<port>/devstoreaccount1" (path-style, as the emulator
+  // expects); https:// with a certificate
   std::string blob_endpoint() const;
   // A connection string for the dev account with BlobEndpoint set.
   std::string connection_string() const;
@@ -50,6 +68,7 @@ class AzuriteProcess {
   std::shared_ptr<ScratchDir> dir_;  // declared before process_: the server stops before the dir goes
   Subprocess process_;
   int port_ = 0;
+  std::string tls_cert_;  // "" over HTTP
 };
 
 }  // namespace shoal::testing

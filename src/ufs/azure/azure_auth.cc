@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ufs/cloud/azure_credentials.h"
 #include "ufs/http/http_transport.h"
 #include "ufs/uri.h"
 
@@ -108,7 +109,9 @@ Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std
   AzureCredentials c;
   // Where the key and the SAS came from, for messages (never their values).
   std::string key_from = "option key", sas_from = "option sas_token";
+  bool from_cs = false;
   if (!opt("connection_string").empty()) {
+    from_cs = true;
     key_from = "the AccountKey of option connection_string";
     sas_from = "the SharedAccessSignature of option connection_string";
     auto parsed = ParseConnectionString(opt("connection_string"));
@@ -117,6 +120,7 @@ Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std
   } else if (!opt("account").empty()) {
     c.account = opt("account");
   } else if (auto cs = env("AZURE_STORAGE_CONNECTION_STRING")) {
+    from_cs = true;
     key_from = "the AccountKey of AZURE_STORAGE_CONNECTION_STRING";
     sas_from = "the SharedAccessSignature of AZURE_STORAGE_CONNECTION_STRING";
     auto parsed = ParseConnectionString(*cs);
@@ -131,16 +135,23 @@ Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std
   }
   // Explicit mount options override whatever the connection string or environment said.
   if (!opt("account").empty()) c.account = opt("account");
-  if (!opt("key").empty()) c.key = opt("key"), key_from = "option key";
-  if (!opt("sas_token").empty()) c.sas_token = opt("sas_token"), sas_from = "option sas_token";
+  c.key_in_connection_string = from_cs && !c.key.empty();
+  c.sas_in_connection_string = from_cs && !c.sas_token.empty();
+  if (!opt("key").empty()) c.key = opt("key"), key_from = "option key", c.key_in_connection_string = false;
+  if (!opt("sas_token").empty()) {
+    c.sas_token = opt("sas_token"), sas_from = "option sas_token", c.sas_in_connection_string = false;
+  }
+  c.key_from = c.key.empty() ? "" : key_from;
+  c.sas_from = c.sas_token.empty() ? "" : sas_from;
   if (!opt("endpoint").empty()) c.endpoint = StripSlashes(opt("endpoint"));
   if (c.sas_token.starts_with('?')) c.sas_token.erase(0, 1);
 
   if (c.endpoint.empty()) {
     if (c.account.empty()) {
       return Err(Code::kInvalidArgument,
-                 "no Azure storage account: set the mount option account (or connection_string), or "
-                 "AZURE_STORAGE_ACCOUNT / AZURE_STORAGE_CONNECTION_STRING");
+                 "no Azure storage account: set the mount option account (or endpoint, or connection_string), or "
+                 "AZURE_STORAGE_ACCOUNT / AZURE_STORAGE_CONNECTION_STRING; Entra ID tokens need it too, for the "
+                 "blob endpoint URL https://ACCOUNT.blob.core.windows.net");
     }
     c.endpoint = "https://" + c.account + ".blob.core.windows.net";
   }
@@ -164,6 +175,91 @@ Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std
     return Err(Code::kInvalidArgument, "the Azure blob endpoint '" + c.endpoint + "' must start with http:// or https://");
   }
   return c;
+}
+
+namespace {
+
+cloud::Env CloudEnv(const EnvLookup& env) {
+  return [env](std::string_view name) { return env(std::string(name)); };
+}
+
+bool IsTokenProvider(std::string_view choice) {
+  return choice == "client-secret" || choice == "workload-identity" || choice == "managed-identity";
+}
+
+// The fixed provider of a shared key or a SAS, named after where it came from.
+std::unique_ptr<cloud::Provider> Fixed(const AzureCredentials& c, AzureAuth auth) {
+  if (auth == AzureAuth::kAnonymous) return cloud::FixedAzureProvider("anonymous", c.endpoint + ", no credentials");
+  bool key = auth == AzureAuth::kSharedKey;
+  bool in_cs = key ? c.key_in_connection_string : c.sas_in_connection_string;
+  std::string name = in_cs ? "connection-string" : key ? "shared-key" : "sas";
+  return cloud::FixedAzureProvider(
+      name, "account " + c.account + ", " + (key ? "key from " + c.key_from : "SAS from " + c.sas_from));
+}
+
+constexpr const char* kNoKey =
+    "no account key (option key or connection_string with AccountKey, or AZURE_STORAGE_KEY / "
+    "AZURE_STORAGE_CONNECTION_STRING)";
+constexpr const char* kNoSas =
+    "no SAS token (option sas_token or connection_string with SharedAccessSignature, or AZURE_STORAGE_SAS_TOKEN / "
+    "AZURE_STORAGE_CONNECTION_STRING)";
+
+}  // namespace
+
+Status CheckAzureIdentity(const AzureCredentials& creds, std::string_view choice, const EnvLookup& env) {
+  if (choice == "shared-key" && creds.key.empty()) {
+    return Status(Code::kInvalidArgument, std::string("credentials: shared-key, but there is ") + kNoKey);
+  }
+  if (choice == "sas" && creds.sas_token.empty()) {
+    return Status(Code::kInvalidArgument, std::string("credentials: sas, but there is ") + kNoSas);
+  }
+  if (IsTokenProvider(choice)) {
+    auto p = cloud::MakeAzureTokenProvider(choice, CloudEnv(env));
+    if (!p) return p.error();
+  }
+  return {};
+}
+
+Result<AzureIdentity> ChooseAzureIdentity(const AzureCredentials& creds, std::string_view choice, const EnvLookup& env,
+                                          std::string_view uri) {
+  if (choice.empty()) choice = "auto";
+  if (auto st = CheckAzureIdentity(creds, choice, env); !st.ok()) return Err(st);
+  AzureIdentity id;
+  if (choice == "shared-key" || choice == "sas" || choice == "anonymous") {
+    id.auth = choice == "shared-key" ? AzureAuth::kSharedKey
+              : choice == "sas"      ? AzureAuth::kSas
+                                     : AzureAuth::kAnonymous;
+    id.provider = Fixed(creds, id.auth);
+    return id;
+  }
+  if (IsTokenProvider(choice)) {
+    auto chosen = cloud::ResolveAzureTokenCredentials({{"credentials", std::string(choice)}}, CloudEnv(env));
+    if (!chosen) return Err(chosen.error().WithContext("Azure credentials for " + std::string(uri)));
+    id.auth = AzureAuth::kBearer;
+    id.provider = std::move(chosen->provider);
+    id.first = std::move(chosen->first);
+    return id;
+  }
+  if (choice != "auto") {
+    return Err(Code::kInvalidArgument, "credentials: '" + std::string(choice) + "' is not one of " +
+                                           std::string(cloud::kAzureCredentialChoices));
+  }
+  // auto: what the mount was given first, then Entra ID, in DefaultAzureCredential's order.
+  std::vector<cloud::Candidate> chain;
+  chain.push_back({"shared-key", creds.key.empty() ? kNoKey : "", false,
+                   [&] { return Result<std::unique_ptr<cloud::Provider>>(Fixed(creds, AzureAuth::kSharedKey)); }});
+  chain.push_back({"sas", creds.sas_token.empty() ? kNoSas : "", false,
+                   [&] { return Result<std::unique_ptr<cloud::Provider>>(Fixed(creds, AzureAuth::kSas)); }});
+  for (auto& c : cloud::AzureTokenCandidates(CloudEnv(env))) chain.push_back(std::move(c));
+  auto chosen =
+      cloud::RunChain("Azure credentials for " + std::string(uri), std::move(chain), cloud::kAzureCredentialAdvice);
+  if (!chosen) return Err(chosen.error());
+  id.auth = !chosen->first.bearer_token.empty() ? AzureAuth::kBearer
+            : !creds.key.empty()                ? AzureAuth::kSharedKey
+                                                : AzureAuth::kSas;
+  id.provider = std::move(chosen->provider);
+  id.first = std::move(chosen->first);
+  return id;
 }
 
 Result<std::string> Base64Decode(std::string_view in) {

@@ -6,6 +6,10 @@
 // (AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with
 // AZURE_STORAGE_KEY / AZURE_STORAGE_SAS_TOKEN).
 //
+// Which of them a mount uses is its option `credentials` (ChooseAzureIdentity):
+// `auto` takes the shared key, else the SAS, else an Entra ID bearer token
+// (ufs/cloud/azure_credentials.h); a name picks one.
+//
 // Shared Key signing follows the Blob service's "Authorize with Shared Key"
 // rules (version 2015-02-21 and later: a zero Content-Length signs as empty).
 // Nothing here logs or returns a key or SAS token in a message.
@@ -14,6 +18,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "shoal/status.h"
+#include "ufs/cloud/credential_cache.h"
 
 namespace shoal {
 
@@ -31,6 +37,12 @@ struct AzureCredentials {
   std::string key;        // base64 account key; "" when not using Shared Key
   std::string sas_token;  // query string without the leading '?'; "" when not using SAS
   std::string endpoint;   // blob endpoint, no trailing '/': https://acct.blob.core.windows.net
+  // Where the key and the SAS came from, for messages and `shoal status`
+  // ("option key", "AZURE_STORAGE_SAS_TOKEN", ...), never their values.
+  std::string key_from;
+  std::string sas_from;
+  bool key_in_connection_string = false;
+  bool sas_in_connection_string = false;
 };
 
 // Looks up an environment variable (injectable for tests).
@@ -45,6 +57,29 @@ Result<AzureCredentials> ParseConnectionString(std::string_view cs);
 // The endpoint defaults to https://<account>.blob.core.windows.net.
 Result<AzureCredentials> ResolveAzureCredentials(const std::map<std::string, std::string>& options,
                                                  const EnvLookup& env);
+
+// How a mount's requests are authorized.
+enum class AzureAuth { kSharedKey, kSas, kBearer, kAnonymous };
+
+struct AzureIdentity {
+  AzureAuth auth = AzureAuth::kAnonymous;
+  // What the mount's CredentialCache holds: an Entra ID provider, or a fixed
+  // one named "shared-key", "sas", "connection-string" or "anonymous".
+  std::unique_ptr<cloud::Provider> provider;
+  cloud::Secret first;  // the provider's first secret (empty for the fixed ones)
+};
+
+// Picks how a mount with `creds` (ResolveAzureCredentials) authorizes, from
+// its option `credentials` (`choice`; "" means auto): auto takes the shared
+// key, else the SAS, else the Entra ID chain (client-secret,
+// workload-identity, managed-identity), and when none applies fails with
+// RunChain's error listing each and why; a name takes that one or says what it
+// lacks. Fetches an Entra ID provider's first token. `uri` is for messages.
+Result<AzureIdentity> ChooseAzureIdentity(const AzureCredentials& creds, std::string_view choice, const EnvLookup& env,
+                                          std::string_view uri);
+// ChooseAzureIdentity's checks that need no request: a named provider has
+// what it needs. For config validation.
+Status CheckAzureIdentity(const AzureCredentials& creds, std::string_view choice, const EnvLookup& env);
 
 Result<std::string> Base64Decode(std::string_view in);
 std::string Base64Encode(std::string_view in);

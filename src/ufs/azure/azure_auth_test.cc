@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/config.h"
+#include "ufs/azure/azure_client.h"
 #include "ufs/http/http_transport.h"
+#include "ufs/uri.h"
 
 namespace shoal {
 namespace {
@@ -157,6 +160,110 @@ TEST(AzureCredentials, ErrorsNeverEchoTheKey) {
   auto bad = ResolveAzureCredentials({{"account", "a"}, {"key", "secret!!key"}}, Env({}));
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message().find("secret!!key"), std::string::npos) << bad.error().message();
+}
+
+// Which credentials a mount uses (option `credentials`): the static ones need
+// no request; an empty chain says what it tried. Entra ID providers are tested
+// against a stand-in in src/ufs/cloud/azure_credentials_test.cc.
+TEST(AzureIdentity, AutoTakesTheKeyThenTheSasNamedAfterTheirSource) {
+  auto key = ResolveAzureCredentials({{"account", "acct"}, {"key", kDevKey}, {"sas_token", "sv=1&sig=x"}}, Env({}));
+  ASSERT_TRUE(key);
+  auto id = ChooseAzureIdentity(*key, "auto", Env({}), "az://c/");
+  ASSERT_TRUE(id) << id.error().ToString();
+  EXPECT_EQ(id->auth, AzureAuth::kSharedKey);
+  EXPECT_EQ(id->provider->name(), "shared-key");
+  EXPECT_EQ(id->provider->detail(), "account acct, key from option key");
+  EXPECT_FALSE(id->first.expiring());
+
+  auto sas = ChooseAzureIdentity(*key, "sas", Env({}), "az://c/");
+  ASSERT_TRUE(sas) << sas.error().ToString();
+  EXPECT_EQ(sas->auth, AzureAuth::kSas);
+  EXPECT_EQ(sas->provider->name(), "sas");
+
+  auto env_sas =
+      ResolveAzureCredentials({}, Env({{"AZURE_STORAGE_ACCOUNT", "a"}, {"AZURE_STORAGE_SAS_TOKEN", "sv=1&sig=x"}}));
+  ASSERT_TRUE(env_sas);
+  auto e = ChooseAzureIdentity(*env_sas, "", Env({}), "az://c/");
+  ASSERT_TRUE(e) << e.error().ToString();
+  EXPECT_EQ(e->auth, AzureAuth::kSas);
+  EXPECT_EQ(e->provider->detail(), "account a, SAS from AZURE_STORAGE_SAS_TOKEN");
+
+  auto cs =
+      ResolveAzureCredentials({{"connection_string", "AccountName=x;AccountKey=" + std::string(kDevKey)}}, Env({}));
+  ASSERT_TRUE(cs);
+  auto c = ChooseAzureIdentity(*cs, "auto", Env({}), "az://c/");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->auth, AzureAuth::kSharedKey);
+  EXPECT_EQ(c->provider->name(), "connection-string");
+  for (const auto& p : {id->provider.get(), sas->provider.get(), e->provider.get(), c->provider.get()}) {
+    EXPECT_EQ(p->detail().find(kDevKey), std::string::npos) << p->detail();
+    EXPECT_EQ(p->detail().find("sig="), std::string::npos) << p->detail();
+  }
+}
+
+TEST(AzureIdentity, NamedStaticCredentialsSayWhatIsMissing) {
+  auto acct = ResolveAzureCredentials({{"account", "acct"}}, Env({}));
+  ASSERT_TRUE(acct);
+  auto key = ChooseAzureIdentity(*acct, "shared-key", Env({}), "az://c/");
+  ASSERT_FALSE(key);
+  EXPECT_EQ(key.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(key.error().message().find("no account key (option key"), std::string::npos) << key.error().message();
+  auto sas = ChooseAzureIdentity(*acct, "sas", Env({}), "az://c/");
+  ASSERT_FALSE(sas);
+  EXPECT_NE(sas.error().message().find("AZURE_STORAGE_SAS_TOKEN"), std::string::npos) << sas.error().message();
+  auto anon = ChooseAzureIdentity(*acct, "anonymous", Env({}), "az://c/");
+  ASSERT_TRUE(anon) << anon.error().ToString();
+  EXPECT_EQ(anon->auth, AzureAuth::kAnonymous);
+  EXPECT_EQ(anon->provider->name(), "anonymous");
+  auto sp = CheckAzureIdentity(*acct, "client-secret", Env({{"AZURE_TENANT_ID", "t"}}));
+  EXPECT_EQ(sp.code(), Code::kInvalidArgument);
+  EXPECT_NE(sp.message().find("AZURE_CLIENT_ID and AZURE_CLIENT_SECRET are not set"), std::string::npos)
+      << sp.message();
+}
+
+TEST(AzureIdentity, AutoWithNothingListsEveryProvider) {
+  auto acct = ResolveAzureCredentials({{"account", "acct"}}, Env({}));
+  ASSERT_TRUE(acct);
+  // Nothing listens on port 1: no instance metadata, at once.
+  auto id = ChooseAzureIdentity(*acct, "auto", Env({{"AZURE_POD_IDENTITY_AUTHORITY_HOST", "http://127.0.0.1:1"}}),
+                                "az://c/p/");
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.error().code(), Code::kPermissionDenied);
+  const std::string& m = id.error().message();
+  EXPECT_TRUE(m.starts_with("Azure credentials for az://c/p/: no credentials found")) << m;
+  for (const char* part : {"shared-key: no account key", "sas: no SAS token", "client-secret: ", "workload-identity: ",
+                           "managed-identity: no instance metadata endpoint", "credentials: anonymous"}) {
+    EXPECT_NE(m.find(part), std::string::npos) << part << " in: " << m;
+  }
+}
+
+TEST(AzureIdentity, BearerTokensStillNeedTheAccount) {
+  auto none = ResolveAzureCredentials({{"credentials", "managed-identity"}}, Env({}));
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message().find("Entra ID tokens need it too"), std::string::npos) << none.error().message();
+}
+
+TEST(AzureIdentity, TheCredentialsOptionIsChecked) {
+  MountConfig m;
+  m.path = "/c";
+  m.ufs = "az://ctr/p";
+  m.options = {{"account", "acct"}, {"credentials", "password"}};
+  auto uri = ParseUfsUri(m.ufs);
+  ASSERT_TRUE(uri);
+  auto bad = ParseAzureSettings(*uri, m, Env({}));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("managed-identity"), std::string::npos) << bad.error().message();
+  // Without starting credentials nothing is fetched, but what is missing is said.
+  m.options["credentials"] = "workload-identity";
+  auto check = ParseAzureSettings(*uri, m, Env({}), /*start_credentials=*/false);
+  ASSERT_FALSE(check);
+  EXPECT_NE(check.error().message().find("AZURE_FEDERATED_TOKEN_FILE"), std::string::npos) << check.error().message();
+  m.options = {{"account", "acct"}, {"credentials", "anonymous"}};
+  auto anon = ParseAzureSettings(*uri, m, Env({}));
+  ASSERT_TRUE(anon) << anon.error().ToString();
+  EXPECT_EQ(anon->auth, AzureAuth::kAnonymous);
+  ASSERT_NE(anon->credentials, nullptr);
+  EXPECT_EQ(anon->credentials->info().provider, "anonymous");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // AzureClient: Blob service requests for AzureStore. It adds the version and
-// date headers, authorizes each attempt (Shared Key signature or SAS query),
+// date headers, authorizes each attempt (Shared Key signature, SAS query, or
+// an Entra ID bearer token taken from the mount's CredentialCache anew for
+// every attempt, so a refreshed token is used as soon as it is there),
 // retries throttling, 5xx and connection failures with backoff and jitter
 // within the request deadline, and maps error answers to Status codes whose
 // messages name the blob or container and what to do. Secrets never appear
@@ -10,10 +12,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "ufs/azure/azure_auth.h"
+#include "ufs/cloud/credential_cache.h"
 #include "ufs/http/http_transport.h"
 #include "ufs/mount_options.h"
 #include "ufs/uri.h"
@@ -24,6 +28,10 @@ struct MountConfig;
 
 struct AzureSettings {
   AzureCredentials creds;
+  AzureAuth auth = AzureAuth::kAnonymous;
+  // The mount's credentials, whatever they are (shared keys and SAS too, as a
+  // provider that never expires), for bearer tokens and `shoal status`.
+  std::shared_ptr<cloud::CredentialCache> credentials;
   std::string key_bytes;   // decoded account key ("" without Shared Key)
   std::string container;
   std::string prefix;      // blob-name prefix of the mount root ("" or ending in '/')
@@ -41,8 +49,12 @@ struct AzureSettings {
 OptionTable AzureOptions();
 
 // Reads the mount options (AzureOptions()), checks the container name and
-// resolves the credentials. No request is made.
-Result<AzureSettings> ParseAzureSettings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env);
+// resolves the credentials (ChooseAzureIdentity). With `start_credentials`
+// the chosen provider's CredentialCache is started, which fetches an Entra ID
+// token (the chain may probe instance metadata); without, no request is made
+// and `credentials` stays null (for config validation).
+Result<AzureSettings> ParseAzureSettings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env,
+                                         bool start_credentials = true);
 
 class AzureClient {
  public:
@@ -65,6 +77,7 @@ class AzureClient {
 
  private:
   std::string Redact(std::string text) const;
+  std::string PermissionAdvice() const;
 
   AzureSettings s_;
 };

@@ -1,17 +1,23 @@
 // AzureStore against a real Azurite, which checks Shared Key signatures and
 // SAS tokens: the shared conformance suite with both kinds of credentials,
 // plus credential sources, permission and missing-container errors, and
-// proof that large writes go through Put Block + Put Block List.
+// proof that large writes go through Put Block + Put Block List; and Entra ID
+// bearer tokens (from the EntraStandIn) against Azurite over HTTPS.
 #include "ufs/azure/azure_store.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <atomic>
+#include <filesystem>
 
 #include "common/config.h"
+#include "common/subprocess.h"
 #include "tests/harness/azurite.h"
+#include "tests/harness/entra_stand_in.h"
 #include "ufs/azure/azure_auth.h"
 #include "ufs/conformance_test.h"
 #include "ufs/http/http_transport.h"
@@ -208,6 +214,100 @@ TEST(AzureStore, DirectoryStatAndListingOfPrefixes) {
   ASSERT_EQ(l->entries.size(), 1u);
   EXPECT_EQ(l->entries[0].key, "d/e");
   EXPECT_TRUE(l->entries[0].is_dir);
+}
+
+// Azurite takes bearer tokens only over HTTPS (`--oauth basic`); the token
+// comes from the Entra ID stand-in through `credentials: client-secret`.
+TEST(AzureStore, EntraIdBearerTokenReadsWritesAndLists) {
+  auto dir = testing::MakeTempDir("azure-oauth", "Azurite's certificate");
+  ASSERT_TRUE(dir) << dir.error().ToString();
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{*dir};
+  std::string key = *dir + "/key.pem", cert = *dir + "/cert.pem";
+  // A throwaway self-signed certificate for 127.0.0.1, made by the openssl CLI.
+  Subprocess::Options gen_options;
+  gen_options.argv = {
+      "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",        "-keyout", key,
+      "-out",    cert,  "-days", "1",       "-subj",    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"};
+  gen_options.stderr_to_stdout = true;
+  auto gen = Subprocess::Start(gen_options);
+  ASSERT_TRUE(gen) << gen.error().ToString();
+  int status = gen->Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "openssl req failed: " << gen->output();
+
+  AzuriteProcess::Options ao;
+  ao.tls_cert_file = cert;
+  ao.tls_key_file = key;
+  ao.oauth = true;
+  auto az = AzuriteProcess::Start(ao);
+  ASSERT_TRUE(az) << az.error().ToString();
+  ASSERT_TRUE(az->blob_endpoint().starts_with("https://"));
+  ASSERT_TRUE(az->CreateContainer("bearer").ok());
+
+  const std::string tenant = "72f988bf-86f1-41af-91ab-2d7cd011db47", client = "5e1f7c2a-0b3d-4c8e-9f60-7a8b9c0d1e2f";
+  const std::string secret = "e2e~client-SECRET";
+  testing::EntraStandIn entra(tenant);
+  entra.SetClientSecret(client, secret);
+  ::setenv("AZURE_TENANT_ID", tenant.c_str(), 1);
+  ::setenv("AZURE_CLIENT_ID", client.c_str(), 1);
+  ::setenv("AZURE_CLIENT_SECRET", secret.c_str(), 1);
+  ::setenv("AZURE_AUTHORITY_HOST", entra.url().c_str(), 1);
+  MountConfig m;
+  m.path = "/bearer";
+  m.ufs = "az://bearer/" + FreshPrefix();
+  m.options = {{"endpoint", az->blob_endpoint()}, {"ca_file", cert}, {"credentials", "client-secret"}};
+  auto store = OpenUnderStore(m);
+  for (const char* v : {"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_AUTHORITY_HOST"}) {
+    ::unsetenv(v);
+  }
+  ASSERT_TRUE(store) << store.error().ToString();
+  EXPECT_EQ(entra.requests().token, 1);
+
+  // A blob written with the shared key, read and listed with the bearer token.
+  MountConfig writer_mount = m;
+  writer_mount.path = "/bearer-writer";
+  writer_mount.options = {{"endpoint", az->blob_endpoint()},
+                          {"ca_file", cert},
+                          {"account", AzuriteProcess::kAccount},
+                          {"key", AzuriteProcess::kKey}};
+  auto writer = OpenUnderStore(writer_mount);
+  ASSERT_TRUE(writer) << writer.error().ToString();
+  ASSERT_TRUE((*writer)->Write("d/by-key", std::string_view("shared key")).ok());
+  char buf[10];
+  auto n = (*store)->Read("d/by-key", 0, buf);
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(std::string(buf, *n), "shared key");
+  ASSERT_TRUE((*store)->Write("d/by-token", std::string_view("bearer")).ok());
+  auto l = (*store)->List("d/", {});
+  ASSERT_TRUE(l) << l.error().ToString();
+  ASSERT_EQ(l->entries.size(), 2u);
+  EXPECT_EQ(l->entries[0].key, "d/by-key");
+  EXPECT_EQ(l->entries[1].key, "d/by-token");
+  EXPECT_EQ(entra.requests().token, 1) << "one token serves every request of its life";
+
+  // The same token over plain HTTP (the shared Azurite) is refused: the
+  // message says what to check for a token, and never holds it.
+  ASSERT_NE(Azurite(), nullptr);
+  ::setenv("AZURE_TENANT_ID", tenant.c_str(), 1);
+  ::setenv("AZURE_CLIENT_ID", client.c_str(), 1);
+  ::setenv("AZURE_CLIENT_SECRET", secret.c_str(), 1);
+  ::setenv("AZURE_AUTHORITY_HOST", entra.url().c_str(), 1);
+  auto plain = Mount({{"endpoint", Azurite()->blob_endpoint()}, {"credentials", "client-secret"}});
+  plain.path = "/bearer-http";
+  auto refused = OpenUnderStore(plain);
+  for (const char* v : {"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_AUTHORITY_HOST"}) {
+    ::unsetenv(v);
+  }
+  ASSERT_TRUE(refused) << refused.error().ToString();
+  auto st = (*refused)->Stat("x");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), Code::kPermissionDenied) << st.error().ToString();
+  EXPECT_NE(st.error().message().find("Storage Blob Data"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("client-secret"), std::string::npos) << st.error().message();
+  EXPECT_EQ(st.error().message().find(entra.last_token()), std::string::npos) << "the token must never appear";
+  EXPECT_EQ(st.error().message().find(secret), std::string::npos);
 }
 
 TEST(AzureStore, UnknownOptionIsRejected) {

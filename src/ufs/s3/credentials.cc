@@ -1,8 +1,7 @@
 #include "ufs/s3/credentials.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include "common/file_text.h"
+#include "ufs/cloud/credential_cache.h"
 
 namespace shoal::s3 {
 namespace {
@@ -14,16 +13,8 @@ std::string Trim(std::string_view s) {
 }
 
 std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Option(const std::map<std::string, std::string>& options, const std::string& key) {
-  auto it = options.find(key);
-  return it == options.end() ? std::string() : it->second;
+  auto text = ReadFileText(path);
+  return text ? std::optional<std::string>(std::move(*text)) : std::nullopt;
 }
 
 std::string HomeFile(const EnvLookup& env, const char* override_var, const char* name) {
@@ -47,13 +38,7 @@ Credentials FromSection(const std::map<std::string, std::string>& sec, std::stri
 
 }  // namespace
 
-EnvLookup ProcessEnv() {
-  return [](std::string_view name) -> std::optional<std::string> {
-    const char* v = std::getenv(std::string(name).c_str());
-    if (!v || !*v) return std::nullopt;
-    return std::string(v);
-  };
-}
+EnvLookup ProcessEnv() { return cloud::ProcessEnvironment(); }
 
 IniFile ParseAwsIni(std::string_view text) {
   IniFile out;
@@ -117,42 +102,6 @@ Profile LoadProfile(const std::string& name, const EnvLookup& env) {
     }
   }
   return p;
-}
-
-Result<Credentials> ResolveCredentials(const std::map<std::string, std::string>& options, bool aws_environment,
-                                       const EnvLookup& env) {
-  std::string key = Option(options, "access_key_id"), secret = Option(options, "secret_access_key");
-  if (!key.empty() || !secret.empty()) {
-    if (key.empty() || secret.empty()) {
-      return Err(Code::kInvalidArgument,
-                 "mount options set only one of access_key_id and secret_access_key: set both, or neither");
-    }
-    return Credentials{key, secret, Option(options, "session_token"), "mount options"};
-  }
-
-  auto from_profile = [&](const std::string& name, const std::string& why) -> Result<Credentials> {
-    Profile p = LoadProfile(name, env);
-    if (!p.found) {
-      return Err(Code::kInvalidArgument,
-                 "AWS profile '" + name + "' (" + why + ") was not found in " + p.files + ": check the profile name");
-    }
-    if (!p.creds.access_key_id.empty() && p.creds.secret_access_key.empty()) {
-      return Err(Code::kInvalidArgument, "AWS " + p.creds.source + " has aws_access_key_id but no aws_secret_access_key");
-    }
-    return p.creds;  // may be anonymous: a profile with only a region
-  };
-
-  if (auto profile = Option(options, "profile"); !profile.empty()) return from_profile(profile, "mount option profile");
-  if (!aws_environment) return Credentials{};
-
-  auto env_key = env("AWS_ACCESS_KEY_ID"), env_secret = env("AWS_SECRET_ACCESS_KEY");
-  if (env_key && env_secret) {
-    return Credentials{*env_key, *env_secret, env("AWS_SESSION_TOKEN").value_or(""), "environment"};
-  }
-  if (auto profile = env("AWS_PROFILE")) return from_profile(*profile, "from AWS_PROFILE");
-  Profile p = LoadProfile("default", env);
-  if (p.found && !p.creds.access_key_id.empty() && !p.creds.secret_access_key.empty()) return p.creds;
-  return Credentials{};
 }
 
 }  // namespace shoal::s3

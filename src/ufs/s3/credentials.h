@@ -1,10 +1,7 @@
-// Where the S3 backend finds its credentials, region and endpoint when the
-// mount does not spell them out: the standard AWS environment variables and the
-// AWS shared credentials/config files, resolved the way the AWS SDKs do, so a
-// mount with just `ufs: s3://bucket/prefix` works on a configured machine.
-//
-// Not supported: EC2/ECS instance metadata, SSO, credential_process and
-// assume-role profiles (they need network calls or external programs).
+// The AWS shared credentials/config files (profiles), read the way the AWS
+// SDKs read them: where an s3:// mount finds its region and endpoint when it
+// does not spell them out. The credential chain itself (environment, roles,
+// instance metadata, ...) is src/ufs/cloud/aws_credentials.h.
 //
 // Secrets never appear in any Status message produced here.
 #pragma once
@@ -43,16 +40,5 @@ struct Profile {
 // Files: AWS_SHARED_CREDENTIALS_FILE (else ~/.aws/credentials) and
 // AWS_CONFIG_FILE (else ~/.aws/config). Missing files are not errors.
 Profile LoadProfile(const std::string& name, const EnvLookup& env);
-
-// Credentials for a mount, first match wins:
-//   1. options access_key_id + secret_access_key (+ session_token);
-//   2. options profile (an error if that profile does not exist);
-//   3. s3:// only: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN);
-//   4. s3:// only: profile AWS_PROFILE, else "default", from the shared files
-//      (an error if AWS_PROFILE names a profile that does not exist);
-//   5. none: anonymous (unsigned requests).
-// gs:// mounts skip 3 and 4 so AWS keys are never offered to Google.
-Result<Credentials> ResolveCredentials(const std::map<std::string, std::string>& options, bool aws_environment,
-                                       const EnvLookup& env);
 
 }  // namespace shoal::s3

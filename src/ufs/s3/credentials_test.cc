@@ -31,28 +31,45 @@ class S3Credentials : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     env_.vars["HOME"] = dir_;  // ~/.aws is empty unless a test writes it
+    Hermetic();
+  }
+  // Never the real instance metadata or Google metadata server.
+  void Hermetic() {
+    env_.vars["AWS_EC2_METADATA_DISABLED"] = "true";
+    env_.vars["GCE_METADATA_HOST"] = "127.0.0.1:1";
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void WriteFile(const std::string& path, const std::string& text) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream(path) << text;
   }
-  Result<S3Settings> Resolve(const std::string& ufs, std::map<std::string, std::string> options = {}) {
+  // The settings, and (unless settings_only) the credentials the mount's chain finds.
+  Result<S3Settings> Resolve(const std::string& ufs, std::map<std::string, std::string> options = {},
+                             bool settings_only = false) {
     MountConfig m;
     m.path = "/m";
     m.ufs = ufs;
     m.options = std::move(options);
     auto uri = ParseUfsUri(ufs);
     EXPECT_TRUE(uri);
-    return ResolveS3Settings(*uri, m, env_.lookup());
+    auto s = ResolveS3Settings(*uri, m, env_.lookup());
+    if (!s || settings_only) return s;
+    if (auto st = AttachCredentials(*s, *uri, m, env_.lookup()); !st.ok()) return Err(st);
+    return s;
   }
 
   std::string dir_;
   FakeEnv env_;
 };
 
-TEST_F(S3Credentials, NothingConfiguredIsAnonymousAwsDefault) {
-  auto s = Resolve("s3://bucket/prefix");
+TEST_F(S3Credentials, NothingConfiguredIsAnErrorUnlessAnonymousIsAsked) {
+  auto none = Resolve("s3://bucket/prefix");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), Code::kPermissionDenied);
+  EXPECT_NE(none.error().message().find("no credentials found; tried keys"), std::string::npos)
+      << none.error().message();
+  EXPECT_NE(none.error().message().find("mount /m (s3://bucket/prefix/)"), std::string::npos) << none.error().message();
+  auto s = Resolve("s3://bucket/prefix", {{"credentials", "anonymous"}});
   ASSERT_TRUE(s) << s.error().ToString();
   EXPECT_TRUE(s->creds.anonymous());
   EXPECT_EQ(s->region, "us-east-1");
@@ -69,6 +86,7 @@ TEST_F(S3Credentials, EnvironmentVariables) {
                {"AWS_SESSION_TOKEN", "envtoken"},
                {"AWS_DEFAULT_REGION", "eu-west-1"},
                {"AWS_ENDPOINT_URL", "http://127.0.0.1:9000/"}};
+  Hermetic();
   auto s = Resolve("s3://bucket/p/");
   ASSERT_TRUE(s) << s.error().ToString();
   EXPECT_EQ(s->creds.access_key_id, "AKIAENV");
@@ -94,7 +112,7 @@ TEST_F(S3Credentials, MountOptionsWinOverEnvironment) {
                                    {"region", "us-west-2"}, {"path_style", "true"}});
   ASSERT_TRUE(s) << s.error().ToString();
   EXPECT_EQ(s->creds.access_key_id, "AKIAOPT");
-  EXPECT_EQ(s->creds.source, "mount options");
+  EXPECT_EQ(s->creds.source, "keys (mount options, access key AKIAOPT), static");
   EXPECT_EQ(s->BucketBaseUrl(), "https://s3.us-west-2.amazonaws.com/bucket");
 }
 
@@ -143,7 +161,9 @@ TEST_F(S3Credentials, GcsIgnoresAwsEnvironment) {
   env_.vars["AWS_ACCESS_KEY_ID"] = "AKIAENV";
   env_.vars["AWS_SECRET_ACCESS_KEY"] = "envsecret";
   env_.vars["AWS_ENDPOINT_URL"] = "http://127.0.0.1:1";
-  auto s = Resolve("gs://bucket/prefix");
+  auto none = Resolve("gs://bucket/prefix");
+  ASSERT_FALSE(none);  // AWS keys are never offered to Google
+  auto s = Resolve("gs://bucket/prefix", {{"credentials", "anonymous"}});
   ASSERT_TRUE(s) << s.error().ToString();
   EXPECT_TRUE(s->creds.anonymous());
   EXPECT_EQ(s->region, "auto");
@@ -171,10 +191,13 @@ TEST_F(S3Credentials, BadOptionsNameTheOptionNotTheSecret) {
   EXPECT_FALSE(Resolve("s3://bkt", {{"payload_signing", "maybe"}}));
   EXPECT_FALSE(Resolve("s3://bkt", {{"endpoint", "ftp://x"}}));
   EXPECT_FALSE(Resolve("s3://bkt", {{"max_retries", "-1"}}));
+  auto which = Resolve("s3://bkt", {{"credentials", "service-account"}}, /*settings_only=*/true);
+  ASSERT_FALSE(which);  // a Google provider on an AWS mount: caught by a config check
+  EXPECT_NE(which.error().message().find("instance-metadata"), std::string::npos) << which.error().message();
 }
 
 TEST_F(S3Credentials, DottedBucketFallsBackToPathStyle) {
-  auto s = Resolve("s3://my.dotted.bucket/x");
+  auto s = Resolve("s3://my.dotted.bucket/x", {}, /*settings_only=*/true);
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->path_style);
   EXPECT_EQ(s->BucketBaseUrl(), "https://s3.us-east-1.amazonaws.com/my.dotted.bucket");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "ufs/cloud/credential_cache.h"
 #include "ufs/http/retry.h"
 #include "ufs/s3/s3_xml.h"
 #include "ufs/uri.h"
@@ -51,10 +52,7 @@ Result<HttpResponse> S3Client::Send(const S3Request& request, const Validator& v
   std::string canonical_uri;
   const std::string url = Url(request, &canonical_uri);
 
-  std::string payload_hash;
-  if (!s_.creds.anonymous()) {
-    payload_hash = (request.body.empty() || s_.sign_payload) ? Sha256Hex(request.body) : std::string(kUnsignedPayload);
-  }
+  std::string payload_hash;  // made on the first signed attempt
 
   RetryPolicy policy;
   policy.max_retries = s_.max_retries;
@@ -76,9 +74,25 @@ Result<HttpResponse> S3Client::Send(const S3Request& request, const Validator& v
     http.connect_timeout = std::min(left, s_.connect_timeout);
     http.ca_file = s_.ca_file;
     http.verify_tls = s_.verify_tls;
-    if (!s_.creds.anonymous()) {
+    // Asked at every attempt: a retry after a refresh signs with the new keys.
+    Credentials keys = s_.creds;
+    if (s_.credentials) {
+      auto secret = s_.credentials->Current();
+      if (!secret) return Err(secret.error());
+      if (!(*secret)->bearer_token.empty()) {
+        http.headers.emplace_back("Authorization", "Bearer " + (*secret)->bearer_token);
+        keys = {};
+      } else {
+        keys = {(*secret)->access_key_id, (*secret)->secret_access_key, (*secret)->session_token, {}};
+      }
+    }
+    if (!keys.anonymous()) {
+      if (payload_hash.empty()) {
+        payload_hash =
+            (request.body.empty() || s_.sign_payload) ? Sha256Hex(request.body) : std::string(kUnsignedPayload);
+      }
       SigningInput in{request.method, s_.Host(), canonical_uri, request.query, payload_hash, s_.region, "s3"};
-      SignV4(in, s_.creds, std::chrono::system_clock::now(), http.headers);
+      SignV4(in, keys, std::chrono::system_clock::now(), http.headers);
     }
     auto resp = PerformHttp(http);
     if (!resp) return resp;
@@ -118,8 +132,9 @@ Status S3Client::ErrorFor(const HttpResponse& r, const S3Request& req) const {
   const bool credential_error = e.code == "ExpiredToken" || e.code == "InvalidToken" ||
                                 e.code == "InvalidAccessKeyId" || e.code == "SignatureDoesNotMatch";
   if (r.status == 401 || r.status == 403 || credential_error) {
-    std::string creds = s_.creds.anonymous() ? "no credentials were found, so the request was anonymous"
-                                              : "access key " + s_.creds.access_key_id + " from " + s_.creds.source;
+    std::string creds = s_.credentials         ? "credentials from " + s_.credentials->Describe()
+                        : s_.creds.anonymous() ? "no credentials were found, so the request was anonymous"
+                                               : "access key " + s_.creds.access_key_id + " from " + s_.creds.source;
     return Status(Code::kPermissionDenied, "permission denied by " + uri + mount +
                                                ": check the credentials (" + creds +
                                                ") and the bucket policy; the store said " + said);

@@ -9,11 +9,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <thread>
 
 #include "common/config.h"
+#include "tests/harness/gcp_stand_in.h"
 #include "tests/harness/harness_util.h"
 #include "ufs/s3/s3_store.h"
 #include "ufs/under_store.h"
@@ -387,8 +389,9 @@ TEST(S3Fault, AnonymousRequestsAreUnsigned) {
   MountConfig m;
   m.path = "/m";
   m.ufs = "s3://bucket";
-  m.options = {{"endpoint", server.endpoint()}};
-  // No keys in the options; make sure the environment cannot supply any.
+  m.options = {{"endpoint", server.endpoint()}, {"credentials", "anonymous"}};
+  // Anonymous, even with keys in the environment.
+  ::setenv("AWS_SECRET_ACCESS_KEY", "must-not-be-used", 1);
   ::unsetenv("AWS_ACCESS_KEY_ID");
   ::setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
   ::setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
@@ -398,7 +401,34 @@ TEST(S3Fault, AnonymousRequestsAreUnsigned) {
   ASSERT_TRUE((*store)->Read("k", 0, buf));
   auto r = server.requests().at(0);
   EXPECT_EQ(r.headers.count("authorization"), 0u);
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
   EXPECT_EQ(r.target, "/bucket/k");
+}
+
+// A gs:// mount without HMAC keys sends Google's OAuth token, from a
+// service-account key file, as a bearer token (no SigV4), and the token is
+// one Google's token endpoint (the stand-in) issued.
+TEST(S3Fault, GcsWithoutHmacKeysSendsAnOAuthBearerToken) {
+  testing::GcpStandIn google;
+  auto dir = testing::MakeScratchDir("gcsbearer", "a service-account key file");
+  ASSERT_TRUE(dir) << dir.error().ToString();
+  const std::string key_file = (*dir)->path + "/sa.json";
+  std::ofstream(key_file) << google.ServiceAccountJson();
+  FakeS3 server([&](const Request& r) { return RangeReply(r); });
+  MountConfig m;
+  m.path = "/gcs";
+  m.ufs = "gs://bucket/p/";
+  m.options = {{"endpoint", server.endpoint()}, {"credentials_file", key_file}};
+  auto store = OpenUnderStore(m);
+  ASSERT_TRUE(store) << store.error().ToString();
+  char buf[10];
+  ASSERT_TRUE((*store)->Read("k", 0, buf));
+  auto r = server.requests().at(0);
+  ASSERT_EQ(r.headers.count("authorization"), 1u);
+  const std::string auth = r.headers.at("authorization");
+  ASSERT_TRUE(auth.starts_with("Bearer ")) << "not a bearer token";
+  EXPECT_TRUE(google.Accepts(auth.substr(7)));
+  EXPECT_EQ(r.headers.count("x-amz-date"), 0u);
 }
 
 }  // namespace

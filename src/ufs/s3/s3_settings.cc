@@ -4,24 +4,45 @@
 
 #include "common/config.h"
 #include "common/units.h"
+#include "ufs/cloud/aws_credentials.h"
+#include "ufs/cloud/gcp_credentials.h"
 
 namespace shoal::s3 {
 namespace {
 
 // The options of s3:// and gs:// mounts. Bounds: S3 parts are 5MiB..5GiB.
 constexpr OptionSpec kOptions[] = {
-    option::Text("endpoint", "scheme://host[:port] of the store; https:// when no scheme is given. Default: "
-                             "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else "
-                             "https://s3.REGION.amazonaws.com (gs://: https://storage.googleapis.com)"),
-    option::Text("region", "signing region. Default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else "
-                           "us-east-1 (gs://: auto)"),
+    option::Text("endpoint",
+                 "scheme://host[:port] of the store; https:// when no scheme is given. Default: "
+                 "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else "
+                 "https://s3.REGION.amazonaws.com (gs://: https://storage.googleapis.com)"),
+    option::Text("region",
+                 "signing region. Default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else "
+                 "us-east-1 (gs://: auto)"),
     option::Text("access_key_id", "access key (GCS: HMAC key id); set together with secret_access_key"),
     option::Secret("secret_access_key", "secret key (GCS: HMAC secret)"),
     option::Secret("session_token", "temporary-credential (STS) token; needs the two keys"),
-    option::Text("profile", "profile in ~/.aws/credentials and ~/.aws/config (or AWS_SHARED_CREDENTIALS_FILE, "
-                            "AWS_CONFIG_FILE), instead of keys"),
-    option::Bool("path_style", "endpoint/bucket/key rather than bucket.endpoint/key. Default: false for the AWS and "
-                               "GCS endpoints, true for others"),
+    option::Text("profile",
+                 "profile in ~/.aws/credentials and ~/.aws/config (or AWS_SHARED_CREDENTIALS_FILE, "
+                 "AWS_CONFIG_FILE), instead of keys"),
+    option::Text("credentials",
+                 "where the credentials come from: auto (the SDKs' default chain), or one provider. "
+                 "s3://: keys, environment, assume-role, web-identity, profile, container, "
+                 "instance-metadata, anonymous; gs://: hmac, service-account, authorized-user, metadata, "
+                 "anonymous (auto)"),
+    option::Text("sts_endpoint",
+                 "STS for assume-role and web-identity. Default: AWS_ENDPOINT_URL_STS, "
+                 "AWS_ENDPOINT_URL, the profile's sts endpoint_url, else https://sts.REGION.amazonaws.com"),
+    option::Bool("imdsv1", "let instance metadata fall back to IMDSv1 when IMDSv2 is refused (false)"),
+    option::File("credentials_file",
+                 "gs://: a service-account or authorized-user JSON key file (default: "
+                 "GOOGLE_APPLICATION_CREDENTIALS, else gcloud's application default credentials)"),
+    option::Text("scopes",
+                 "gs://: OAuth scope of the tokens a service account asks for "
+                 "(https://www.googleapis.com/auth/devstorage.read_write)"),
+    option::Bool("path_style",
+                 "endpoint/bucket/key rather than bucket.endpoint/key. Default: false for the AWS and "
+                 "GCS endpoints, true for others"),
     option::File("ca_file", "PEM CA bundle for HTTPS (default: the system's CAs)"),
     option::Bool("verify_tls", "check the server's certificate (true; false for testing only)"),
     option::Choice("payload_signing", "unsigned|signed",
@@ -73,6 +94,27 @@ Result<std::string> NormaliseEndpoint(std::string e, const std::string& where) {
     return Err(Code::kInvalidArgument, where + " '" + e + "' must be scheme://host[:port] without a path");
   }
   return e;
+}
+
+// A gs:// mount with HMAC keys signs like S3; without, it gets OAuth tokens.
+Result<cloud::Chosen> ResolveMountCredentials(const std::string& scheme,
+                                              const std::map<std::string, std::string>& options,
+                                              const std::string& region, const EnvLookup& env) {
+  if (scheme != "gs") return cloud::ResolveAwsCredentials({options, region}, env);
+  auto key = options.find("access_key_id");
+  auto which = options.find("credentials");
+  if (key != options.end() && (which == options.end() || which->second == "auto" || which->second == "hmac")) {
+    cloud::Secret hmac;
+    hmac.access_key_id = key->second;
+    if (auto secret = options.find("secret_access_key"); secret != options.end())
+      hmac.secret_access_key = secret->second;
+    if (hmac.secret_access_key.empty()) {
+      return Err(Code::kInvalidArgument,
+                 "mount options set only one of access_key_id and secret_access_key: set both, or neither");
+    }
+    return cloud::Chosen{cloud::MakeStaticProvider("hmac", "HMAC key " + hmac.access_key_id, hmac), hmac};
+  }
+  return cloud::ResolveGoogleCredentials(options, env);
 }
 
 }  // namespace
@@ -147,6 +189,10 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
     return Err(Code::kInvalidArgument,
                "options profile and access_key_id/secret_access_key are both set: use the keys or the profile");
   }
+  if (o->has("access_key_id") != o->has("secret_access_key")) {
+    return Err(Code::kInvalidArgument,
+               "mount options set only one of access_key_id and secret_access_key: set both, or neither");
+  }
   if (o->has("session_token") && !o->has("access_key_id")) {
     return Err(Code::kInvalidArgument,
                "option session_token needs access_key_id and secret_access_key (the token belongs to those keys)");
@@ -163,10 +209,6 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
   s.prefix = uri.path;
   s.uri = uri.scheme + "://" + uri.authority + "/" + uri.path;
   s.mount_path = mount.path;
-
-  auto creds = ResolveCredentials(mount.options, /*aws_environment=*/!gcs, env);
-  if (!creds) return Err(creds.error());
-  s.creds = std::move(*creds);
 
   // Region and endpoint may also come from the profile (AWS_PROFILE or "default").
   Profile profile;
@@ -197,6 +239,23 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
   // A bucket name with dots or capitals cannot be a (TLS-valid) host name.
   if (!s.path_style && !IsDnsCompatibleBucket(s.bucket)) s.path_style = true;
 
+  if (o->has("credentials")) {
+    std::string_view names =
+        gcs ? "auto, hmac, service-account, authorized-user, metadata, anonymous" : cloud::kAwsProviderNames;
+    const std::string which = o->String("credentials");
+    bool known = false;
+    for (size_t pos = 0; pos < names.size();) {
+      size_t comma = names.find(',', pos);
+      if (comma == std::string_view::npos) comma = names.size();
+      known |= names.substr(pos, comma - pos) == which;
+      pos = comma + 2;
+    }
+    if (!known) {
+      return Err(Code::kInvalidArgument, "option credentials: '" + which + "' is not a provider of " + uri.scheme +
+                                             ":// mounts; use one of " + std::string(names));
+    }
+  }
+
   s.ca_file = o->String("ca_file");
   s.verify_tls = o->Bool("verify_tls").value_or(s.verify_tls);
   s.sign_payload = o->String("payload_signing") == "signed";
@@ -208,6 +267,20 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
   s.connect_timeout = o->Duration("connect_timeout").value_or(s.connect_timeout);
   s.retry_base_delay = o->Duration("retry_base_delay").value_or(s.retry_base_delay);
   return s;
+}
+
+Status AttachCredentials(S3Settings& s, const UfsUri& uri, const MountConfig& mount, const EnvLookup& env) {
+  auto chosen = ResolveMountCredentials(uri.scheme, mount.options, s.region, env);
+  if (!chosen) return chosen.error().WithContext("mount " + mount.path + " (" + s.uri + ")");
+  auto cache =
+      cloud::CredentialCache::Start(std::move(chosen->provider), {.mount = mount.path}, std::move(chosen->first));
+  if (!cache) return cache.error().WithContext("mount " + mount.path + " (" + s.uri + ")");
+  s.credentials = std::move(*cache);
+  if (auto first = s.credentials->Current()) {
+    s.creds = {(*first)->access_key_id, (*first)->secret_access_key, (*first)->session_token,
+               s.credentials->Describe()};
+  }
+  return Status::Ok();
 }
 
 }  // namespace shoal::s3

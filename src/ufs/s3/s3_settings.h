@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "shoal/status.h"
@@ -13,6 +14,10 @@
 #include "ufs/s3/credentials.h"
 #include "common/sigv4.h"
 #include "ufs/uri.h"
+
+namespace shoal::cloud {
+class CredentialCache;
+}
 
 namespace shoal {
 struct MountConfig;
@@ -29,7 +34,10 @@ struct S3Settings {
   std::string endpoint;    // "https://s3.us-east-1.amazonaws.com": scheme://host[:port], no path
   std::string region;
   bool path_style = true;  // https://endpoint/bucket/key, else https://bucket.endpoint/key
-  Credentials creds;       // anonymous when access_key_id is empty
+  // Where each request's credentials come from (refreshed before they
+  // expire); when null, `creds` is used as is.
+  std::shared_ptr<cloud::CredentialCache> credentials;
+  Credentials creds;  // the first ones (source: the provider), for messages; anonymous when access_key_id is empty
   bool sign_payload = false;  // hash bodies into the signature, else UNSIGNED-PAYLOAD
   std::string ca_file;
   bool verify_tls = true;
@@ -56,7 +64,13 @@ OptionTable S3Options();
 // kInvalidArgument naming the option for bad values or unknown option names,
 // and for bucket names the provider does not allow (scheme "s3" or "gs").
 Status ValidateBucketName(std::string_view scheme, std::string_view bucket);
+// The settings without credentials: no network call, no program run (a
+// config check). `creds` stays anonymous and `credentials` null.
 Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount, const EnvLookup& env);
+// Finds the mount's credentials (the chain of credentials.h / the cloud
+// providers: this may call instance metadata, STS or a token endpoint) and
+// sets `credentials`, refreshed from then on while `s` or a copy lives.
+Status AttachCredentials(S3Settings& s, const UfsUri& uri, const MountConfig& mount, const EnvLookup& env);
 
 // Whether a bucket name can be a DNS label under TLS (no dots, upper case or '_').
 bool IsDnsCompatibleBucket(std::string_view bucket);

@@ -442,6 +442,7 @@ Status DeleteKeys(UnderStore& store, const std::vector<std::string>& keys) {
 Result<std::shared_ptr<UnderStore>> MakeS3Store(const UfsUri& uri, const MountConfig& mount) {
   auto settings = s3::ResolveS3Settings(uri, mount, s3::ProcessEnv());
   if (!settings) return Err(settings.error());
+  if (auto st = s3::AttachCredentials(*settings, uri, mount, s3::ProcessEnv()); !st.ok()) return Err(st);
   return std::shared_ptr<UnderStore>(std::make_shared<s3::S3Store>(std::move(*settings)));
 }
 

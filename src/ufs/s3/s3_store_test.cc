@@ -148,7 +148,7 @@ TEST_P(S3DeleteKeys, RemovesMany) {
 
 TEST(S3Store, MissingBucketIsNotFoundNamingIt) {
   ASSERT_NE(Server(), nullptr);
-  auto store = Open(Mount("s3://no-such-bucket/x", {}));
+  auto store = Open(Mount("s3://no-such-bucket/x", {{"credentials", "anonymous"}}));
   ASSERT_NE(store, nullptr);
   auto st = store->Stat("k");
   ASSERT_FALSE(st);
@@ -220,7 +220,8 @@ TEST(S3Store, HttpsWithCustomCaFile) {
     MountConfig m;
     m.path = "/tls";
     m.ufs = "s3://tls-bucket/p";
-    m.options = {{"endpoint", tls->endpoint()}, {"max_retries", "0"}, {"request_timeout", "20s"}};
+    m.options = {
+        {"endpoint", tls->endpoint()}, {"max_retries", "0"}, {"request_timeout", "20s"}, {"credentials", "anonymous"}};
     for (auto& [k, v] : extra) m.options[k] = v;
     auto s = OpenUnderStore(m);
     EXPECT_TRUE(s) << s.error().ToString();
