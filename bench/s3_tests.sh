@@ -58,13 +58,20 @@ bg shoal "$BUILD_DIR/shoal" up --ufs "$WORK/ufs" --workers 1 --cache-dir "$WORK/
   --state-dir "$WORK/state"
 line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID")
 CONFIG=${line#ready: config=}
-{
-  cat "$CONFIG"
-  printf 's3:\n  credentials:\n'
-  printf '    "%s": "%s"\n' "${KEYS[@]}"
-  printf '  buckets:\n'
-  for ((i = 1; i <= POOL; i++)); do printf '    %s%d: /data/%s%d\n' "$PREFIX" "$i" "$PREFIX" "$i"; done
-} >"$WORK/s3.yaml"
+# The cluster's client config with the suite's keys and the bucket pool added
+# to its s3 section (which `shoal up` already writes).
+/usr/bin/python3 - "$CONFIG" "$WORK/s3.yaml" "$PREFIX" "$POOL" "${KEYS[@]}" <<'PY'
+import sys, yaml
+src, dst, prefix, pool, keys = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+with open(src) as f:
+    cfg = yaml.safe_load(f)
+s3 = cfg.setdefault("s3", {}) or {}
+cfg["s3"] = s3
+s3["credentials"] = dict(zip(keys[0::2], keys[1::2]))
+s3["buckets"] = {f"{prefix}{i}": f"/data/{prefix}{i}" for i in range(1, pool + 1)}
+with open(dst, "w") as f:
+    yaml.safe_dump(cfg, f, sort_keys=False)
+PY
 bg shoal_s3 "$BUILD_DIR/shoal" s3 --config "$WORK/s3.yaml" --listen 127.0.0.1:0
 line=$(wait_for_line "$WORK/shoal_s3.log" '^s3: endpoint=' 60 "$BG_PID")
 HOSTPORT=${line#s3: endpoint=http://}

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -166,6 +168,19 @@ def main():
             fail("the finished load shows %s" % cells)
         page.screenshot("after-load")
         page.check_console()
+
+        # A refused request (no cluster secret) shows among the recent errors with its request id.
+        refused = urllib.request.Request("http://%s/v1/stat?path=/data/nothing" % addresses[0],
+                                         headers={"X-Shoal-Request-Id": "browser-check"})
+        try:
+            urllib.request.urlopen(refused, timeout=30)
+            fail("a request without the cluster secret was served")
+        except urllib.error.HTTPError as e:
+            if e.code != 403:
+                fail("a request without the cluster secret got HTTP %d, not 403" % e.code)
+        wait_for("the refusal among the recent errors", lambda: any(
+            "[request browser-check]" in td.text and "refused" in td.text
+            for td in page.driver.find_elements(By.CSS_SELECTOR, "#errors tbody td")), timeout=60)
 
         # A worker frozen: its row goes down (it answers nothing), the others stay up.
         victim = addresses[2]

@@ -2,10 +2,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 
 #include "cli/commands.h"
 #include "common/units.h"
@@ -39,14 +41,17 @@ Status WriteAll(int fd, const char* p, size_t n, const std::string& what) {
 Status Copy(Client& c, const std::string& path, int fd, const std::string& dest_name, bool progress) {
   auto f = c.OpenFile(path);
   if (!f) return f.error();
-  std::string buf(kChunk, '\0');
   uint64_t total = (*f)->status().size, done = 0;
+  // As large as the file, up to kChunk, and not zeroed: touching 8 MiB to
+  // print a 4 KiB file cost a short `shoal cat` 10-25 ms of page faults.
+  const size_t size = static_cast<size_t>(std::clamp<uint64_t>(total, 1, kChunk));
+  std::unique_ptr<char[]> buf(new char[size]);
   auto start = std::chrono::steady_clock::now();
   while (done < total) {
-    auto n = (*f)->Read(std::span<char>(buf.data(), buf.size()));
+    auto n = (*f)->Read(std::span<char>(buf.get(), size));
     if (!n) return n.error();
     if (*n == 0) break;
-    SHOAL_RETURN_IF_ERROR(WriteAll(fd, buf.data(), *n, dest_name));
+    SHOAL_RETURN_IF_ERROR(WriteAll(fd, buf.get(), *n, dest_name));
     done += *n;
     if (progress) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "client/client_impl.h"
+#include "client/client_internal.h"
 #include "cluster/etcd_membership.h"
 #include "common/end_user.h"
 #include "common/library_log.h"
@@ -476,18 +477,18 @@ void ClientImpl::AfterMutation(const ResolvedPath& rp, bool subtree) {
   }
 }
 
-std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
+std::vector<WorkerStatus> ClientImpl::ClusterStatus(std::vector<std::string>* bodies) {
   const Deadline deadline = NewDeadline();
   auto [ring, members] = router_.Members();
-  std::vector<std::future<WorkerStatus>> results;
+  std::vector<std::future<std::pair<WorkerStatus, std::string>>> results;
   for (const auto& m : members) {
     if (m.down) {  // being probed; asking it again would only wait for it
       WorkerStatus s;
       s.address = m.entry->address;
       s.id = m.entry->id;
       s.error = "down: " + m.down->message();
-      std::promise<WorkerStatus> p;
-      p.set_value(std::move(s));
+      std::promise<std::pair<WorkerStatus, std::string>> p;
+      p.set_value({std::move(s), std::string()});
       results.push_back(p.get_future());
       continue;
     }
@@ -499,7 +500,7 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
       if (r.worker_failed) router_.ReportFailure(*w, r.status);
       if (!r.status.ok()) {
         s.error = r.status.message();
-        return s;
+        return std::pair{std::move(s), std::string()};
       }
       try {
         auto j = Json::parse(r.body);
@@ -538,11 +539,15 @@ std::vector<WorkerStatus> ClientImpl::ClusterStatus() {
         s.up = false;
         s.error = std::string("malformed status: ") + e.what();
       }
-      return s;
+      return std::pair{std::move(s), std::move(r.body)};
     }));
   }
   std::vector<WorkerStatus> out;
-  for (auto& f : results) out.push_back(f.get());
+  for (auto& f : results) {
+    auto [status, body] = f.get();
+    out.push_back(std::move(status));
+    if (bodies) bodies->push_back(std::move(body));
+  }
   return out;
 }
 
@@ -743,20 +748,7 @@ Status Client::Delete(std::string_view path) { return impl_->Delete(path); }
 Status Client::Mkdir(std::string_view path) { return impl_->Mkdir(path); }
 Status Client::Rmdir(std::string_view path) { return impl_->Rmdir(path); }
 Status Client::Rename(std::string_view from, std::string_view to) { return impl_->Rename(from, to); }
-std::vector<WorkerStatus> Client::ClusterStatus() {
-  auto out = impl_->ClusterStatus();
-  RingInfo ring = Ring();
-  for (auto& w : out) {
-    w.ring_version = ring.version;
-    for (const auto& m : ring.members) {
-      if (m.id == w.id) {
-        w.ring_weight = m.weight;
-        w.ring_share = m.share;
-      }
-    }
-  }
-  return out;
-}
+std::vector<WorkerStatus> Client::ClusterStatus() { return ClusterStatusWithBodies(*this, nullptr); }
 
 Result<CallerIdentity> Client::WhoAmI() { return impl_->WhoAmI(); }
 Result<std::string> Client::PolicyCheck(std::string_view user, const std::vector<std::string>& groups,

@@ -71,7 +71,8 @@ class ClientImpl {
   Result<OpenedFile> OpenCached(std::string_view path, uint64_t prefetch);
   Result<std::vector<FileStatus>> List(std::string_view path);
   Status Refresh(std::string_view path, bool recursive, bool data);
-  std::vector<WorkerStatus> ClusterStatus();
+  // Each worker's status; with `bodies`, also its /v1/status body ("" when it did not answer).
+  std::vector<WorkerStatus> ClusterStatus(std::vector<std::string>* bodies = nullptr);
   Result<CallerIdentity> WhoAmI();
   Result<std::string> PolicyCheck(std::string_view user, const std::vector<std::string>& groups, std::string_view path,
                                   std::string_view access);

@@ -30,6 +30,9 @@ struct WorkerAnswer {
 // ring, in parallel, within client.timeout. Answers in ring order.
 std::vector<WorkerAnswer> CallWorkers(Client& client, std::string_view method,
                                       const std::function<std::string(const std::string& member)>& target_for);
+// Client::ClusterStatus, and each worker's /v1/status body in the same order
+// ("" for a worker that did not answer): one request per worker.
+std::vector<WorkerStatus> ClusterStatusWithBodies(Client& client, std::vector<std::string>* bodies);
 // The ring's member names in ring order (what CallWorkers passes to target_for).
 std::vector<std::string> RingMembers(const Client& client);
 

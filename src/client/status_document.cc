@@ -15,14 +15,17 @@ nlohmann::json ClusterStatusDocument(Client& c) {
   }
   // Pins and quotas per worker, from its own status.
   // Egress saved per mount, summed over the workers, at each mount's price.
+  // One /v1/status per worker: its parsed status and its raw answer.
   std::map<std::string, Json> rules;
   std::map<std::string, Json> egress;
-  for (const auto& r : CallWorkers(c, "GET", [](const std::string&) { return "/v1/status"; })) {
-    if (!r.status.ok()) continue;
-    Json j = Json::parse(r.body, nullptr, false);
+  std::vector<std::string> bodies;
+  const std::vector<WorkerStatus> statuses = ClusterStatusWithBodies(c, &bodies);
+  for (size_t i = 0; i < statuses.size() && i < bodies.size(); ++i) {
+    if (bodies[i].empty()) continue;
+    Json j = Json::parse(bodies[i], nullptr, false);
     if (!j.is_object()) continue;
-    rules[r.address] = {{"pinned_bytes", j.value("pinned_bytes", uint64_t{0})},
-                        {"quotas", j.value("quotas", Json::array())}};
+    rules[statuses[i].address] = {{"pinned_bytes", j.value("pinned_bytes", uint64_t{0})},
+                                  {"quotas", j.value("quotas", Json::array())}};
     if (!j.contains("egress") || !j["egress"].is_array()) continue;
     for (const auto& e : j["egress"]) {
       if (!e.is_object()) continue;
@@ -47,7 +50,7 @@ nlohmann::json ClusterStatusDocument(Client& c) {
   Json workers = Json::array();
   uint64_t used = 0, capacity = 0, hit = 0, miss = 0, ufs = 0, wb_bytes = 0, wb_files = 0, pinned = 0;
   int up = 0, down = 0;
-  for (const auto& w : c.ClusterStatus()) {
+  for (const auto& w : statuses) {
     Json j{{"address", w.address},
            {"up", w.up},
            {"error", w.error},

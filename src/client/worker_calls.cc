@@ -53,6 +53,21 @@ std::vector<WorkerAnswer> CallWorkers(Client& client, std::string_view method,
   return detail::ClientAccess::Impl(client).CallWorkers(method, target_for);
 }
 
+std::vector<WorkerStatus> ClusterStatusWithBodies(Client& client, std::vector<std::string>* bodies) {
+  auto out = detail::ClientAccess::Impl(client).ClusterStatus(bodies);
+  RingInfo ring = client.Ring();
+  for (auto& w : out) {
+    w.ring_version = ring.version;
+    for (const auto& m : ring.members) {
+      if (m.id == w.id) {
+        w.ring_weight = m.weight;
+        w.ring_share = m.share;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> RingMembers(const Client& client) { return detail::ClientAccess::Impl(client).RingMembers(); }
 
 }  // namespace shoal

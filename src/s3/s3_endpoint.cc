@@ -397,8 +397,15 @@ class S3Endpoint::Impl {
     auto result = ListObjects(*client_, lr);
     if (!result) return std::unexpected(result.error());
 
-    std::string body =
-        "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) + Tag("Prefix", enc(lr.prefix));
+    // v1's Prefix goes back as sent: SDKs decode Marker, NextMarker, Delimiter
+    // and keys there but not Prefix (botocore; ceph/s3-tests checks it), unless
+    // it holds a character XML 1.0 cannot carry.
+    const bool xml_safe = std::none_of(lr.prefix.begin(), lr.prefix.end(), [](char c) {
+      auto u = static_cast<unsigned char>(c);
+      return u < 0x20 && u != '\t' && u != '\n';  // a raw CR would come back as LF
+    });
+    std::string body = "<ListBucketResult" + std::string(kS3Xmlns) + ">" + Tag("Name", bucket) +
+                       Tag("Prefix", v2 || !xml_safe ? enc(lr.prefix) : lr.prefix);
     if (v2) {
       body += Tag("KeyCount", std::to_string(result->objects.size() + result->common_prefixes.size()));
       if (token_given) body += Tag("ContinuationToken", token);
