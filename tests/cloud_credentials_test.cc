@@ -40,6 +40,7 @@ class CloudCredentialsUp : public ::testing::Test {
   void TearDown() override {
     up_.proc.Stop();
     ::unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    ::unsetenv("AWS_EC2_METADATA_DISABLED");
   }
   std::vector<std::string> UpArgs() {
     return {"--ufs",        "s3://training/shards/",
@@ -96,6 +97,29 @@ TEST_F(CloudCredentialsUp, InstanceMetadataRoleReadsTheBucket) {
     if (!e.is_regular_file() || e.file_size() > (1 << 20)) continue;
     EXPECT_EQ(Slurp(e.path()).find("standin"), std::string::npos) << e.path() << " holds a credential";
   }
+}
+
+// EKS IRSA: a projected service-account token and a role, exchanged at STS.
+TEST_F(CloudCredentialsUp, WebIdentityRoleReadsTheBucket) {
+  const std::string token_file = dir_->path + "/irsa-token";
+  ASSERT_TRUE(WriteFile(token_file, "web-identity-token").ok());
+  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", token_file.c_str(), 1);
+  ::setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/trainer", 1);
+  ::setenv("AWS_ENDPOINT_URL_STS", aws_.url().c_str(), 1);
+  ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+  up_ = LaunchUp(UpArgs(), dir_->path + "/up.err");
+  ::unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+  ::unsetenv("AWS_ROLE_ARN");
+  ::unsetenv("AWS_ENDPOINT_URL_STS");
+  ASSERT_TRUE(up_.ready) << "exit " << up_.exit_code << ": " << up_.err() << up_.proc.output();
+  EXPECT_NE(up_.proc.output().find("credentials: /data: web-identity (role arn:aws:iam::123456789012:role/trainer"),
+            std::string::npos)
+      << up_.proc.output();
+  auto cat = Shoal({"cat", "/data/part-0.bin", "--config", up_.config});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_TRUE(cat.out == RandomBytes(300'000, 11));
+  EXPECT_GE(aws_.counts().assume_role_web_identity, 3);  // shoal up's check, then each of the 2 workers
+  EXPECT_EQ(aws_.counts().s3_no_token + aws_.counts().s3_expired, 0);
 }
 
 TEST_F(CloudCredentialsUp, NoProviderStopsAtStartWithEverythingItTried) {

@@ -145,6 +145,10 @@ p1 = s3.upload_part_copy(Bucket="data", Key="meta/pc.bin", UploadId=up, PartNumb
 check(etag(p1["CopyPartResult"]) == hashlib.md5(src[:5 << 20]).hexdigest(), "UploadPartCopy's ETag is the part's MD5")
 p2 = s3.upload_part_copy(Bucket="data", Key="meta/pc.bin", UploadId=up, PartNumber=2,
                          CopySource={"Bucket": "data", "Key": "meta/put.bin"})
+check(error_code(s3.upload_part_copy, Bucket="data", Key="meta/pc.bin", UploadId=up, PartNumber=3,
+                 CopySource={"Bucket": "data", "Key": "meta/put.bin"},
+                 CopySourceRange="bytes=0-%d" % (len(body) + 20))[0] == "InvalidRange",
+      "a copy range past the source's end is InvalidRange (ceph/s3-tests test_multipart_copy_invalid_range)")
 s3.complete_multipart_upload(Bucket="data", Key="meta/pc.bin", UploadId=up, MultipartUpload={"Parts": [
     {"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]}, {"PartNumber": 2, "ETag": p2["CopyPartResult"]["ETag"]}]})
 check(s3.get_object(Bucket="data", Key="meta/pc.bin")["Body"].read() == src[:5 << 20] + body, "UploadPartCopy bytes")

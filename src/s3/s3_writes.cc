@@ -189,10 +189,12 @@ S3Result<std::pair<uint64_t, uint64_t>> CopySourceRange(const net::HttpRequest& 
   if (!h) return std::pair<uint64_t, uint64_t>{0, size};
   unsigned long long a = 0, b = 0;
   char tail = 0;
-  if (std::sscanf(h->c_str(), "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a || b >= size) {
-    return S3Err(400, "InvalidArgument",
-                 "x-amz-copy-source-range '" + *h + "' is not bytes=FIRST-LAST within the source's " +
-                     std::to_string(size) + " bytes");
+  if (std::sscanf(h->c_str(), "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a) {
+    return S3Err(400, "InvalidArgument", "x-amz-copy-source-range '" + *h + "' is not bytes=FIRST-LAST");
+  }
+  if (b >= size) {  // well formed, past the source's end: what S3 calls an invalid range
+    return S3Err(416, "InvalidRange",
+                 "x-amz-copy-source-range '" + *h + "' ends past the source's " + std::to_string(size) + " bytes");
   }
   return std::pair<uint64_t, uint64_t>{a, b + 1};
 }

@@ -78,9 +78,13 @@ std::optional<WallClock::time_point> ParseIso8601(std::string_view text) {
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return std::nullopt;
   std::string_view rest = text.substr(19);
+  int64_t frac_ns = 0;
   if (!rest.empty() && rest.front() == '.') {
     rest.remove_prefix(1);
-    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
+    for (int64_t scale = 100'000'000; !rest.empty() && rest.front() >= '0' && rest.front() <= '9'; scale /= 10) {
+      frac_ns += (rest.front() - '0') * scale;
+      rest.remove_prefix(1);
+    }
   }
   long offset = 0;
   if (rest == "Z" || rest.empty()) {
@@ -98,7 +102,8 @@ std::optional<WallClock::time_point> ParseIso8601(std::string_view text) {
   tm.tm_sec = s;
   std::time_t t = timegm(&tm);
   if (t == -1) return std::nullopt;
-  return WallClock::from_time_t(t - offset);
+  return WallClock::from_time_t(t - offset) +
+         std::chrono::duration_cast<WallClock::duration>(std::chrono::nanoseconds(frac_ns));
 }
 
 CredentialCache::CredentialCache(std::unique_ptr<Provider> provider, Options options)
@@ -197,7 +202,7 @@ void CredentialCache::RefreshLoop() {
 Result<std::shared_ptr<const Secret>> CredentialCache::Current() {
   auto usable = [&](const Secret& s, WallClock::time_point fetched) {
     if (!s.expiring()) return true;
-    auto margin = std::min<WallClock::duration>(options_.must_refresh, (s.expires - fetched) / 10);
+    auto margin = std::min<WallClock::duration>(options_.must_refresh, (s.expires - fetched) / 4);
     return WallClock::now() < s.expires - margin;
   };
   {

@@ -79,7 +79,7 @@ class CredentialCache {
     // so short-lived test credentials refresh too).
     std::chrono::seconds refresh_ahead{300};
     // A reader never signs with a secret this close to its expiry (capped at
-    // a tenth of its lifetime): it refreshes first.
+    // a quarter of its lifetime): it refreshes first.
     std::chrono::seconds must_refresh{30};
     // Retry pause after a failed background refresh (doubling, capped at 30 s
     // and at the time left before expiry).

@@ -148,6 +148,8 @@ TEST(CredentialCache, Iso8601) {
   EXPECT_EQ(FormatExpiry(*t), "2026-12-07T01:02:03Z");
   EXPECT_EQ(FormatExpiry(*ParseIso8601("2026-12-07T01:02:03.123456+00:00")), "2026-12-07T01:02:03Z");
   EXPECT_EQ(FormatExpiry(*ParseIso8601("2026-12-07T03:02:03+02:00")), "2026-12-07T01:02:03Z");
+  auto frac = *ParseIso8601("2026-12-07T01:02:03.250Z") - *t;
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(frac).count(), 250);
   EXPECT_FALSE(ParseIso8601("yesterday"));
   EXPECT_FALSE(ParseIso8601("2026-13-07T01:02:03Z"));
   EXPECT_EQ(FormatExpiry(WallClock::time_point::max()), "never");

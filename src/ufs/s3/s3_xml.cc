@@ -2,7 +2,10 @@
 
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <ctime>
+
+#include "ufs/cloud/credential_cache.h"
 
 namespace shoal::s3 {
 
@@ -17,33 +20,8 @@ S3Error ParseError(std::string_view xml) {
 }
 
 int64_t ParseIso8601(std::string_view s) {
-  // YYYY-MM-DDTHH:MM:SS[.fff]Z
-  if (s.size() < 19) return 0;
-  std::tm tm{};
-  auto num = [&](size_t pos, size_t len, int& out) {
-    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
-    return ec == std::errc() && p == s.data() + pos + len;
-  };
-  int y, mo, d, h, mi, sec;
-  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) || !num(17, 2, sec)) {
-    return 0;
-  }
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  int64_t ns = static_cast<int64_t>(timegm(&tm)) * 1'000'000'000;
-  if (s.size() > 20 && s[19] == '.') {
-    int64_t frac = 0, scale = 100'000'000;
-    for (size_t i = 20; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && scale > 0; ++i) {
-      frac += (s[i] - '0') * scale;
-      scale /= 10;
-    }
-    ns += frac;
-  }
-  return ns;
+  auto t = cloud::ParseIso8601(s);
+  return t ? std::chrono::duration_cast<std::chrono::nanoseconds>(t->time_since_epoch()).count() : 0;
 }
 
 std::string UnquoteEtag(std::string_view etag) {
