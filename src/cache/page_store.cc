@@ -1016,7 +1016,13 @@ Status PageStore::Put(const PageKey& key, std::span<const char> data) {
         dir.logged_enospc = true;
         why += "; pages that do not fit are served from memory and not cached";
       }
-      SetEffectiveLocked(dir, std::min(dir.effective_capacity, dir.used), why);
+      // What the disk holds now, the failed page's file removed: what we
+      // hold (pages and writes in flight) plus what is still free. Not what we
+      // hold alone: two page writes failing at once left that at 0, a dir
+      // that took nothing while the disk had room for a page.
+      auto free = free_bytes_(dir.path);
+      const uint64_t room = dir.used + (free ? *free : 0) + (dir.blocks ? dir.blocks->free_bytes() : 0);
+      SetEffectiveLocked(dir, std::min(dir.effective_capacity, room), why);
       dir.full_since = std::chrono::steady_clock::now();
     }
     return st;

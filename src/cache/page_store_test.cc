@@ -567,12 +567,16 @@ class FullDiskWriter : public PageFileWriter {
     if (fail) return Status(Code::kNoSpace, "injected ENOSPC writing " + path);
     return PageFileWriter::WriteNew(path, h, d);
   }
+  // The disk's free space as the store measures it: none while it is full.
+  std::function<Result<uint64_t>(const std::string&)> FreeBytes() {
+    return [this](const std::string&) -> Result<uint64_t> { return fail ? 0 : 1000 * kPage; };
+  }
   std::atomic<bool> fail{false};
 };
 
 TEST_F(PageStoreTest, NoSpaceFailsPutAndShrinksCapacity) {
   auto writer = std::make_shared<FullDiskWriter>();
-  auto s = Open(100 * kPage, writer);
+  auto s = Open(100 * kPage, writer, writer->FreeBytes());
   ASSERT_TRUE(s->Put(PageKey{"/n", "v", 0}, Bytes(kPage, 1)).ok());
   writer->fail = true;
   auto st = s->Put(PageKey{"/n", "v", kPage}, Bytes(kPage, 2));
@@ -588,7 +592,7 @@ TEST_F(PageStoreTest, NoSpaceFailsPutAndShrinksCapacity) {
 
 TEST_F(PageStoreTest, FullDiskIsCountedAndLowersTheExportedCapacity) {
   auto writer = std::make_shared<FullDiskWriter>();
-  auto s = Open(100 * kPage, writer);
+  auto s = Open(100 * kPage, writer, writer->FreeBytes());
   auto& enospc = metrics_.GetCounter("shoal_cache_enospc_total", "");
   auto& effective = metrics_.GetGauge("shoal_cache_effective_capacity_bytes", "");
   EXPECT_EQ(s->stats().effective_capacity_bytes, s->stats().capacity_bytes);
@@ -600,6 +604,22 @@ TEST_F(PageStoreTest, FullDiskIsCountedAndLowersTheExportedCapacity) {
   EXPECT_EQ(s->stats().effective_capacity_bytes, s->stats().used_bytes) << "lowered to what the disk holds";
   EXPECT_EQ(effective.value(), static_cast<int64_t>(s->stats().used_bytes));
   EXPECT_EQ(s->stats().capacity_bytes, 100 * kPage) << "the configured capacity is still reported";
+}
+
+// Two page writes failing at once (each ENOSPC'd by the other's bytes) leave
+// the disk with room for one: the capacity is lowered to what the disk holds
+// then, not to 0 (ClusterTest.FullCacheDiskServesFromUfs saw 0 on a tmpfs).
+TEST_F(PageStoreTest, AFailedWriteLowersTheCapacityToWhatTheDiskHoldsNotToZero) {
+  auto writer = std::make_shared<FullDiskWriter>();
+  std::atomic<uint64_t> free{kPage + kPage / 2};
+  auto s = Open(100 * kPage, writer, [&](const std::string&) -> Result<uint64_t> { return free.load(); });
+  EXPECT_EQ(s->stats().effective_capacity_bytes, kPage + kPage / 2) << "measured at open";
+  writer->fail = true;
+  EXPECT_EQ(s->Put(PageKey{"/z", "v", 0}, Bytes(kPage, 1)).code(), Code::kNoSpace);
+  EXPECT_GT(s->stats().effective_capacity_bytes, 0u) << "nothing cached, but the disk has room";
+  EXPECT_LE(s->stats().effective_capacity_bytes, kPage + kPage / 2);
+  writer->fail = false;
+  EXPECT_TRUE(s->Put(PageKey{"/z", "v", 0}, Bytes(kPage, 1)).ok()) << "a page that fits is cached";
 }
 
 TEST_F(PageStoreTest, CapacityBeyondTheFreeSpaceIsLoweredAtOpen) {

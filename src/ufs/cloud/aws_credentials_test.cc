@@ -265,7 +265,8 @@ TEST_F(AwsChain, ReadsAcrossThreeCredentialLifetimesNeverFail) {
 // botocore (python3-botocore, what the aws cli runs) pointed at the same
 // stand-ins and files must pick the same provider as Shoal in each case.
 TEST_F(AwsChain, SamePrecedenceAsBotocore) {
-  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  ASSERT_EQ(::access("/usr/bin/python3", X_OK), 0)
+      << "no /usr/bin/python3 (with python3-botocore): run scripts/bootstrap";
   const std::string script = Write("which.py", R"PY(
 import sys, botocore.session
 s = botocore.session.Session()
