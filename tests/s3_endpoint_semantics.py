@@ -159,6 +159,20 @@ check(a["ETag"].strip('"') == hashlib.md5(src).hexdigest() and a["ObjectSize"] =
 for k in ("meta/src.bin", "meta/pc.bin"):
     s3.delete_object(Bucket="data", Key=k)
 
+# A part sent twice (a resend raced the first send) and listed twice in a row:
+# the last listing names the bytes that count (ceph/s3-tests
+# test_multipart_resend_first_finishes_last); out of order is still refused.
+dup = s3.create_multipart_upload(Bucket="data", Key="meta/dup.bin")["UploadId"]
+first = s3.upload_part(Bucket="data", Key="meta/dup.bin", UploadId=dup, PartNumber=1, Body=b"B" * 8)["ETag"]
+second = s3.upload_part(Bucket="data", Key="meta/dup.bin", UploadId=dup, PartNumber=1, Body=b"A" * 8)["ETag"]
+check(error_code(s3.complete_multipart_upload, Bucket="data", Key="meta/dup.bin", UploadId=dup, MultipartUpload={
+    "Parts": [{"PartNumber": 2, "ETag": second}, {"PartNumber": 1, "ETag": second}]})[0] == "InvalidPartOrder",
+      "parts out of order are InvalidPartOrder")
+s3.complete_multipart_upload(Bucket="data", Key="meta/dup.bin", UploadId=dup, MultipartUpload={
+    "Parts": [{"PartNumber": 1, "ETag": first}, {"PartNumber": 1, "ETag": second}]})
+check(s3.get_object(Bucket="data", Key="meta/dup.bin")["Body"].read() == b"A" * 8, "a part listed twice: the last wins")
+s3.delete_object(Bucket="data", Key="meta/dup.bin")
+
 small = s3.create_multipart_upload(Bucket="data", Key="meta/small.bin")["UploadId"]
 done = [{"PartNumber": n, "ETag": s3.upload_part(Bucket="data", Key="meta/small.bin", UploadId=small, PartNumber=n,
                                                  Body=b"y" * 100)["ETag"]} for n in (1, 2)]
