@@ -466,6 +466,19 @@ TEST_F(WorkerHttpTest, ErrorAnswersCarryTheClientsRequestIdToTheLogAndTheStatus)
   auto text = [&] { return ReadFileText(log).value_or(""); };
   EXPECT_TRUE(WaitUntil([&] { return text().find("[request rid-7a3f]") != std::string::npos; }))
       << "no log line names the request: " << text();
+  // A flood of refusals (a scanner without the secret) is one log line per
+  // 10 s; each is still counted among the recent errors.
+  for (int i = 0; i < 20; ++i) {
+    auto again = RawConnection::Connect(cluster_->addresses()[0]);
+    ASSERT_TRUE(again && again->Send(HttpGet("/v1/stat?path=/data/f", "X-Shoal-Request-Id: flood\r\n")));
+    auto answer = again->ReadResponse(30s);
+    ASSERT_TRUE(answer && answer->status == 403);
+  }
+  auto after = nlohmann::json::parse(cluster_->Get(0, "/v1/status").value_or("{}"));
+  EXPECT_GE(after.value("errors_total", uint64_t{0}), 21u);
+  size_t lines = 0;
+  for (size_t at = 0; (at = text().find("refused GET /v1/stat", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_LE(lines, 2u) << text();
 }
 
 // Issue 8 item 5: a worker waiting on its store is alive. Clients that speak

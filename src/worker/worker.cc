@@ -28,6 +28,7 @@
 #include "cluster/hash_ring.h"
 #include "common/end_user.h"
 #include "common/metrics.h"
+#include "common/repeat_limiter.h"
 #include "net/http_server.h"
 #include "s3/s3_endpoint.h"
 #include "security/request_guard.h"
@@ -852,13 +853,27 @@ class Worker::Impl {
     std::string message;
     auto j = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
     if (j.is_object() && j.contains("message") && j["message"].is_string()) message = j["message"].get<std::string>();
-    std::string what = req.method + " " + std::string(req.path()) + ": HTTP " + std::to_string(res.status) +
-                       (message.empty() ? "" : " " + message);
+    constexpr size_t kMaxPath = 256;  // a client's target may be 16 KiB
+    std::string path(req.path().substr(0, kMaxPath));
+    std::string what =
+        req.method + " " + path + ": HTTP " + std::to_string(res.status) + (message.empty() ? "" : " " + message);
     const bool refused = res.status < 500;
-    if (refused) {
-      spdlog::info("refused {}{}", what, rid.empty() ? "" : " [request " + rid + "]");
-    } else {
-      spdlog::warn("failed {}{}", what, rid.empty() ? "" : " [request " + rid + "]");
+    // One log line per kind and status each 10 s (a scanner without the
+    // secret, or a store outage, must not flood the log); every one is kept
+    // among the recent errors.
+    std::optional<uint64_t> held;
+    {
+      std::lock_guard lock(error_log_mu_);
+      held = error_log_limit_.Admit(std::to_string(res.status), std::chrono::steady_clock::now());
+    }
+    if (held) {
+      std::string line = what + (rid.empty() ? "" : " [request " + rid + "]");
+      if (*held > 0) line = "(" + std::to_string(*held) + " more like it held back) " + line;
+      if (refused) {
+        spdlog::info("refused {}", line);
+      } else {
+        spdlog::warn("failed {}", line);
+      }
     }
     recent_errors_.Add(refused ? "refused" : "server error", std::move(what), std::move(rid));
   }
@@ -1794,6 +1809,8 @@ class Worker::Impl {
   std::unique_ptr<security::RequestGuard> guard_;
   std::unique_ptr<authz::Authorizer> authz_;  // null: no policies configured
   RecentErrors recent_errors_;                // for the status page and `shoal status`
+  std::mutex error_log_mu_;
+  RepeatLimiter error_log_limit_{std::chrono::seconds(10)};  // NoteErrorAnswer's log lines, by status
   std::string s3_address_;
   Counter* trusted_reads_ = &MetricsRegistry::Global().GetCounter(
       "shoal_cache_trusted_reads_total",
