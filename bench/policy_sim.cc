@@ -10,8 +10,14 @@
 // It also says whether the epoch policy is never worse than LRU on the Zipf
 // traces (the condition for making it the default).
 //
-//   policy_sim [--ops N] [--cache PAGES] [--seed S]
+//   policy_sim [--ops N] [--cache PAGES] [--seed S] [--watermarks HIGH,LOW]
 //   policy_sim --trace FILE [--trace FILE]... [--cache OBJECTS]   (FileTrace: the formats)
+//
+// The cache evicts between watermarks as a worker does by default (above
+// worker.eviction_high_watermark percent, down to eviction_low_watermark at
+// once; `--watermarks 0,0` evicts one page per miss): the epoch policy lost
+// its subset to those bursts on a real cluster while this simulator, then
+// evicting page by page, still showed it kept.
 //
 // Traces (all pages the same size but in the last; the cache holds --cache pages):
 //   zipf-0.8, zipf-1.0   Zipf over 10x the cache's pages, scrambled ids;
@@ -50,6 +56,7 @@
 #include "cache/policy/registry.h"
 #include "cache/policy/simulated_cache.h"
 #include "cache/rules/retention.h"
+#include "common/config.h"
 
 namespace shoal {
 namespace {
@@ -230,13 +237,23 @@ Trace StaleFrequencyTrace(std::string name, uint64_t ops, uint64_t cache) {
   return t;
 }
 
+// How the simulated caches evict (--watermarks): the worker's defaults.
+SimulatedCache::Watermarks g_watermarks{static_cast<unsigned>(WorkerConfig{}.eviction_high_watermark),
+                                        static_cast<unsigned>(WorkerConfig{}.eviction_low_watermark)};
+
+std::string EvictionNote() {
+  if (g_watermarks.high == 0) return "evicting page by page (--watermarks 0,0)";
+  return "evicting above " + std::to_string(g_watermarks.high) + "% down to " + std::to_string(g_watermarks.low) +
+         "% as a worker does (--watermarks)";
+}
+
 PageId IdOf(uint64_t key) {
   auto h = XXH3_128bits(&key, sizeof key);
   return PageId{h.high64, h.low64};
 }
 
 double MissRatio(const std::string& policy, const Trace& t, const std::vector<PageId>& ids, uint64_t cache) {
-  SimulatedCache c(std::move(*MakeEvictionPolicy(policy)), Capacity(t, cache));
+  SimulatedCache c(std::move(*MakeEvictionPolicy(policy)), Capacity(t, cache), g_watermarks);
   uint64_t misses = 0, reads = 0;
   auto now = std::chrono::system_clock::time_point{};
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -254,7 +271,7 @@ double MissRatio(const std::string& policy, const Trace& t, const std::vector<Pa
 
 // Each read of the trace: hit (true) or miss, under `policy`.
 std::vector<bool> Decisions(const std::string& policy, const Trace& t, const std::vector<PageId>& ids, uint64_t cache) {
-  SimulatedCache c(std::move(*MakeEvictionPolicy(policy)), Capacity(t, cache));
+  SimulatedCache c(std::move(*MakeEvictionPolicy(policy)), Capacity(t, cache), g_watermarks);
   std::vector<bool> hits(ids.size());
   auto now = std::chrono::system_clock::time_point{};
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -318,8 +335,8 @@ int RunTraceFiles(const std::vector<std::string>& files, uint64_t cache) {
   for (const auto& p : EvictionPolicies()) policies.push_back(p.name);
   std::printf(
       "Miss ratio (lower is better) of each registered policy on trace files; a cache of %llu objects of "
-      "the trace's mean size (or %llu pages when the trace gives no sizes).\n\n| trace | reads |",
-      static_cast<unsigned long long>(cache), static_cast<unsigned long long>(cache));
+      "the trace's mean size (or %llu pages when the trace gives no sizes), %s.\n\n| trace | reads |",
+      static_cast<unsigned long long>(cache), static_cast<unsigned long long>(cache), EvictionNote().c_str());
   for (const auto& p : policies) std::printf(" %s |", p.c_str());
   std::printf(" lfu/sieve reads decided differently |\n|---|---|");
   for (size_t p = 0; p <= policies.size(); ++p) std::printf("---|");
@@ -353,8 +370,18 @@ int Main(int argc, char** argv) {
     else if (a == "--cache") cache = next();
     else if (a == "--seed") seed = next();
     else if (a == "--trace" && i + 1 < argc) trace_files.push_back(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: policy_sim [--ops N] [--cache PAGES] [--seed S] [--trace FILE]...\n");
+    else if (a == "--watermarks" && i + 1 < argc) {
+      unsigned high = 0, low = 0;
+      if (std::sscanf(argv[++i], "%u,%u", &high, &low) != 2 || high > 100 || (high > 0 && low >= high)) {
+        std::fprintf(stderr,
+                     "policy_sim: --watermarks wants HIGH,LOW percent with LOW below HIGH (0,0: off), not '%s'\n",
+                     argv[i]);
+        return 2;
+      }
+      g_watermarks = {high, low};
+    } else {
+      std::fprintf(
+          stderr, "usage: policy_sim [--ops N] [--cache PAGES] [--seed S] [--watermarks HIGH,LOW] [--trace FILE]...\n");
       return 2;
     }
   }
@@ -398,9 +425,10 @@ int Main(int argc, char** argv) {
       "Miss ratio (lower is better) of each registered policy, driven through the real policy classes; "
       "%llu reads per trace, a cache of %llu equal pages (Zipf over %llu pages; scans of %llu new pages "
       "every 50k reads; the shifting trace draws new popular pages every fifth of the trace; epoch traces "
-      "measured from the second epoch). %.1f s for the whole table.\n\n",
+      "measured from the second epoch), %s. %.1f s for the whole table.\n\n",
       static_cast<unsigned long long>(ops), static_cast<unsigned long long>(cache),
-      static_cast<unsigned long long>(10 * cache), static_cast<unsigned long long>(2 * cache), secs);
+      static_cast<unsigned long long>(10 * cache), static_cast<unsigned long long>(2 * cache), EvictionNote().c_str(),
+      secs);
   std::printf("| trace |");
   for (const auto& p : policies) std::printf(" %s |", p.c_str());
   std::printf("\n|---|");

@@ -208,8 +208,8 @@ class PageStore {
     // the policy's order) down to low_watermark percent, so a Put evicts
     // itself only when its dir is full (the thread fell behind).
     // high_watermark 0: off (a Put evicts what it needs, as at capacity).
-    unsigned high_watermark = 95;
-    unsigned low_watermark = 90;
+    unsigned high_watermark = 98;
+    unsigned low_watermark = 96;
   };
 
   struct Stats {

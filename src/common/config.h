@@ -230,8 +230,8 @@ struct WorkerConfig {
   // cache dir's capacity, a background thread evicts down to
   // eviction_low_watermark percent. 0 for the high one: a page write evicts
   // what it needs itself.
-  int eviction_high_watermark = 95;
-  int eviction_low_watermark = 90;
+  int eviction_high_watermark = 98;
+  int eviction_low_watermark = 96;
 };
 
 // TLS files of one side of a connection (src/security/tls_context.h). The
