@@ -406,6 +406,14 @@ Result<HttpResponse> PerformHttp(const HttpRequest& request) {
       return resp;
     }
     std::string what = std::string(curl_easy_strerror(rc)) + " (" + req.method + " " + req.url + ")";
+    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+      // Not transient, and curl's words do not say what to do.
+      what += req.ca_file.empty()
+                  ? ": the store's certificate is not signed by a CA this system trusts; give the mount its CA "
+                    "(-o ca_file=PATH, a PEM file), or verify_tls=false to skip the check"
+                  : ": the store's certificate is not signed by the CA in ca_file " + req.ca_file +
+                        " (or names another host); give the mount the store's CA";
+    }
     if (rc == CURLE_OPERATION_TIMEDOUT) return Err(Code::kTimeout, "request timed out after " +
                                                                        std::to_string(req.timeout.count()) + " ms: " + what);
     if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING ||
