@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "cluster/hash_ring.h"
+#include "common/end_user.h"
+#include "tests/harness/raw_http.h"
 #include "tests/harness/shoal_cluster.h"
 
 namespace shoal::testing {
@@ -260,6 +262,61 @@ TEST_F(ClusterTest, ColdSmallFileReachesASameHostReaderInOneRequest) {
   EXPECT_EQ(client_->stats().local_read_bytes, 2 * small.size());
   EXPECT_EQ(Metric("shoal_cache_hit_bytes_total"), static_cast<double>(small.size()));
   EXPECT_EQ(Metric("shoal_ufs_requests_total") - ufs0, 1);
+}
+
+// Reads by the door the client declared (issue 30 item 4): the per-client
+// metrics count them over the short circuit (the door rides in the hello)
+// and over HTTP (X-Shoal-Door, with a latency sample), and a label the worker
+// does not know counts as "other", never as a series of its own.
+TEST_F(ClusterTest, ReadsAreCountedByTheDoorTheClientDeclared) {
+  constexpr uint64_t kSize = 300 * 1024;  // one page each
+  for (int i = 0; i < 4; ++i) AddFile("d" + std::to_string(i) + ".bin", kSize, 900 + i);
+  struct NativeAgain {
+    ~NativeAgain() { SetDoorName("native"); }
+  } native_again;
+  SetDoorName("python");  // as the Python extension does, before its client connects
+  StartCluster(2);
+  auto bytes = [&](const std::string& client) {
+    return Metric("shoal_client_served_bytes_total{client=\"" + client + "\"}");
+  };
+  // Every door's series is there from the start, at 0.
+  for (const char* door : {"native", "cli", "fuse", "s3", "python", "load", "other"}) EXPECT_EQ(bytes(door), 0) << door;
+
+  // Over the short circuit (the default on the workers' host).
+  EXPECT_TRUE(ReadAll("/data/d0.bin") == files_["d0.bin"]);
+  EXPECT_TRUE(ReadAll("/data/d1.bin") == files_["d1.bin"]);
+  EXPECT_GT(Metric("shoal_short_circuit_bytes_total"), 0) << "the reads did not take the short circuit";
+  EXPECT_EQ(bytes("python"), 2.0 * kSize);
+
+  // Over HTTP, as a FUSE daemon on another host.
+  SetDoorName("fuse");
+  ClientConfig tcp;
+  tcp.short_circuit = false;
+  auto over_tcp = Client::FromYaml(cluster_->ClientYaml(tcp));
+  ASSERT_TRUE(over_tcp) << over_tcp.error().ToString();
+  auto f = (*over_tcp)->OpenFile("/data/d2.bin");
+  ASSERT_TRUE(f) << f.error().ToString();
+  std::string got(kSize, '\0');
+  auto n = (*f)->Pread(0, std::span<char>(got.data(), got.size()));
+  ASSERT_TRUE(n && *n == kSize);
+  EXPECT_TRUE(got == files_["d2.bin"]);
+  EXPECT_EQ(bytes("fuse"), static_cast<double>(kSize));
+  EXPECT_GE(Metric("shoal_client_read_latency_seconds_count{client=\"fuse\"}"), 1);
+  EXPECT_EQ(bytes("python"), 2.0 * kSize) << "the HTTP reads went to another door";
+
+  // A made-up label, straight to the file's worker: "other".
+  for (size_t w = 0; w < cluster_->workers().size(); ++w) {
+    auto conn = RawConnection::Connect(cluster_->workers()[w].address);
+    ASSERT_NE(conn, nullptr);
+    ASSERT_TRUE(conn->Send(HttpGet("/v1/open?path=%2Fdata%2Fd3.bin&length=1000", "X-Shoal-Door: <made-up>\r\n")));
+    auto r = conn->ReadResponse(Millis(30'000));
+    ASSERT_TRUE(r);
+    if (r->status == 200) break;  // the owner answered; the other one redirects or refuses
+  }
+  EXPECT_GE(bytes("other"), 1000.0);
+  auto metrics = cluster_->Get(0, "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->find("made-up"), std::string::npos) << "a client's label became a series";
 }
 
 // A hit is a byte served that the store did not send for this read: a cold

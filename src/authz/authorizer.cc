@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/end_user.h"
 #include "common/file_text.h"
 #include "common/metrics.h"
 
@@ -20,16 +21,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The doors a client may declare (X-Shoal-Door); any other counts as "other".
-constexpr const char* kDoors[] = {"native", "cli", "fuse", "s3", "python", "short-circuit", "load", "other"};
-constexpr size_t kDoorCount = std::size(kDoors);
-
-size_t DoorIndex(std::string_view door) {
-  for (size_t i = 0; i + 1 < kDoorCount; ++i) {
-    if (door == kDoors[i]) return i;
-  }
-  return kDoorCount - 1;
-}
+// The doors a client may declare (common/end_user.h); any other counts as "other".
+constexpr size_t kDoorCount = kClientDoorCount;
+size_t DoorIndex(std::string_view door) { return ClientDoorIndex(door); }
 
 // shoal_authz_decisions_total{result,door}, looked up once: a decision costs
 // an atomic add, not a registry lookup.
@@ -41,7 +35,7 @@ Counter& Decisions(bool allowed, std::string_view door) {
         c[r][d] = &MetricsRegistry::Global().GetCounter(
             "shoal_authz_decisions_total",
             "Authorization decisions of this worker's policy check, by result (allowed, denied) and door",
-            {{"result", r == 1 ? "allowed" : "denied"}, {"door", kDoors[d]}});
+            {{"result", r == 1 ? "allowed" : "denied"}, {"door", std::string(kClientDoors[d])}});
       }
     }
     return c;
@@ -449,7 +443,7 @@ CheckAnswer Authorizer::Check(const CheckRequest& req) {
         {"cliIP", std::string(req.client_address)},
         {"agent", "shoal-worker"},
         {"agentHost", Hostname()},
-        {"door", kDoors[DoorIndex(req.door)]},  // a client's label: one of the known names
+        {"door", std::string(kClientDoors[DoorIndex(req.door)])},  // a client's label: one of the known names
         {"logType", "RangerAudit"},
     };
     if (!who.acting_for_by.empty()) line["proxyUser"] = who.acting_for_by;

@@ -153,6 +153,7 @@ int LocalReader::Connect(const std::string& socket, const std::string& token, st
   local_wire::Request hello;
   hello.kind = local_wire::Kind::kHello;
   hello.path = token;
+  hello.version = DoorName();  // the label of the worker's per-client metrics
   std::string bytes;
   std::vector<int> fds;
   Status st = local_wire::SendRecord(fd, local_wire::EncodeRequest(hello), {});

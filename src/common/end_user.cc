@@ -51,6 +51,13 @@ void SetDoorName(std::string_view door) {
 
 std::string_view DoorName() { return g_door.load(); }
 
+size_t ClientDoorIndex(std::string_view door) {
+  for (size_t i = 0; i + 1 < kClientDoorCount; ++i) {
+    if (door == kClientDoors[i]) return i;
+  }
+  return kClientDoorCount - 1;
+}
+
 std::string OnBehalfValue(const EndUser& user) {
   if (!IsHeaderSafeName(user.user)) return {};
   std::string out = user.user;

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,14 @@ inline constexpr std::string_view kDoorHeader = "X-Shoal-Door";
 inline constexpr std::string_view kRequestIdHeader = "X-Shoal-Request-Id";
 void SetDoorName(std::string_view door);
 std::string_view DoorName();
+// The doors a client may declare (X-Shoal-Door, or a short-circuit hello):
+// the labels of the workers' per-client metrics and audit lines. Any other
+// name counts as "other": a label from the network is untrusted.
+inline constexpr std::string_view kClientDoors[] = {"native", "cli",           "fuse", "s3",
+                                                    "python", "short-circuit", "load", "other"};
+inline constexpr size_t kClientDoorCount = std::size(kClientDoors);
+// The index of `door` in kClientDoors (that of "other" for an unknown name).
+size_t ClientDoorIndex(std::string_view door);
 
 // Whether `name` can travel in the header: 1-256 bytes of letters, digits and
 // `._@-+=$\` (user and group names of POSIX, LDAP and cloud directories).

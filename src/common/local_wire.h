@@ -24,6 +24,9 @@
 // A hello request (kind kHello, the token in `path`) must come first on every
 // connection; the worker answers code 0 only to its own token, with its epoch
 // (common/shared_epoch.h) as the fd of one segment of length 8 when it has one.
+// A hello's `version` names the client's door (common/end_user.h, "fuse",
+// "python", ...; "" from older clients): the label of the worker's per-client
+// metrics for everything asked on that connection.
 //
 // Leases. A kOpenCached answer carries the worker's epoch, read before the
 // lookup, and lease_ns: how long the answer stays true unless the epoch moves
@@ -78,6 +81,9 @@ struct Request {
   // it ("USER;groups=A,B"); "" for the connecting process's own user. At
   // most kMaxOnBehalf bytes.
   std::string on_behalf;
+  // Not on the wire: the door its connection's hello named, which the
+  // worker's socket server sets before the request is served.
+  std::string door;
 };
 
 // Bytes [offset, offset + length) of the file are bytes

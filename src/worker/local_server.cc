@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/end_user.h"
 #include "common/metrics.h"
 
 namespace shoal {
@@ -221,6 +222,7 @@ class LocalServer::Impl {
   // request.
   void Serve(int c) {
     bool greeted = false;
+    std::string_view door = "native";  // what the hello names (local_wire.h)
     std::string bytes;
     std::vector<int> stray_fds;
     for (;;) {
@@ -245,6 +247,8 @@ class LocalServer::Impl {
       } else if (!greeted) {
         greeted = req->kind == local_wire::Kind::kHello && req->path == token_;
         hello = greeted;
+        // A label, one of the known ones; older clients name none.
+        if (greeted && !req->version.empty()) door = kClientDoors[ClientDoorIndex(req->version)];
         if (!greeted) {
           reply.code = static_cast<int32_t>(Code::kPermissionDenied);
           reply.message = "short-circuit hello with a wrong token: this socket belongs to another worker";
@@ -253,6 +257,7 @@ class LocalServer::Impl {
         reply.code = static_cast<int32_t>(Code::kInvalidArgument);
         reply.message = "unexpected short-circuit request kind";
       } else {
+        req->door = door;
         reply = handler_(*req, &pages);
       }
       std::vector<int> fds;

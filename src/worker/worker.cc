@@ -55,6 +55,14 @@ namespace shoal {
 
 namespace {
 
+// The door a client declared (X-Shoal-Door), one of the known names: the
+// `client` label of the per-client read metrics. A string_view into
+// kClientDoors, so it outlives the request.
+std::string_view ClientDoorOf(const net::HttpRequest& req) {
+  const std::string* d = req.Header(kDoorHeader);
+  return d ? kClientDoors[ClientDoorIndex(*d)] : std::string_view("native");
+}
+
 using Json = nlohmann::json;
 using net::BodyPart;
 using net::HttpRequest;
@@ -529,7 +537,7 @@ class Worker::Impl {
       Count(*file, seg, &hit, &miss);
       parts.push_back(PagePart(file, seg));
     }
-    if (hit + miss) svc_->CountServed(file->resolved, hit, miss, -1, WorkerService::Door::kS3);
+    if (hit + miss) svc_->CountServed(file->resolved, hit, miss, -1, WorkerService::Door::kS3, "s3");
     return parts;
   }
 
@@ -708,7 +716,7 @@ class Worker::Impl {
       out.message = s.message();
       return out;
     };
-    if (r.kind == local_wire::Kind::kTouch) return ServeLocalTouch(r.path);
+    if (r.kind == local_wire::Kind::kTouch) return ServeLocalTouch(r.path, r.door);
     // Who asks: this worker's own user (the only one the socket admits,
     // SO_PEERCRED), for itself or for the end user the request names.
     security::Identity who{LocalUser(), {}, security::Proof::kPeerCredentials, ""};
@@ -738,7 +746,7 @@ class Worker::Impl {
                                    .action = "short-circuit read"});
       if (!answer.allowed) return fail(answer.refusal);
     }
-    if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages);
+    if (r.kind == local_wire::Kind::kOpenCached) return ServeLocalCached(*rp, r.length, pages, r.door);
     FileRef file{*rp, r.version, r.size};
     uint64_t offset = r.offset;
     if (r.version.starts_with(kWritebackVersionPrefix)) return ServeLocalPending(*rp, r, pages);
@@ -780,7 +788,7 @@ class Worker::Impl {
     if (hit + miss) {
       short_circuit_bytes_->Add(hit + miss);
       svc_->CountServed(file.resolved, hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
-                        WorkerService::Door::kShortCircuit);
+                        WorkerService::Door::kShortCircuit, r.door);
     }
     return out;
   }
@@ -790,7 +798,8 @@ class Worker::Impl {
   // all of the first `length` bytes, or "not cached". Never asks the
   // under-store and never waits on a fetch: the S3 endpoint asks this from
   // its I/O threads.
-  local_wire::Reply ServeLocalCached(const ResolvedPath& rp, uint64_t length, std::vector<PageRef>* pages) {
+  local_wire::Reply ServeLocalCached(const ResolvedPath& rp, uint64_t length, std::vector<PageRef>* pages,
+                                     std::string_view client) {
     auto started = Clock::now();
     local_wire::Reply out;
     auto not_cached = [&out] {
@@ -829,7 +838,7 @@ class Worker::Impl {
       }
       short_circuit_bytes_->Add(end);
       svc_->CountServed(file.resolved, hit, miss, std::chrono::duration<double>(Clock::now() - started).count(),
-                        WorkerService::Door::kShortCircuit);
+                        WorkerService::Door::kShortCircuit, client);
     }
     out.message = JsonText(InfoJson(cached->info, rp.ns_path));
     out.message.pop_back();  // the newline
@@ -916,7 +925,7 @@ class Worker::Impl {
   // A batch of reads that clients on this host served from leased answers
   // (local_wire.h, kTouch): the pages' policy sees them and they count as
   // hits. Entries outside the mounts, or no longer cached, are skipped.
-  local_wire::Reply ServeLocalTouch(const std::string& batch) {
+  local_wire::Reply ServeLocalTouch(const std::string& batch, std::string_view client) {
     local_wire::Reply out;
     auto touches = local_wire::DecodeTouches(batch);
     if (!touches) {
@@ -929,7 +938,7 @@ class Worker::Impl {
       if (!seen.insert(t.path).second) continue;
       auto rp = svc_->mounts().Resolve(t.path);
       if (!rp) continue;
-      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.length, t.count));
+      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.length, t.count, client));
     }
     return out;
   }
@@ -1331,6 +1340,7 @@ class Worker::Impl {
   // of version V before anything is planned.
   void HandleRead(const HttpRequest& req, Responder res) {
     auto started = Clock::now();
+    const std::string_view client = ClientDoorOf(req);
     auto parsed = Parse(req, res);
     if (!parsed) return;
     const Query& q = parsed->first;
@@ -1372,16 +1382,19 @@ class Worker::Impl {
                                                                    " (size=" + std::to_string(*size) + ")")));
     }
     uint64_t end = *offset + std::min(*length, *size - *offset);  // no overflow: offset <= size
-    if (cache_only) return ServeCached(std::make_shared<const FileRef>(std::move(file)), *offset, end, res, started);
+    if (cache_only) {
+      return ServeCached(std::make_shared<const FileRef>(std::move(file)), *offset, end, res, started, client);
+    }
     net::Headers extra;  // X-Shoal-Hot when the shard is hot (worker/hot_reads.h)
     hot_->Note(rp.ns_path, *version, *size, *offset, end - *offset, *spread, &extra);
-    ServeRange(std::make_shared<const FileRef>(std::move(file)), *offset, end, std::move(extra), res, started);
+    ServeRange(std::make_shared<const FileRef>(std::move(file)), *offset, end, std::move(extra), res, started, client);
   }
 
   // A cache-only read (a peer's miss, peer_fetch.h): all of [offset, end)
   // from cached pages, or 404 "not cached". Never reads the under-store.
+  // `client`: the door the client declared (ClientDoorOf), for the metrics.
   void ServeCached(std::shared_ptr<const FileRef> file, uint64_t offset, uint64_t end, Responder res,
-                   Clock::time_point started) {
+                   Clock::time_point started, std::string_view client) {
     if (end - offset > kWholeAnswerBytes) {
       return res.Respond(ErrorAnswer(Status(Code::kInvalidArgument, "a cache_only read is at most " +
                                                                         std::to_string(kWholeAnswerBytes) +
@@ -1398,10 +1411,11 @@ class Worker::Impl {
     HttpResponse ok;
     ok.headers = {{"Content-Type", "application/octet-stream"}};
     ok.parts = Parts(file, *segs, *tally);
-    ok.on_done = [this, file, tally, started](bool complete) {
+    ok.on_done = [this, file, tally, started, client](bool complete) {
       if (complete) {
         svc_->CountServed(file->resolved, tally->hit.load(), tally->miss.load(),
-                          std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp);
+                          std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp,
+                          client);
       }
     };
     res.Respond(std::move(ok));
@@ -1412,13 +1426,14 @@ class Worker::Impl {
   // read with one request to its owner.
   void HandleOpen(const HttpRequest& req, Responder res) {
     auto started = Clock::now();
+    const std::string_view client = ClientDoorOf(req);
     auto parsed = Parse(req, res);
     if (!parsed) return;
     auto length = parsed->first.Number("length");
     if (!length) return res.Respond(ErrorAnswer(length.error()));
     auto spread = HotReads::SpreadFlag(parsed->first.Get("spread"));
     if (!spread) return res.Respond(ErrorAnswer(spread.error()));
-    pool_.Post([this, rp = parsed->second, length = *length, spread = *spread, res, started] {
+    pool_.Post([this, rp = parsed->second, length = *length, spread = *spread, res, started, client] {
       if (auto pending = wb_->Pending(rp.ns_path)) {
         std::string stat = JsonText(PendingJson(*pending));
         stat.pop_back();
@@ -1433,7 +1448,7 @@ class Worker::Impl {
       auto file = std::make_shared<const FileRef>(FileRef{rp, st->is_dir ? std::string() : st->Version(), st->size});
       uint64_t end = st->is_dir ? 0 : std::min(length, st->size);
       if (!st->is_dir) hot_->Note(rp.ns_path, file->version, st->size, 0, end, spread, &extra);
-      ServeRange(file, 0, end, std::move(extra), res, started);
+      ServeRange(file, 0, end, std::move(extra), res, started, client);
     });
   }
 
@@ -1441,8 +1456,8 @@ class Worker::Impl {
   // body parts (cached pages by sendfile, fetched bytes from memory). A range
   // of at most kWholeAnswerBytes is answered once all of it is at hand; a
   // longer one once its first piece is, then streams window by window.
-  void ServeRange(std::shared_ptr<const FileRef> file, uint64_t offset, uint64_t end, net::Headers extra,
-                  Responder res, Clock::time_point started) {
+  void ServeRange(std::shared_ptr<const FileRef> file, uint64_t offset, uint64_t end, net::Headers extra, Responder res,
+                  Clock::time_point started, std::string_view client) {
     extra.emplace_back("Content-Type", "application/octet-stream");
     auto tally = std::make_shared<Tally>();
     if (end == offset) {
@@ -1460,7 +1475,8 @@ class Worker::Impl {
       if (s.fetch && (waits.empty() || waits.back() != s.fetch)) waits.push_back(s.fetch);
       if (!whole) break;  // only the first piece before the head
     }
-    auto answer = [this, file, segs, first_end, end, extra = std::move(extra), res, started, tally, waits]() mutable {
+    auto answer = [this, file, segs, first_end, end, extra = std::move(extra), res, started, tally, waits,
+                   client]() mutable {
       for (const auto& f : waits) {
         if (!f->result()) return res.Respond(ErrorAnswer(f->result().error()));
       }
@@ -1468,10 +1484,11 @@ class Worker::Impl {
       ok.headers = std::move(extra);
       ok.parts = Parts(file, *segs, *tally);
       if (first_end < end) ok.parts.push_back(NextWindow(file, first_end, end, tally));
-      ok.on_done = [this, file, tally, started](bool complete) {
+      ok.on_done = [this, file, tally, started, client](bool complete) {
         if (complete) {
           svc_->CountServed(file->resolved, tally->hit.load(), tally->miss.load(),
-                            std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp);
+                            std::chrono::duration<double>(Clock::now() - started).count(), WorkerService::Door::kHttp,
+                            client);
         }
       };
       res.Respond(std::move(ok));

@@ -87,6 +87,18 @@ WorkerService::WorkerService(const Config& config, Executor ufs_executor)
     served_bytes_[d] = &m.GetCounter("shoal_served_bytes_total", "Bytes of reads served, by the door they left through",
                                      {{"door", kDoorNames[d]}});
   }
+  for (size_t c = 0; c < kClientDoorCount; ++c) {
+    const std::string client(kClientDoors[c]);
+    client_latency_[c] = &m.GetHistogram("shoal_client_read_latency_seconds",
+                                         "Latency of a read request this worker served, by the client's door (fuse, "
+                                         "python, cli, s3, native, load, other)",
+                                         {{"client", client}});
+    client_bytes_[c] =
+        &m.GetCounter("shoal_client_served_bytes_total",
+                      "Bytes of reads served, by the client's door (fuse, python, cli, s3, native, load, "
+                      "other), leased short-circuit reads included",
+                      {{"client", client}});
+  }
   const char* stale_help =
       "Metadata answers served stale because the under-store could not be reached (stale_if_error)";
   stale_stats_ = &m.GetCounter("shoal_stale_served_total", stale_help, {{"kind", "stat"}});
@@ -674,7 +686,8 @@ void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
   }
 }
 
-uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads) {
+uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads,
+                                        std::string_view client) {
   // Bounded: a policy needs to see re-use, not every read of a hot file.
   constexpr uint32_t kMaxReadsSeen = 64;
   if (reads == 0) return 0;
@@ -695,6 +708,7 @@ uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, 
   hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
   if (p.mount) SavedBytes(*p.mount)->Add(bytes);
   served_bytes_[static_cast<int>(Door::kShortCircuit)]->Add(bytes);
+  client_bytes_[ClientDoorIndex(client)]->Add(bytes);
   return bytes;
 }
 
@@ -719,13 +733,15 @@ std::vector<WorkerService::MountEgress> WorkerService::Egress() const {
   return out;
 }
 
-void WorkerService::CountServed(const ResolvedPath& where, uint64_t hit, uint64_t miss, double seconds, Door door) {
+void WorkerService::CountServed(const ResolvedPath& where, uint64_t hit, uint64_t miss, double seconds, Door door,
+                                std::string_view client) {
   if (hit && where.mount) SavedBytes(*where.mount)->Add(hit);
   if (hit) hit_bytes_->Add(hit);
   if (miss) miss_bytes_->Add(miss);
   const int d = static_cast<int>(door);
-  if (hit + miss) served_bytes_[d]->Add(hit + miss);
-  if (seconds >= 0) read_latency_[d]->Observe(seconds);
+  const size_t c = ClientDoorIndex(client);
+  if (hit + miss) served_bytes_[d]->Add(hit + miss), client_bytes_[c]->Add(hit + miss);
+  if (seconds >= 0) read_latency_[d]->Observe(seconds), client_latency_[c]->Observe(seconds);
 }
 
 WorkerService::Totals WorkerService::totals() const {

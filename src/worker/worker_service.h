@@ -26,12 +26,14 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "cache/page_store.h"
 #include "common/config.h"
+#include "common/end_user.h"
 #include "common/shared_epoch.h"
 #include "common/single_flight.h"
 #include "meta/live_mount_table.h"
@@ -202,7 +204,8 @@ class WorkerService {
   // as hits, at most the bytes the pages hold, once whatever `reads` says (a
   // client's count is not trusted with a counter). Returns the bytes counted
   // (0 when the stat or a page is gone).
-  uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads);
+  // `client`: the door the client declared (common/end_user.h).
+  uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads, std::string_view client);
 
   // How the bytes left the worker: its HTTP API (the client library: CLI,
   // FUSE, Python, C++), the short circuit to a client on this host, or its
@@ -210,8 +213,12 @@ class WorkerService {
   enum class Door { kHttp, kShortCircuit, kS3 };
   static constexpr int kDoors = 3;
   // Accounting of served bytes (called by the transport once sent); `seconds`
-  // < 0: the transport did not time it (no latency sample).
-  void CountServed(const ResolvedPath& where, uint64_t hit_bytes, uint64_t miss_bytes, double seconds, Door door);
+  // < 0: the transport did not time it (no latency sample). `client`: the
+  // door the client declared (X-Shoal-Door or its short-circuit hello: fuse,
+  // python, cli, s3, ...; common/end_user.h), the `client` label of the
+  // per-client metrics; any name not known there counts as "other".
+  void CountServed(const ResolvedPath& where, uint64_t hit_bytes, uint64_t miss_bytes, double seconds, Door door,
+                   std::string_view client);
 
   // Egress saved per mount: the bytes served that its store did not send
   // (the hits), and what a GB of its egress costs (EgressPricePerGb).
@@ -347,6 +354,8 @@ class WorkerService {
   std::map<std::string, std::pair<MountConfig, Counter*>> saved_;  // by mount path
   Histogram* read_latency_[kDoors];
   Counter* served_bytes_[kDoors];
+  Histogram* client_latency_[kClientDoorCount];
+  Counter* client_bytes_[kClientDoorCount];
   std::atomic<uint64_t> ufs_read_bytes_{0};
   FreshBytes fresh_;  // bytes the store sent that no read was served yet
   std::unique_ptr<PeerFetch> peers_;
