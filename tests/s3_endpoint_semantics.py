@@ -7,6 +7,7 @@
 # CompleteMultipartUpload, and S3's error codes. Environment: S3_ENDPOINT,
 # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, UFS (the directory the bucket
 # "data" mounts). Exits non-zero naming the first check that failed.
+import base64
 import hashlib
 import os
 import re
@@ -179,6 +180,46 @@ done = [{"PartNumber": n, "ETag": s3.upload_part(Bucket="data", Key="meta/small.
 check(error_code(s3.complete_multipart_upload, Bucket="data", Key="meta/small.bin", UploadId=small,
                  MultipartUpload={"Parts": done}) == ("EntityTooSmall", 400), "a first part of 100 bytes")
 s3.abort_multipart_upload(Bucket="data", Key="meta/small.bin", UploadId=small)
+
+# 4b. Complete composes the object from the staged parts (inside the kernel
+# on a file store): parts uploaded out of order, one sent twice, a short last
+# one, and Complete naming only some of them give exactly those bytes and
+# S3's ETag. A wrong Content-MD5 stores nothing, a PutObject with a right one
+# has it as its ETag, and a failed or aborted upload leaves no file behind.
+def stray_files():
+    return [n for _, _, files in os.walk(ufs) for n in files if n.startswith(".shoal-tmp-")]
+
+
+parts = [os.urandom(5 << 20) + bytes([n]) for n in range(3)] + [os.urandom(1234)]
+key = "meta/compose.bin"
+up = s3.create_multipart_upload(Bucket="data", Key=key)["UploadId"]
+tags = {}
+for n in (4, 2, 1, 3, 2):
+    tags[n] = s3.upload_part(Bucket="data", Key=key, UploadId=up, PartNumber=n, Body=parts[n - 1])["ETag"]
+chosen = (1, 3, 4)
+r = s3.complete_multipart_upload(Bucket="data", Key=key, UploadId=up,
+                                 MultipartUpload={"Parts": [{"PartNumber": n, "ETag": tags[n]} for n in chosen]})
+body = b"".join(parts[n - 1] for n in chosen)
+want = hashlib.md5(b"".join(hashlib.md5(parts[n - 1]).digest() for n in chosen)).hexdigest() + "-3"
+check(etag(r) == want, "composed multipart ETag %s is %s" % (etag(r), want))
+check(s3.get_object(Bucket="data", Key=key)["Body"].read() == body, "the composed object holds parts 1, 3, 4")
+check(open(ufs + "/" + key, "rb").read() == body, "the composed file in the store holds parts 1, 3, 4")
+r = s3.put_object(Bucket="data", Key="meta/md5.bin", Body=parts[3], ContentMD5=base64.b64encode(
+    hashlib.md5(parts[3]).digest()).decode())
+check(etag(r) == hashlib.md5(parts[3]).hexdigest(), "a PutObject with Content-MD5 has it as ETag: %s" % etag(r))
+check(etag(s3.head_object(Bucket="data", Key="meta/md5.bin")) == hashlib.md5(parts[3]).hexdigest(),
+      "HEAD gives the Content-MD5 ETag")
+check(error_code(s3.put_object, Bucket="data", Key="meta/bad-md5.bin", Body=parts[3],
+                 ContentMD5=base64.b64encode(hashlib.md5(b"other").digest()).decode()) == ("BadDigest", 400),
+      "a wrong Content-MD5 is BadDigest")
+check(error_code(s3.head_object, Bucket="data", Key="meta/bad-md5.bin")[1] == 404, "a BadDigest body is not stored")
+aborted = s3.create_multipart_upload(Bucket="data", Key="meta/aborted.bin")["UploadId"]
+s3.upload_part(Bucket="data", Key="meta/aborted.bin", UploadId=aborted, PartNumber=1, Body=parts[0])
+s3.abort_multipart_upload(Bucket="data", Key="meta/aborted.bin", UploadId=aborted)
+check(error_code(s3.head_object, Bucket="data", Key="meta/aborted.bin")[1] == 404, "an aborted upload stores nothing")
+check(stray_files() == [], "no temporary file is left in the store: %s" % stray_files())
+for k in (key, "meta/md5.bin"):
+    s3.delete_object(Bucket="data", Key=k)
 
 # 5. Codes.
 os.makedirs(ufs + "/adir/sub", exist_ok=True)

@@ -4,11 +4,13 @@
 // once, a cache-through write leaves its pages cached under the new version
 // (the first read costs the store nothing) while a through write does not,
 // a worker that is down or refuses the pushed pages never fails the write,
-// and a worker refuses a pushed page whose claims are wrong.
+// a worker refuses a pushed page whose claims are wrong, and pages pushed
+// after Close (FillCacheAfterClose, the S3 endpoint's writers) are cached.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "client/client_internal.h"
 #include "tests/harness/file_io.h"
 #include "tests/harness/raw_http.h"
 #include "tests/harness/s3rver.h"
@@ -139,6 +141,30 @@ TEST_P(WriteModesTest, CacheThroughReadAfterCloseCostsTheStoreNothingThroughCost
   EXPECT_EQ(writer_->stats().cache_pushed_bytes, kBig);
   EXPECT_EQ(writer_->stats().cache_push_failures, 0u);
   EXPECT_GE(Metric("shoal_cache_pushed_bytes_total"), static_cast<double>(kBig));
+}
+
+// FillCacheAfterClose (the S3 endpoint's writers): Close returns once the
+// file is in the store, the pages follow from the background thread (on
+// file:// read back from the file written, on s3:// from the spill), and
+// then a read costs the store nothing and gives the bytes written.
+TEST_P(WriteModesTest, CacheThroughFilledAfterCloseCachesTheBytesWritten) {
+  const std::string data = RandomBytes(kBig, 43);
+  auto w = writer_->Create("/ct/after/shard.pt");
+  ASSERT_TRUE(w) << w.error().ToString();
+  FillCacheAfterClose(**w);
+  for (size_t off = 0; off < data.size(); off += 700 * 1024) {
+    const size_t n = std::min<size_t>(700 * 1024, data.size() - off);
+    ASSERT_TRUE((*w)->Write(std::span<const char>(data.data() + off, n)).ok());
+  }
+  auto closed = (*w)->Close();
+  ASSERT_TRUE(closed) << closed.error().ToString();
+  EXPECT_EQ(ReadStore(*stores_["/ct"], "after/shard.pt"), data);
+  ASSERT_TRUE(WaitFor([&] { return writer_->stats().cache_pushed_bytes >= kBig; }, 30s))
+      << "the pages were not pushed after Close: " << writer_->stats().cache_pushed_bytes << " bytes";
+  EXPECT_EQ(writer_->stats().cache_push_failures, 0u);
+  const double ufs_before = Metric("shoal_ufs_read_bytes_total");
+  EXPECT_TRUE(ReadVia(*reader_, "/ct/after/shard.pt") == data);
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total") - ufs_before, 0) << "the read after the fill went to the store";
 }
 
 TEST_P(WriteModesTest, APathRuleWriteModeOverridesTheMounts) {

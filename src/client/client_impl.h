@@ -114,6 +114,14 @@ class ClientImpl {
   // Within one client.timeout, max_parallel pages at a time, one page of
   // memory each. Best effort: failures are logged and counted.
   void PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, int spill_fd, uint64_t spilled);
+  // The same with the pages read by `read_page(offset, out)` (all of out, or an error).
+  void PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, uint64_t spilled,
+                        const std::function<Status(uint64_t, std::span<char>)>& read_page);
+  // Runs `fill` (a PushWrittenPages of `bytes` for `path`) on the one
+  // background fill thread (FillCacheAfterClose), unless kMaxQueuedFillBytes
+  // are queued already: then it is dropped, logged and counted as a push
+  // failure. A client being destroyed runs no fill still queued.
+  void QueueCacheFill(const std::string& path, uint64_t bytes, std::function<void()> fill);
   ClientStats stats() const;
 
   // write_mode: write-back (src/client/writeback_push.cc). The k holders of
@@ -198,6 +206,17 @@ class ClientImpl {
   std::atomic<uint64_t> write_back_fallbacks_{0};
   HotKeys hot_;
   std::atomic<uint64_t> spread_reads_{0};
+
+  // QueueCacheFill's thread and what waits for it. Last: it is stopped (and
+  // the fill it runs finishes) before anything a fill uses is destroyed.
+  static constexpr uint64_t kMaxQueuedFillBytes = 1ull << 30;
+  struct BackgroundFills {
+    std::atomic<bool> closing{false};
+    std::atomic<uint64_t> queued_bytes{0};
+    TaskPool pool{1};
+    ~BackgroundFills() { closing = true; }  // before pool joins: queued fills are skipped
+  };
+  BackgroundFills fills_;
 };
 
 }  // namespace detail

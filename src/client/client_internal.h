@@ -51,6 +51,23 @@ Result<std::unique_ptr<File>> OpenCachedOnly(Client& client, std::string_view pa
 // kNotFound when no file is there.
 Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path);
 
+// Writer::Write of `length` bytes of the file `fd` from `offset` (the S3
+// endpoint's staged parts at CompleteMultipartUpload). Written through to a
+// file:// store, the bytes are copied inside the kernel (copy_file_range),
+// never through this process; otherwise they are read and written. After
+// an error the writer is aborted, as after a failed Write.
+Status WriteFromFile(Writer& w, int fd, uint64_t offset, uint64_t length);
+
+// On a cache-through mount, the writer's Close returns once the file is
+// durable in the under-store, and its pages are pushed to the cache after
+// that, from a background thread (ClientImpl::QueueCacheFill), instead of
+// before Close returns. For a front end whose answer waits on Close (the S3
+// endpoint: a client's upload is done when the object is durable, and the
+// push would double the time it waits). A fill that finds too much queued
+// is dropped and counted (ClientStats::cache_push_failures); a read then
+// fetches those pages from the store. No effect on other writers.
+void FillCacheAfterClose(Writer& w);
+
 namespace detail {
 // The one door from a Client to its implementation (a friend of Client).
 struct ClientAccess {

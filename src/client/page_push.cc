@@ -21,6 +21,16 @@
 namespace shoal::detail {
 
 void ClientImpl::PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, int spill_fd, uint64_t spilled) {
+  PushWrittenPages(rp, st, spilled, [spill_fd](uint64_t offset, std::span<char> out) -> Status {
+    ssize_t got = ::pread(spill_fd, out.data(), out.size(), static_cast<off_t>(offset));
+    if (got == static_cast<ssize_t>(out.size())) return {};
+    return Status(Code::kIo,
+                  std::string("reading the writer's spill file: ") + (got < 0 ? std::strerror(errno) : "short read"));
+  });
+}
+
+void ClientImpl::PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, uint64_t spilled,
+                                  const std::function<Status(uint64_t, std::span<char>)>& read_page) {
   const uint64_t page_size = config_.worker.page_size;
   const uint64_t shard_size = config_.cluster.shard_size;
   // Only whole pages (the last one of the file may be short).
@@ -45,10 +55,8 @@ void ClientImpl::PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, 
       const uint64_t offset = i * page_size;
       const uint64_t len = std::min(page_size, st.size - offset);
       if (!buf) buf = std::make_unique_for_overwrite<char[]>(page_size);
-      ssize_t got = ::pread(spill_fd, buf.get(), len, static_cast<off_t>(offset));
-      if (got != static_cast<ssize_t>(len)) {
-        note_failure(std::string("reading the writer's spill file: ") +
-                     (got < 0 ? std::strerror(errno) : "short read"));
+      if (Status got = read_page(offset, std::span<char>(buf.get(), len)); !got.ok()) {
+        note_failure(got.message());
         continue;
       }
       if (std::chrono::steady_clock::now() >= deadline) {
@@ -85,6 +93,20 @@ void ClientImpl::PushWrittenPages(const ResolvedPath& rp, const FileStatus& st, 
         "the under-store",
         rp.ns_path, failed, pages, first_error);
   }
+}
+
+void ClientImpl::QueueCacheFill(const std::string& path, uint64_t bytes, std::function<void()> fill) {
+  if (fills_.queued_bytes.fetch_add(bytes) + bytes > kMaxQueuedFillBytes) {
+    fills_.queued_bytes.fetch_sub(bytes);
+    cache_push_failures_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::info("{}: not cached after the write: {} bytes of other written files wait to be cached already", path,
+                 kMaxQueuedFillBytes);
+    return;
+  }
+  fills_.pool.Submit([this, bytes, fill = std::move(fill)] {
+    if (!fills_.closing) fill();
+    fills_.queued_bytes.fetch_sub(bytes);
+  });
 }
 
 }  // namespace shoal::detail

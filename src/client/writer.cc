@@ -19,7 +19,10 @@
 // gives only at Close; after the commit they are pushed to their owners
 // (ClientImpl::PushWrittenPages). The spill is bounded (SpillFile::Open);
 // past its bound, or when it cannot be written, the rest of the file is not
-// cached, which is logged; the write itself never fails for it.
+// cached, which is logged; the write itself never fails for it. A front end
+// whose answer waits on Close (the S3 endpoint) has the push made after
+// Close instead, from a background thread, and on a file:// store from the
+// file written rather than a spill (FillCacheAfterClose, client_internal.h).
 //
 // `write-back` keeps every byte in the spill file too, and nothing goes to
 // the store during the writes: the bytes are streamed from the spill to the
@@ -43,6 +46,7 @@
 #include <optional>
 
 #include "client/client_impl.h"
+#include "client/client_internal.h"
 #include "client/writeback_stream.h"
 #include "ufs/http/call_deadline.h"
 
@@ -105,6 +109,28 @@ class SpillFile {
       }
       size_ += static_cast<uint64_t>(n);
       data = data.subspan(static_cast<size_t>(n));
+    }
+  }
+  // Append of `length` bytes of the file `fd` from `offset`, copied inside the kernel.
+  void AppendFile(int fd, uint64_t offset, uint64_t length, const std::string& for_path) {
+    if (!stopped_.empty()) return;
+    if (size_ + length > limit_) {
+      stopped_ = "the spill bound of " + std::to_string(limit_) + " bytes (half the free space of $TMPDIR, at most " +
+                 std::to_string(kMaxSpillBytes) + ")";
+      return;
+    }
+    while (length > 0) {
+      loff_t in = static_cast<loff_t>(offset), out = static_cast<loff_t>(size_);
+      ssize_t n = ::copy_file_range(fd, &in, fd_, &out, static_cast<size_t>(std::min<uint64_t>(length, 1ull << 30)), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        stopped_ = std::string("a failed copy into the spill file: ") + std::strerror(n < 0 ? errno : EIO);
+        spdlog::warn("{}: only its first {} bytes will be cached after it is written ({})", for_path, size_, stopped_);
+        return;
+      }
+      size_ += static_cast<uint64_t>(n);
+      offset += static_cast<uint64_t>(n);
+      length -= static_cast<uint64_t>(n);
     }
   }
   int fd() const { return fd_; }
@@ -227,6 +253,36 @@ class WriterImpl final : public Writer {
 
   uint64_t size() const override { return size_; }
 
+  // WriteFromFile (client_internal.h): written through, the store writer
+  // takes the file's bytes as a file (a file:// store copies them inside the
+  // kernel), and so does the spill; otherwise they are read and written.
+  Status WriteFrom(int fd, uint64_t offset, uint64_t length) {
+    if (state_ != State::kOpen) return NotOpen("write to");
+    if (write_back_ || !out_) return WriteFromByReading(fd, offset, length);
+    CallDeadline bound(client_.NewDeadline());
+    if (Status st = out_->AppendFile(fd, offset, length); !st.ok()) {
+      Abort();
+      return st.WithContext("write " + rp_.ns_path + " (nothing was stored)");
+    }
+    if (spill_) spill_->AppendFile(fd, offset, length, rp_.ns_path);
+    size_ += length;
+    return {};
+  }
+
+  // After Close, the pages go to the cache from a background thread
+  // (ClientImpl::QueueCacheFill) instead of before Close returns. On a
+  // file:// store, cache-through, they are then read back from the file
+  // written (in the page cache still, and checked against its version), so
+  // no spill copy of every byte is made while the client waits.
+  void FillCacheAfterClose() {
+    fill_after_close_ = true;
+    if (size_ == 0 && spill_ && out_ && client_.WriteModeFor(rp_) == WriteMode::kCacheThrough &&
+        rp_.mount->ufs.starts_with("file://")) {
+      spill_.reset();
+      read_back_ = true;
+    }
+  }
+
   Result<FileStatus> Close() override {
     if (state_ != State::kOpen) return Err(NotOpen("close"));
     if (write_back_) {
@@ -266,13 +322,33 @@ class WriterImpl final : public Writer {
                                           " bytes), but its new status could not be read"));
     }
     FileStatus done = ToFileStatus(*info, rp_.ns_path);
+    if (read_back_ && done.size == size_) {
+      client_.QueueCacheFill(rp_.ns_path, size_, [&client = client_, rp = rp_, done, store = *store] {
+        ReadOptions same;
+        same.if_version = done.version;  // a file replaced since is not ours to cache
+        client.PushWrittenPages(rp, done, done.size, [&](uint64_t offset, std::span<char> out) -> Status {
+          auto got = store->Read(rp.key, offset, out, same);
+          if (!got) return got.error();
+          if (*got != out.size()) return Status(Code::kIo, "reading back " + rp.ns_path + ": short read");
+          return {};
+        });
+      });
+    }
     if (spill_) {
-      // The store's size differs from what was written only if another
-      // writer replaced the file since; its pages are not ours to cache.
-      if (done.size == size_) client_.PushWrittenPages(rp_, done, spill_->fd(), spill_->size());
       if (spill_->size() < size_ && !spill_->stopped().empty()) {
         spdlog::warn("{}: only its first {} of {} bytes were cached after the write (the spill stopped at {})",
                      rp_.ns_path, spill_->size(), size_, spill_->stopped());
+      }
+      // The store's size differs from what was written only if another
+      // writer replaced the file since; its pages are not ours to cache.
+      if (done.size == size_ && fill_after_close_) {
+        auto spill = std::make_shared<SpillFile>(std::move(*spill_));
+        const uint64_t bytes = spill->size();
+        client_.QueueCacheFill(rp_.ns_path, bytes, [&client = client_, rp = rp_, done, spill] {
+          client.PushWrittenPages(rp, done, spill->fd(), spill->size());
+        });
+      } else if (done.size == size_) {
+        client_.PushWrittenPages(rp_, done, spill_->fd(), spill_->size());
       }
       spill_.reset();
     }
@@ -309,6 +385,26 @@ class WriterImpl final : public Writer {
   std::unique_ptr<detail::WritebackStream> stream_;  // write-back: to the holders, while write_back_
   uint64_t size_ = 0;
   State state_ = State::kOpen;
+  bool fill_after_close_ = false;  // FillCacheAfterClose
+  bool read_back_ = false;         // FillCacheAfterClose: the fill reads the file written, there is no spill
+
+  Status WriteFromByReading(int fd, uint64_t offset, uint64_t length) {
+    auto buf = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(std::min<uint64_t>(length, kAppendPiece)));
+    while (length > 0) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(length, kAppendPiece));
+      ssize_t got = ::pread(fd, buf.get(), want, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        Abort();
+        return Status(Code::kIo, "cannot read the file being written into " + rp_.ns_path + ": " +
+                                     (got < 0 ? std::strerror(errno) : "it ended early") + " (nothing was stored)");
+      }
+      SHOAL_RETURN_IF_ERROR(Write(std::span<const char>(buf.get(), static_cast<size_t>(got))));
+      offset += static_cast<uint64_t>(got);
+      length -= static_cast<uint64_t>(got);
+    }
+    return {};
+  }
 };
 
 }  // namespace
@@ -443,4 +539,28 @@ Status ClientImpl::Rename(std::string_view from, std::string_view to) {
 }
 
 }  // namespace detail
+
+Status WriteFromFile(Writer& w, int fd, uint64_t offset, uint64_t length) {
+  if (auto* impl = dynamic_cast<WriterImpl*>(&w)) return impl->WriteFrom(fd, offset, length);
+  auto buf = std::make_unique_for_overwrite<char[]>(kAppendPiece);
+  while (length > 0) {
+    ssize_t got = ::pread(fd, buf.get(), static_cast<size_t>(std::min<uint64_t>(length, kAppendPiece)),
+                          static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      w.Abort();
+      return Status(Code::kIo, std::string("cannot read the file being written: ") +
+                                   (got < 0 ? std::strerror(errno) : "it ended early") + " (nothing was stored)");
+    }
+    SHOAL_RETURN_IF_ERROR(w.Write(std::span<const char>(buf.get(), static_cast<size_t>(got))));
+    offset += static_cast<uint64_t>(got);
+    length -= static_cast<uint64_t>(got);
+  }
+  return {};
+}
+
+void FillCacheAfterClose(Writer& w) {
+  if (auto* impl = dynamic_cast<WriterImpl*>(&w)) impl->FillCacheAfterClose();
+}
+
 }  // namespace shoal

@@ -361,7 +361,10 @@ class StreamingBody : public BodyReader, public std::enable_shared_from_this<Str
       }
       // Waits for the first bytes, then takes whatever else has arrived
       // without waiting, up to kMaxStreamRead: one hand-off per piece.
-      std::string data(kMaxStreamRead, '\0');
+      // Not zeroed first: Beast writes every byte that is kept (a memset of
+      // 1 MiB per read was 5% of an upload's CPU).
+      std::string data;
+      data.resize_and_overwrite(kMaxStreamRead, [](char*, size_t n) { return n; });
       c.Arm(c.core_.opts.body_read_timeout, CloseReason::kBodyTimeout);
       boost::system::error_code ec;
       size_t got = 0;

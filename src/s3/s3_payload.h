@@ -15,6 +15,10 @@
 // A caller writes what it reads into a Writer and aborts it on any error, so
 // nothing is stored from a body that fails a check, even at its last byte.
 //
+// The MD5 of large pieces runs on a second thread, over a copy, while the
+// caller writes them (see kAsyncMd5Min in the .cc); Md5Hex and the checks
+// wait for it.
+//
 // Thread safety: one thread at a time (it blocks on the body).
 #pragma once
 

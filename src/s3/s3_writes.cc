@@ -1,7 +1,10 @@
 #include "s3/s3_writes.h"
 
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client/client_internal.h"
 #include "common/sigv4.h"
 #include "s3/s3_common.h"
 #include "s3/s3_objects.h"
@@ -59,15 +63,21 @@ S3Result<bool> DeclaredOverLimit(const net::HttpRequest& http, uint64_t limit) {
   return true;
 }
 
+// What an upload's body is read in: pieces of 1 MiB keep the payload's
+// second-thread MD5 (a copy of the last piece, s3_payload.cc) and the reader's
+// buffer small beside the body's read-ahead (S3ListenTest bounds the
+// worker's memory per PUT), and are large enough that a syscall is nothing.
+constexpr size_t kUploadPiece = 1 << 20;
+
 // The payload into `path` (through a temp name), never whole in memory.
 S3Result<bool> StreamToStagingFile(const std::string& path, PayloadReader& in) {
   std::string tmp = path + ".tmp";
   std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
+    auto buf = std::make_unique_for_overwrite<char[]>(kUploadPiece);
     for (;;) {
-      auto n = in.Read(std::span<char>(buf.get(), kStreamChunk));
+      auto n = in.Read(std::span<char>(buf.get(), kUploadPiece));
       if (!n) {
         out.close();
         fs::remove(tmp, ec);
@@ -144,6 +154,18 @@ ObjectMetadata MetadataOfJson(const std::string& text) {
     }
   }
   return m;
+}
+
+// The MD5 a well-formed Content-MD5 header names, as hex; "" without one
+// (a malformed one is refused by the payload's check).
+std::string ContentMd5Hex(const net::HttpRequest& http) {
+  const std::string* h = http.Header("Content-MD5");
+  if (!h || h->size() != 24) return "";
+  unsigned char raw[18];
+  if (EVP_DecodeBlock(raw, reinterpret_cast<const unsigned char*>(h->data()), 24) != 18) return "";
+  const std::string md5(reinterpret_cast<const char*>(raw), 16);
+  if (Base64Of(md5) != *h) return "";  // only the one spelling of these 16 bytes
+  return HexOf(md5);
 }
 
 // S3's ETag of a multipart upload: the MD5 of the parts' MD5s, "-", their count.
@@ -284,12 +306,17 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
   if (auto ok = CheckTargetConditions(r); !ok) return std::unexpected(ok.error());
   CreateOptions options;
   SetCreateMetadata(*meta, &options);
+  // With a Content-MD5 the body's MD5 is computed here to check it, and a
+  // body that fails the check is never stored: the ETag is known, and the
+  // store need not hash the bytes a second time.
+  options.etag = ContentMd5Hex(*r.http);
   auto w = client_.Create(r.path, options);
   if (!w) return std::unexpected(CreateError(r, w.error()));
-  PayloadReader in(*r.http, *r.auth, kMaxSinglePut, /*need_md5=*/false);  // the store makes the ETag
-  auto buf = std::make_unique_for_overwrite<char[]>(kStreamChunk);
+  FillCacheAfterClose(**w);
+  PayloadReader in(*r.http, *r.auth, kMaxSinglePut, /*need_md5=*/false);  // else the store makes the ETag
+  auto buf = std::make_unique_for_overwrite<char[]>(kUploadPiece);
   for (;;) {
-    auto n = in.Read(std::span<char>(buf.get(), kStreamChunk));
+    auto n = in.Read(std::span<char>(buf.get(), kUploadPiece));
     if (!n) {
       (*w)->Abort();  // a failed check stores nothing
       return std::unexpected(n.error());
@@ -578,14 +605,21 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
   options.etag = MultipartEtag(md5s);
   auto w = client_.Create(r.path, options);
   if (!w) return std::unexpected(CreateError(r, w.error()));
+  FillCacheAfterClose(**w);
+  // The parts go in as files: a file:// store copies them inside the kernel.
   for (int n : numbers) {
-    std::string part = *dir + "/" + std::to_string(n) + ".part";
-    std::ifstream in(part, std::ios::binary);
-    Status cs = CopyInto(**w, [&](std::span<char> buf) -> Result<size_t> {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      if (in.bad()) return Err(Code::kIo, "cannot read staged part " + part);
-      return static_cast<size_t>(in.gcount());
-    });
+    const std::string part = *dir + "/" + std::to_string(n) + ".part";
+    const int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      const int e = errno;
+      if (fd >= 0) ::close(fd);
+      (*w)->Abort();
+      return std::unexpected(FromStatus(
+          Status(Code::kIo, "cannot open staged part " + part + ": " + std::strerror(e) + " (nothing was stored)")));
+    }
+    Status cs = WriteFromFile(**w, fd, 0, static_cast<uint64_t>(st.st_size));
+    ::close(fd);
     if (!cs.ok()) return std::unexpected(FromStatus(cs));
   }
   auto done = (*w)->Close();

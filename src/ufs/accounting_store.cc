@@ -66,6 +66,7 @@ class CountingWriter final : public ObjectWriter {
  public:
   CountingWriter(std::unique_ptr<ObjectWriter> inner, AccountingStore& s) : inner_(std::move(inner)), s_(s) {}
   Status Append(std::span<const char> data) override;
+  Status AppendFile(int fd, uint64_t offset, uint64_t length) override;
   Status Close() override;
   void Abort() override { inner_->Abort(); }
 
@@ -177,6 +178,12 @@ Request::~Request() {
 Status CountingWriter::Append(std::span<const char> data) {
   auto st = inner_->Append(data);
   if (st.ok()) s_.written_bytes_->Add(data.size());
+  return st;
+}
+
+Status CountingWriter::AppendFile(int fd, uint64_t offset, uint64_t length) {
+  auto st = inner_->AppendFile(fd, offset, length);
+  if (st.ok()) s_.written_bytes_->Add(length);
   return st;
 }
 

@@ -1,12 +1,16 @@
 #include "ufs/conformance_test.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 
 #include "common/config.h"
+#include "common/sigv4.h"
 #include "tests/harness/harness_util.h"
 
 namespace shoal {
@@ -239,6 +243,55 @@ TEST_P(UnderStoreConformance, AbortedWriteLeavesNothing) {
   auto st = store_->Stat("aborted");
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code(), Code::kNotFound);
+}
+
+// A file's bytes appended as a file (AppendFile: what the S3 endpoint's
+// Complete does with staged parts), between Appends: the object holds them in
+// order, and with a given ETag (file:// keeps it) that ETag; without one, the
+// MD5 of all the bytes, as for Appends.
+TEST_P(UnderStoreConformance, AppendFileComposesTheObject) {
+  const std::string dir = FreshTempDir("append-file");
+  ASSERT_FALSE(dir.empty());
+  const auto part = RandomBytes(3 << 20, 7);
+  const std::string part_path = dir + "/part";
+  {
+    std::ofstream out(part_path, std::ios::binary);
+    out.write(part.data(), static_cast<std::streamsize>(part.size()));
+  }
+  const int fd = ::open(part_path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::string head = "head:", tail = ":tail";
+  const std::string want = head + part.substr(1000, 2 << 20) + tail + part;
+  for (const std::string& etag : {std::string(), std::string("0123456789abcdef0123456789abcdef-2")}) {
+    WriteOptions o;
+    o.etag = etag;
+    auto w = store_->OpenWriter("af/obj", o);
+    ASSERT_TRUE(w) << w.error().ToString();
+    ASSERT_TRUE((*w)->Append(head).ok());
+    ASSERT_TRUE((*w)->AppendFile(fd, 1000, 2 << 20).ok());
+    ASSERT_TRUE((*w)->Append(tail).ok());
+    ASSERT_TRUE((*w)->AppendFile(fd, 0, part.size()).ok());
+    auto st = (*w)->Close();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    auto info = store_->Stat("af/obj");
+    ASSERT_TRUE(info) << info.error().ToString();
+    EXPECT_EQ(info->size, want.size());
+    EXPECT_EQ(ReadAll(*store_, "af/obj", 0, want.size()), want);
+    if (GetParam().name == "posix") {
+      EXPECT_EQ(info->etag, etag.empty() ? s3::Md5Hex(want) : etag);
+    }
+  }
+  // Past the file's end: an error, and an aborted writer leaves nothing.
+  {
+    auto w = store_->OpenWriter("af/short");
+    ASSERT_TRUE(w);
+    EXPECT_FALSE((*w)->AppendFile(fd, part.size() - 10, 100).ok());
+    (*w)->Abort();
+  }
+  auto gone = store_->Stat("af/short");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code(), Code::kNotFound);
+  ::close(fd);
 }
 
 TEST_P(UnderStoreConformance, Delete) {

@@ -1,5 +1,12 @@
 #include "ufs/under_store.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
 #include "common/config.h"
 #include "common/units.h"
 #include "ufs/azure/azure_client.h"
@@ -28,6 +35,25 @@ Status UnderStore::Write(std::string_view key, std::span<const char> data) {
     return st;
   }
   return (*w)->Close();
+}
+
+Status ObjectWriter::AppendFile(int fd, uint64_t offset, uint64_t length) {
+  constexpr uint64_t kPiece = 4 << 20;
+  std::unique_ptr<char[]> buf;
+  while (length > 0) {
+    const size_t want = static_cast<size_t>(std::min(length, kPiece));
+    if (!buf) buf = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(std::min(length, kPiece)));
+    ssize_t got = ::pread(fd, buf.get(), want, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      return Status(Code::kIo, std::string("cannot read the file being appended: ") +
+                                   (got < 0 ? std::strerror(errno) : "it ended early"));
+    }
+    SHOAL_RETURN_IF_ERROR(Append(std::span<const char>(buf.get(), static_cast<size_t>(got))));
+    offset += static_cast<uint64_t>(got);
+    length -= static_cast<uint64_t>(got);
+  }
+  return {};
 }
 
 Result<UnderStore::ReadWithInfoResult> UnderStore::ReadWithInfo(std::string_view key, uint64_t offset,

@@ -84,6 +84,12 @@ class ObjectWriter {
  public:
   virtual ~ObjectWriter() = default;
   virtual Status Append(std::span<const char> data) = 0;
+  // Appends `length` bytes of the file `fd` from `offset` (an S3 multipart
+  // upload's staged part). The default reads them and Appends them; a
+  // file:// writer copies them inside the kernel instead (copy_file_range:
+  // no pass through this process, and a shared extent where the file system
+  // can clone). kIo when the file holds fewer bytes.
+  virtual Status AppendFile(int fd, uint64_t offset, uint64_t length);
   virtual Status Close() = 0;
   virtual void Abort() = 0;
 };

@@ -162,6 +162,12 @@ Status SyncDir(const std::string& dir) {
 // Writes to a hidden temporary beside the target; Close fsyncs it, renames it
 // into place and fsyncs the directory, so the file is durable when Close
 // returns and readers never see it partial.
+//
+// The fsync at Close would otherwise write the whole file out while the
+// client waits (0.1-0.3 s for 40 MiB here): every kWritebackStep bytes, the
+// disk write of what came before is started (sync_file_range), so it runs
+// while the rest arrives and Close waits only for the tail. Durability is
+// still Close's fsync; this only moves the work earlier.
 class PosixWriter final : public ObjectWriter {
  public:
   // `hide` rewrites what an error says (PosixStore::Hide).
@@ -172,10 +178,15 @@ class PosixWriter final : public ObjectWriter {
   ~PosixWriter() override { Abort(); }
 
   Status Append(std::span<const char> data) override { return hide_(AppendHere(data)); }
+  Status AppendFile(int fd, uint64_t offset, uint64_t length) override {
+    return hide_(AppendFileHere(fd, offset, length));
+  }
   Status Close() override { return hide_(CloseHere()); }
   void Abort() override;
 
  private:
+  static constexpr uint64_t kWritebackStep = 8 << 20;
+
   Status AppendHere(std::span<const char> data) {
     if (fd_ < 0) return Status(Code::kInvalidArgument, "write to a closed writer for '" + dest_ + "'");
     while (!data.empty()) {
@@ -186,8 +197,43 @@ class PosixWriter final : public ObjectWriter {
       }
       if (md5_) md5_->Update(data.first(static_cast<size_t>(n)));
       data = data.subspan(static_cast<size_t>(n));
+      Wrote(static_cast<uint64_t>(n));
     }
     return {};
+  }
+
+  // copy_file_range when the ETag is given (nothing to hash here); the
+  // bytes through this process when they must be hashed, or when the kernel
+  // cannot copy between these files (another file system on an old kernel).
+  Status AppendFileHere(int fd, uint64_t offset, uint64_t length) {
+    if (fd_ < 0) return Status(Code::kInvalidArgument, "write to a closed writer for '" + dest_ + "'");
+    if (md5_) return ObjectWriter::AppendFile(fd, offset, length);
+    while (length > 0) {
+      loff_t in = static_cast<loff_t>(offset);
+      ssize_t n =
+          ::copy_file_range(fd, &in, fd_, nullptr, static_cast<size_t>(std::min<uint64_t>(length, 1ull << 30)), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        return ObjectWriter::AppendFile(fd, offset, length);
+      }
+      if (n < 0) return ErrnoStatus(errno, "cannot copy a staged part into", dest_);
+      if (n == 0) return Status(Code::kIo, "a staged part for '" + dest_ + "' ended before its size");
+      offset += static_cast<uint64_t>(n);
+      length -= static_cast<uint64_t>(n);
+      Wrote(static_cast<uint64_t>(n));
+    }
+    return {};
+  }
+
+  // Starts the disk write of each whole kWritebackStep written (see the class comment).
+  void Wrote(uint64_t n) {
+    written_ += n;
+    if (written_ - flushed_ < kWritebackStep) return;
+    const uint64_t upto = written_ - written_ % kWritebackStep;
+    // Best effort: an error here shows again at Close's fsync.
+    ::sync_file_range(fd_, static_cast<off64_t>(flushed_), static_cast<off64_t>(upto - flushed_),
+                      SYNC_FILE_RANGE_WRITE);
+    flushed_ = upto;
   }
 
   Status CloseHere() {
@@ -283,6 +329,8 @@ class PosixWriter final : public ObjectWriter {
   WriteOptions options_;
   std::optional<s3::StreamDigest> md5_;  // of the bytes written, unless options_.etag gives the ETag
   std::function<Status(Status)> hide_;
+  uint64_t written_ = 0;  // bytes in the temporary
+  uint64_t flushed_ = 0;  // bytes whose disk write was started (Wrote)
 };
 
 void PosixWriter::Abort() {
