@@ -58,7 +58,18 @@ class LocalReader {
 
   // Reads a prefix of [offset, offset + out.size()) of the file version from
   // the pages `worker` holds; returns its length (0: none cached, or the
-  // worker has no short circuit to this client).
+  // worker has no short circuit to this client). One exchange covers up to
+  // local_wire::kMaxSegments pages.
+  //
+  // Pages a read answer leased (its epoch and lease_ns, as for kOpenCached;
+  // docs/protocol.md, "Held read pages") are held with
+  // their fds, and serve later reads of the same pages of the same version
+  // without asking the worker, under the rules of OpenCached's leases: while
+  // the worker's epoch stands (a page removed or dropped moves it), the lease
+  // lasts and the worker answered anything within kLeaseContact. Their bytes
+  // are checked, or trusted under the page's verified identity, as from a
+  // fresh answer; a page that fails is let go and read the usual way. They
+  // count against max_leased_fds().
   uint64_t Read(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t size,
                 uint64_t offset, std::span<char> out);
 
@@ -111,6 +122,9 @@ class LocalReader {
   // every kLeaseContact while leases are used, and at destruction).
   void ReportLeasedReads();
 
+  // Page reads served from held pages (Read), without asking the worker.
+  uint64_t held_page_reads() const { return held_page_reads_.load(std::memory_order_relaxed); }
+
   // Page reads that found a chunk failing its checksum (and went over TCP instead).
   uint64_t corrupt_reads() const { return corrupt_reads_.load(std::memory_order_relaxed); }
   // Bytes read from page and block files for the reads served here: headers
@@ -118,7 +132,10 @@ class LocalReader {
   uint64_t file_bytes() const { return file_bytes_.load(std::memory_order_relaxed); }
 
  private:
-  struct Lease;  // an OpenCached answer held (local_reader.cc)
+  struct Lease;     // an OpenCached answer held (local_reader.cc)
+  struct HeldPage;  // a page of a Read answer held (local_reader.cc)
+  // A version's held pages by the file offset of their first byte.
+  using HeldPages = std::map<uint64_t, std::shared_ptr<const HeldPage>>;
   struct Channel {
     bool available = false;
     bool discovering = false;
@@ -136,6 +153,7 @@ class LocalReader {
     std::chrono::steady_clock::time_point contact{};
     std::unordered_map<std::string, std::shared_ptr<const Lease>> leases;  // by path and end user (LeaseKey)
     std::unordered_map<std::string, local_wire::Touch> touches;
+    std::unordered_map<std::string, HeldPages> held;  // by path, version and end user (HeldKey)
   };
   enum class LeaseLookup { kNone, kFound, kNeedsContact };
   LeaseLookup FindLease(const std::string& worker, const std::string& ns_path, uint64_t length,
@@ -147,8 +165,24 @@ class LocalReader {
                  std::chrono::steady_clock::time_point asked, local_wire::Reply reply, std::vector<int>* fds);
   void DropLease(const std::string& worker, const std::string& ns_path, const Lease* lease);
   void NoteLeasedRead(const std::string& worker, const std::string& ns_path, uint64_t length);
-  // Drops every lease of the channel. REQUIRES: mu_ held.
+  // Drops every lease and held page of the channel. REQUIRES: mu_ held.
   void DropLeasesLocked(Channel& ch);
+  // Reads the prefix of [offset, offset + out.size()) that held pages cover
+  // (usable ones, one after another); returns its length.
+  uint64_t ReadHeld(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t offset,
+                    std::span<char> out);
+  // Holds the pages of a leased Read answer whose segments are in the first
+  // `read` bytes read and checked from `offset` (takes their fds: -1 in *fds).
+  // `asked`: when the request went out (the lease counts from then).
+  void HoldPages(const std::string& worker, const std::string& ns_path, const std::string& version,
+                 std::chrono::steady_clock::time_point asked, const local_wire::Reply& reply, std::vector<int>* fds,
+                 uint64_t offset, uint64_t read);
+  // Lets go of the held page of the version that holds byte `offset`.
+  void DropHeldPage(const std::string& worker, const std::string& key, uint64_t offset);
+  // Lets go of the channel's held pages whose epoch moved or lease ended. REQUIRES: mu_ held.
+  void DropStaleHeldLocked(Channel& ch, std::chrono::steady_clock::time_point now);
+  // Room for `n` more held fds: other leases and held pages of `ch` go. REQUIRES: mu_ held.
+  bool MakeRoomLocked(Channel& ch, size_t n);
   // One kTouch exchange with `worker`: the reads not yet reported (as many
   // as one record holds). Its success is the contact that keeps leases usable.
   void ReportTouches(const std::string& worker);
@@ -183,8 +217,9 @@ class LocalReader {
   std::atomic<uint64_t> corrupt_reads_{0};
   std::atomic<uint64_t> file_bytes_{0};
   std::atomic<uint64_t> leased_opens_{0};
+  std::atomic<uint64_t> held_page_reads_{0};
   size_t max_leased_fds_;
-  size_t leased_fds_ = 0;  // under mu_
+  size_t leased_fds_ = 0;  // under mu_: held by leases and held pages
   std::mutex mu_;
   std::map<std::string, Channel> channels_;
 };
