@@ -142,6 +142,8 @@ class ClientImpl {
   std::vector<LocalPage> LocalPages(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, uint64_t length);
 
   TaskPool& readahead_pool() { return readahead_pool_; }
+  // Sends the reads served from held short-circuit pages to their workers.
+  void ReportHeldReads() { local_.ReportHeldReads(); }
 
  private:
   Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);

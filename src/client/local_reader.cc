@@ -696,6 +696,13 @@ uint64_t LocalReader::ReadHeld(const std::string& worker, const std::string& ns_
     sum += reply.segments[pages_read++].length;
   }
   held_page_reads_.fetch_add(pages_read, std::memory_order_relaxed);
+  // Reported as ranges of at most kMaxSegments pages: the most a worker counts in one entry.
+  for (size_t i = 0, at = offset; i < pages_read;) {
+    uint64_t len = 0;
+    for (size_t n = 0; n < local_wire::kMaxSegments && i < pages_read; ++n) len += reply.segments[i++].length;
+    NoteHeldRead(worker, ns_path, at, len);
+    at += len;
+  }
   // A page that failed its checks, or a block-file slot reused: asked for afresh.
   if (pages_read < run.size()) DropHeldPage(worker, key, offset + done);
   return done;
@@ -705,18 +712,32 @@ void LocalReader::NoteLeasedRead(const std::string& worker, const std::string& n
   std::lock_guard lock(mu_);
   auto it = channels_.find(worker);
   if (it == channels_.end()) return;
-  auto& touches = it->second.touches;
-  auto t = touches.find(ns_path);
-  if (t != touches.end()) {
+  AddTouchLocked(it->second, ns_path, local_wire::Touch{ns_path, length, 1});
+}
+
+void LocalReader::NoteHeldRead(const std::string& worker, const std::string& ns_path, uint64_t offset,
+                               uint64_t length) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end()) return;
+  it->second.held_reads_unreported = true;
+  // Keyed apart from opens' entries (a path holds no NUL).
+  std::string key = ns_path + '\0' + std::to_string(offset) + '\0' + std::to_string(length);
+  AddTouchLocked(it->second, key, local_wire::Touch{ns_path, length, 1, offset});
+}
+
+void LocalReader::AddTouchLocked(Channel& ch, const std::string& key, local_wire::Touch touch) {
+  auto t = ch.touches.find(key);
+  if (t != ch.touches.end()) {
     if (t->second.count < UINT32_MAX) ++t->second.count;
     return;
   }
   // A full batch is sent at the next lease use; a read past it goes unreported.
-  if (touches.size() >= local_wire::kMaxTouches) {
-    it->second.contact = {};
+  if (ch.touches.size() >= local_wire::kMaxTouches) {
+    ch.contact = {};
     return;
   }
-  touches.emplace(ns_path, local_wire::Touch{ns_path, length, 1});
+  ch.touches.emplace(key, std::move(touch));
 }
 
 void LocalReader::ReportTouches(const std::string& worker) {
@@ -748,6 +769,19 @@ void LocalReader::ReportTouches(const std::string& worker) {
   // leases; the batch is lost with them (it only counted hits).
   Exchange(worker, req, &fds, /*quick=*/true);
   CloseAll(fds);
+}
+
+void LocalReader::ReportHeldReads() {
+  std::vector<std::string> workers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [w, ch] : channels_) {
+      if (!ch.held_reads_unreported) continue;
+      ch.held_reads_unreported = false;
+      if (!ch.touches.empty()) workers.push_back(w);
+    }
+  }
+  for (const auto& w : workers) ReportTouches(w);
 }
 
 void LocalReader::ReportLeasedReads() {

@@ -121,8 +121,13 @@ class LocalReader {
   // Sends the reads served from leases to every worker now (they go at least
   // every kLeaseContact while leases are used, and at destruction).
   void ReportLeasedReads();
+  // The same, to the workers that served reads from held pages since the
+  // last report: a File sends them when it closes, so that a worker's hit
+  // counts show a file's reads once it is closed.
+  void ReportHeldReads();
 
-  // Page reads served from held pages (Read), without asking the worker.
+  // Page reads served from held pages (Read), without asking the worker;
+  // they reach it in kTouch batches as ranges, as a lease's reads do.
   uint64_t held_page_reads() const { return held_page_reads_.load(std::memory_order_relaxed); }
 
   // Page reads that found a chunk failing its checksum (and went over TCP instead).
@@ -154,6 +159,7 @@ class LocalReader {
     std::unordered_map<std::string, std::shared_ptr<const Lease>> leases;  // by path and end user (LeaseKey)
     std::unordered_map<std::string, local_wire::Touch> touches;
     std::unordered_map<std::string, HeldPages> held;  // by path, version and end user (HeldKey)
+    bool held_reads_unreported = false;               // touches holds reads from held pages
   };
   enum class LeaseLookup { kNone, kFound, kNeedsContact };
   LeaseLookup FindLease(const std::string& worker, const std::string& ns_path, uint64_t length,
@@ -165,6 +171,10 @@ class LocalReader {
                  std::chrono::steady_clock::time_point asked, local_wire::Reply reply, std::vector<int>* fds);
   void DropLease(const std::string& worker, const std::string& ns_path, const Lease* lease);
   void NoteLeasedRead(const std::string& worker, const std::string& ns_path, uint64_t length);
+  // A read of [offset, offset + length) served from held pages.
+  void NoteHeldRead(const std::string& worker, const std::string& ns_path, uint64_t offset, uint64_t length);
+  // Counts a touch under `key`. REQUIRES: mu_ held.
+  void AddTouchLocked(Channel& ch, const std::string& key, local_wire::Touch touch);
   // Drops every lease and held page of the channel. REQUIRES: mu_ held.
   void DropLeasesLocked(Channel& ch);
   // Reads the prefix of [offset, offset + out.size()) that held pages cover

@@ -935,12 +935,12 @@ class Worker::Impl {
       out.message = touches.error().message();
       return out;
     }
-    std::set<std::string_view> seen;  // a path listed twice counts once
+    std::set<std::pair<std::string_view, uint64_t>> seen;  // a range listed twice counts once
     for (const auto& t : *touches) {
-      if (!seen.insert(t.path).second) continue;
+      if (!seen.insert({t.path, t.offset}).second) continue;
       auto rp = svc_->mounts().Resolve(t.path);
       if (!rp) continue;
-      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.length, t.count));
+      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.offset, t.length, t.count));
     }
     return out;
   }
