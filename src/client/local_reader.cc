@@ -325,7 +325,7 @@ bool PreadAll(int fd, uint64_t offset, std::span<char> out) {
 
 uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds,
                                    const std::string& ns_path, const std::string& version, uint64_t offset,
-                                   std::span<char> out) {
+                                   std::span<char> out, bool trusted_only) {
   page_format::PageFileReader checking(verify_), trusting(false);
   uint64_t done = 0;
   for (size_t i = 0; i < fds.size(); ++i) {
@@ -346,6 +346,7 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     const std::span<char> dest = out.subspan(done, seg.length);
     // A page the worker checked whole, in a file unchanged since, is read without checks.
     const bool trusted = Trusted(seg, fds[i]);
+    if (trusted_only && !trusted) break;
     auto& reader = trusted ? trusting : checking;
     Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation, skip, dest, seg.page_len);
     if (st.ok() && verify_ && !trusted) {
@@ -592,7 +593,9 @@ void LocalReader::HoldPages(const std::string& worker, const std::string& ns_pat
     const auto& seg = reply.segments[i];
     if (seg.length > offset + read - at) break;
     const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // ReadSegments checked the order
-    if (seg.header_len != 0 && seg.page_len != 0 && skip <= at && skip + seg.length <= seg.page_len) {
+    // Only pages the worker checked whole (a verified identity): the others would never be read from.
+    if (seg.header_len != 0 && seg.page_len != 0 && seg.verified_ino != 0 && skip <= at &&
+        skip + seg.length <= seg.page_len) {
       auto p = std::make_shared<HeldPage>();
       p->epoch_value = reply.epoch;
       p->expires = expires;
@@ -690,7 +693,9 @@ uint64_t LocalReader::ReadHeld(const std::string& worker, const std::string& ns_
     fds.push_back(page->held.fds[0]);
     at += seg.length;
   }
-  const uint64_t done = ReadSegments(reply, fds, ns_path, version, offset, out);
+  // Only trusted pages: a page whose file changed since the worker checked
+  // it goes back to the worker, which checks it again before it hands it out.
+  const uint64_t done = ReadSegments(reply, fds, ns_path, version, offset, out, /*trusted_only=*/true);
   uint64_t pages_read = 0;
   for (uint64_t sum = 0; pages_read < reply.segments.size() && sum + reply.segments[pages_read].length <= done;) {
     sum += reply.segments[pages_read++].length;
@@ -703,7 +708,7 @@ uint64_t LocalReader::ReadHeld(const std::string& worker, const std::string& ns_
     NoteHeldRead(worker, ns_path, at, len);
     at += len;
   }
-  // A page that failed its checks, or a block-file slot reused: asked for afresh.
+  // A page not trusted any more, or a block-file slot reused: asked for afresh.
   if (pages_read < run.size()) DropHeldPage(worker, key, offset + done);
   return done;
 }

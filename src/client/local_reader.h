@@ -67,9 +67,11 @@ class LocalReader {
   // without asking the worker, under the rules of OpenCached's leases: while
   // the worker's epoch stands (a page removed or dropped moves it), the lease
   // lasts and the worker answered anything within kLeaseContact. Their bytes
-  // are checked, or trusted under the page's verified identity, as from a
-  // fresh answer; a page that fails is let go and read the usual way. They
-  // count against max_leased_fds().
+  // are read only while trusted: while the page's file has the identity under
+  // which the worker checked it whole (an fstat). A page that is not (its
+  // file changed, or the worker checks every read: worker.verify always) is
+  // let go and asked for again, so the worker checks it before any hand-off
+  // and drops it if it is corrupt. They count against max_leased_fds().
   uint64_t Read(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t size,
                 uint64_t offset, std::span<char> out);
 
@@ -217,9 +219,10 @@ class LocalReader {
                                uint64_t length);
   // Preads the reply's segments into `out`, in order, checking them; returns
   // the bytes read and checked (a prefix of `out`). `offset` is the file
-  // offset of out[0].
+  // offset of out[0]. `trusted_only`: stops at the first segment not
+  // trusted (its file's identity is not the one the worker verified).
   uint64_t ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds, const std::string& ns_path,
-                        const std::string& version, uint64_t offset, std::span<char> out);
+                        const std::string& version, uint64_t offset, std::span<char> out, bool trusted_only = false);
 
   std::chrono::milliseconds timeout_, retry_after_;
   bool verify_;

@@ -45,6 +45,9 @@ class LocalServerTest : public ::testing::Test {
       std::string header = page_format::EncodeHeader(PageKey{"/data/f", "v1", p * kPage}, page, kChunk);
       header_lens_.push_back(header.size());
       std::ofstream(PageFile(p), std::ios::binary) << header << page;
+      int fd = ::open(PageFile(p).c_str(), O_RDONLY | O_CLOEXEC);
+      ids_.push_back(page_format::IdentityOf(fd));  // as the worker's check of the whole page would record it
+      ::close(fd);
     }
   }
   std::string PageFile(uint64_t p) const { return dir_ + "/page-" + std::to_string(p); }
@@ -75,8 +78,15 @@ class LocalServerTest : public ::testing::Test {
       int fd = ::open(PageFile(page).c_str(), O_RDONLY | O_CLOEXEC);
       pages->emplace_back(fd, header + pos % kPage, static_cast<uint32_t>(len));
       const uint64_t page_len = std::min<uint64_t>(kPage, data_.size() - page * kPage);
-      out.segments.push_back(
-          {header + pos % kPage, len, static_cast<uint32_t>(header), lease_ ? static_cast<uint32_t>(page_len) : 0u});
+      local_wire::Segment seg{header + pos % kPage, len, static_cast<uint32_t>(header),
+                              lease_ ? static_cast<uint32_t>(page_len) : 0u};
+      if (lease_) {  // the identity under which the page "checked" (ids_), as worker.verify: once passes it
+        seg.verified_dev = ids_[page].dev;
+        seg.verified_ino = ids_[page].ino;
+        seg.verified_ctime_ns = ids_[page].ctime_ns;
+        seg.verified_size = ids_[page].size;
+      }
+      out.segments.push_back(seg);
       pos += len;
     }
     return out;
@@ -103,6 +113,7 @@ class LocalServerTest : public ::testing::Test {
 
   std::string dir_, socket_, data_;
   std::vector<uint64_t> header_lens_;
+  std::vector<page_format::FileIdentity> ids_;
   uint64_t cached_pages_ = 4;
   bool lease_ = false;  // read answers carry the epoch and a lease
   SharedEpoch epoch_;
@@ -206,27 +217,32 @@ TEST_F(LocalServerTest, HeldPagesServeAgainUntilTheEpochMoves) {
   EXPECT_EQ(reader_.held_page_reads(), held);
 }
 
-TEST_F(LocalServerTest, AHeldPageThatGoesBadOnDiskIsNotReturned) {
+TEST_F(LocalServerTest, AHeldPageWhoseFileChangedGoesBackToTheWorker) {
   lease_ = true;
   StartServer("tok");
   Discover(socket_, "tok");
   std::string buf(data_.size(), '\0');
   ASSERT_EQ(Read(0, &buf), buf.size());
   const int asked = requests_.load();
-  // One bit of page 2's data changes on disk, in the file whose fd is held.
+  // One bit of page 2's data changes on disk, in the file whose fd is held,
+  // and the file grows by a byte (so its identity changes within any clock tick).
   {
     std::fstream f(PageFile(2), std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(static_cast<std::streamoff>(header_lens_[2] + 1500));
     char c = static_cast<char>(f.get() ^ 0x04);
     f.seekp(static_cast<std::streamoff>(header_lens_[2] + 1500));
     f.put(c);
+    f.seekp(0, std::ios::end);
+    f.put('x');
   }
-  // Held pages are checked as fresh ones are: pages 0 and 1 come, page 2
-  // is left to the caller (TCP) and let go; the worker is asked for it.
+  // Pages 0 and 1 come from their held fds; page 2 is not trusted any more,
+  // so it is let go and asked for (where a worker checks it before handing
+  // it out): this stand-in hands it out still, the reader checks it, finds
+  // the bad chunk and leaves the page to the caller (TCP).
   ASSERT_EQ(Read(0, &buf), 2 * kPage);
   EXPECT_EQ(buf.substr(0, 2 * kPage), data_.substr(0, 2 * kPage));
-  EXPECT_EQ(reader_.corrupt_reads(), 2u) << "the held page, then the worker's answer for it";
-  EXPECT_EQ(requests_.load(), asked + 1);
+  EXPECT_EQ(requests_.load(), asked + 1) << "the changed page was not asked for again";
+  EXPECT_EQ(reader_.corrupt_reads(), 1u) << "the held fd of a changed file was read";
 }
 
 TEST_F(LocalServerTest, PagesOfAnotherFileOrOffsetAreNotUsed) {
