@@ -254,19 +254,23 @@ unmount_and_stop() {
 # The endpoint is a mount option, so it is in the client config too: a client
 # that falls back to the UFS reads through the same emulator. The 1 h metadata
 # TTL matches the 1 h stat caches given to s3fs and rclone.
+# SHOAL_NAME (default shoal) names its log ($WORK/NAME.log), state dir and
+# tree_cpu name, and SHOAL_BIN (default $BUILD_DIR/shoal) the binary: a script
+# that runs two clusters side by side (another build's binary) sets both.
 start_shoal() {
-  local ufs=$1 workers=$2 cache=$3
+  local ufs=$1 workers=$2 cache=$3 name=${SHOAL_NAME:-shoal}
   shift 3  # the rest: more `shoal up` flags
-  bg shoal env AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT" AWS_ACCESS_KEY_ID=S3RVER \
+  bg "$name" env AWS_ENDPOINT_URL="http://127.0.0.1:$PROXY_PORT" AWS_ACCESS_KEY_ID=S3RVER \
     AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
-    "$BUILD_DIR/shoal" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" --cache-size "$SHOAL_CACHE_SIZE" \
-    --state-dir "$WORK/shoal-state" --consistency ttl=1h -o "endpoint=http://127.0.0.1:$PROXY_PORT" \
+    "${SHOAL_BIN:-$BUILD_DIR/shoal}" up --ufs "$ufs" --workers "$workers" --cache-dir "$cache" \
+    --cache-size "$SHOAL_CACHE_SIZE" --state-dir "$WORK/$name-state" --consistency ttl=1h \
+    -o "endpoint=http://127.0.0.1:$PROXY_PORT" \
     -o region=us-east-1 -o access_key_id=S3RVER -o secret_access_key=S3RVER -o path_style=true "$@"
   SHOAL_PID=$BG_PID
   local line
-  line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID") || return 1
+  line=$(wait_for_line "$WORK/$name.log" '^ready: config=' 60 "$BG_PID") || return 1
   SHOAL_CONFIG=${line#ready: config=}
-  SHOAL_TCP_CONFIG="$WORK/shoal-tcp.yaml"
+  SHOAL_TCP_CONFIG="$WORK/$name-tcp.yaml"
   grep -q 'short_circuit: true' "$SHOAL_CONFIG" || { log "$SHOAL_CONFIG does not say short_circuit: true"; return 1; }
   sed 's/short_circuit: true/short_circuit: false/' "$SHOAL_CONFIG" >"$SHOAL_TCP_CONFIG"
 }

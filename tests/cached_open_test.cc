@@ -382,6 +382,31 @@ TEST_F(CachedOpenTest, ARefreshEndsTheHeldAnswer) {
   EXPECT_EQ(Metric(kOpensCached) - asked0, 1);
 }
 
+// Reads through the short circuit hold the pages their answers leased
+// (local_wire.h, kRead): read again, they ask the worker nothing; once the
+// worker drops the pages (its epoch moves), the held fds are not used again
+// and the bytes still come right.
+TEST_F(CachedOpenTest, HeldReadPagesServeAgainUntilTheWorkerDropsThem) {
+  const std::string kReads = "shoal_short_circuit_requests_total{kind=\"read\"}";
+  const std::string data = RandomBytes(3 * 1024 * 1024 + 5, 21);
+  Put("big.bin", data);
+  ASSERT_TRUE(Read("/data/big.bin") == data);  // cached by this read
+  // Pages are held once the worker has checked them whole under a settled
+  // identity (1 s after their write): read until a read asks nothing.
+  bool held = false;
+  for (auto deadline = std::chrono::steady_clock::now() + 30s; !held && std::chrono::steady_clock::now() < deadline;) {
+    const double reads0 = Metric(kReads);
+    ASSERT_TRUE(Read("/data/big.bin") == data);
+    held = Metric(kReads) == reads0;
+    if (!held) std::this_thread::sleep_for(100ms);  // polling: a page settles 1 s after its write
+  }
+  ASSERT_TRUE(held) << "no read was served from held pages";
+  const double reads0 = Metric(kReads);
+  ASSERT_TRUE(client_->Refresh("/data/big.bin", false, /*data=*/true).ok());
+  ASSERT_TRUE(Read("/data/big.bin") == data);
+  EXPECT_GE(Metric(kReads) - reads0, 1) << "pages the worker dropped were read from held fds";
+}
+
 TEST_F(CachedOpenTest, AHeldAnswerDoesNotOutliveItsWorker) {
   const std::string v1 = RandomBytes(90 * 1024, 15), v2 = RandomBytes(95 * 1024, 16);
   Put("r.bin", v1);

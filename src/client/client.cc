@@ -662,6 +662,33 @@ std::vector<LocalPage> ClientImpl::LocalPages(const ResolvedPath& rp, const File
   return pages;
 }
 
+Result<uint64_t> ClientImpl::ReadLocal(const ResolvedPath& rp, const FileStatus& st, uint64_t offset,
+                                       std::span<char> out, Deadline deadline) {
+  const std::string ring_key = HashRing::DataKey(rp.ns_path, st.version, offset / config_.cluster.shard_size);
+  const size_t replicas = ReplicasFor(rp);
+  return router_.Route<uint64_t>(
+      ReadKey(ring_key, replicas, out.size()), deadline, "read " + rp.ns_path,
+      [&](const WorkerEntry& w) -> WorkerAttempt<uint64_t> {
+        if (!local_.IsLocal(w.address)) return {uint64_t{0}};  // ReadPiece discovers it
+        const auto started = std::chrono::steady_clock::now();
+        const uint64_t n = local_.Read(w.address, rp.ns_path, st.version, st.size, offset, out);
+        local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+        worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+        // As in ReadPiece: a worker silent for the whole response timeout is
+        // hung unless it shows it is alive, and is not asked again over TCP.
+        if (n == 0 && std::chrono::steady_clock::now() - started >= config_.client.response_timeout &&
+            !caller_.Alive(w, started)) {
+          return WorkerFailed<uint64_t>(Status(Code::kUnavailable, "worker " + w.address +
+                                                                       " did not answer a short-circuit read for " +
+                                                                       FormatDuration(config_.client.response_timeout) +
+                                                                       " (client.response_timeout): taken as hung"));
+        }
+        return {n};
+      },
+      // No worker answered: the pieces read it (from the under-store, if that is allowed).
+      [] { return Result<uint64_t>(uint64_t{0}); });
+}
+
 Status ClientImpl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                              bool parallel) {
   const Deadline deadline = NewDeadline();
@@ -672,12 +699,28 @@ Status ClientImpl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint6
   };
   std::vector<Piece> pieces;
   uint64_t shard = config_.cluster.shard_size;
+  // A shard's worker on this host is asked first, on this thread, for the
+  // whole part of the range in its shard: warm pages cost one exchange (or
+  // none, for pages it leased before) and no hand-off to the pool. What it
+  // does not serve is cut into pieces as below, which go over TCP in parallel.
+  const bool local_first = config_.client.short_circuit && !st.version.starts_with("wb-");
   for (uint64_t pos = 0; pos < out.size();) {
     uint64_t off = offset + pos;
-    uint64_t len = std::min({out.size() - pos, (off / shard + 1) * shard - off, kPieceBytes});
-    pieces.push_back({off, out.subspan(pos, len)});
-    pos += len;
+    const uint64_t shard_end = (off / shard + 1) * shard;
+    if (local_first) {
+      auto n = ReadLocal(rp, st, off, out.subspan(pos, std::min(out.size() - pos, shard_end - off)), deadline);
+      if (!n) return n.error();
+      pos += *n;
+      off += *n;
+      if (pos == out.size() || off == shard_end) continue;
+    }
+    for (const uint64_t part_end = std::min(out.size(), pos + (shard_end - off)); pos < part_end;) {
+      const uint64_t len = std::min(part_end - pos, kPieceBytes);
+      pieces.push_back({offset + pos, out.subspan(pos, len)});
+      pos += len;
+    }
   }
+  if (pieces.empty()) return {};
   if (!parallel || pieces.size() == 1) {
     for (auto& p : pieces) SHOAL_RETURN_IF_ERROR(ReadPiece(rp, st, p.offset, p.out, deadline));
     return {};

@@ -150,6 +150,8 @@ class ClientImpl {
   std::vector<LocalPage> LocalPages(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, uint64_t length);
 
   TaskPool& readahead_pool() { return readahead_pool_; }
+  // Sends the reads served from held short-circuit pages to their workers.
+  void ReportHeldReads() { local_.ReportHeldReads(); }
 
  private:
   Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);
@@ -157,6 +159,11 @@ class ClientImpl {
   size_t ReplicasFor(const ResolvedPath& rp) const;
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                    Deadline deadline);
+  // The prefix of [offset, offset + out.size()) (within one shard) that the
+  // shard's worker serves through its short circuit, read on the calling
+  // thread; its length (0 when that worker is not known to be on this host).
+  Result<uint64_t> ReadLocal(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                             Deadline deadline);
 
   // Hot shards (cluster/hot_shards.h, src/client/hot_reads.cc). How a read of
   // `ring_key` is routed: over its `replicas` holders, or, while a worker

@@ -24,7 +24,12 @@ class FileImpl final : public File {
     depth_ = ra == 0 ? 0 : std::max<uint64_t>(1, ra / chunk_);
   }
 
-  ~FileImpl() override { DropAhead(); }
+  // The reads served from pages held on this host reach their workers as the
+  // file closes, so that the workers' hit counts show them from then on.
+  ~FileImpl() override {
+    DropAhead();
+    client_.ReportHeldReads();
+  }
 
   const FileStatus& status() const override { return st_; }
 

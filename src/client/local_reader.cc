@@ -66,6 +66,11 @@ std::string LeaseKey(const std::string& ns_path, const std::string& self) {
   return ns_path + '\n' + EndUserOnWire(self);
 }
 
+// Held read pages are served again only for the version and end user they were given for.
+std::string HeldKey(const std::string& ns_path, const std::string& version, const std::string& self) {
+  return ns_path + '\n' + version + '\n' + EndUserOnWire(self);
+}
+
 // The fds of a held answer, closed with its last user.
 struct HeldFds {
   std::vector<int> fds;
@@ -89,6 +94,15 @@ struct LocalReader::Lease {
   std::string stat_json;
   local_wire::Reply reply;  // its segments
   HeldFds held;
+};
+
+struct LocalReader::HeldPage {
+  std::shared_ptr<const SharedEpochView> epoch;  // the worker's, as the answer came
+  uint64_t epoch_value = 0;
+  std::chrono::steady_clock::time_point expires;
+  uint64_t start = 0;       // the file offset of the page's first data byte
+  local_wire::Segment seg;  // the whole page: its first data byte's data_offset, length page_len
+  HeldFds held;             // its one fd
 };
 
 LocalReader::LocalReader(std::chrono::milliseconds timeout, std::chrono::milliseconds retry_after, bool verify)
@@ -312,7 +326,7 @@ bool PreadAll(int fd, uint64_t offset, std::span<char> out) {
 
 uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds,
                                    const std::string& ns_path, const std::string& version, uint64_t offset,
-                                   std::span<char> out) {
+                                   std::span<char> out, bool trusted_only) {
   page_format::PageFileReader checking(verify_), trusting(false);
   uint64_t done = 0;
   for (size_t i = 0; i < fds.size(); ++i) {
@@ -333,6 +347,7 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
     const std::span<char> dest = out.subspan(done, seg.length);
     // A page the worker checked whole, in a file unchanged since, is read without checks.
     const bool trusted = Trusted(seg, fds[i]);
+    if (trusted_only && !trusted) break;
     auto& reader = trusted ? trusting : checking;
     Status st = reader.Begin(fds[i], seg.header_len, seg.page_offset, seg.generation, skip, dest, seg.page_len);
     if (st.ok() && verify_ && !trusted) {
@@ -366,11 +381,23 @@ uint64_t LocalReader::ReadSegments(const local_wire::Reply& reply, const std::ve
 
 uint64_t LocalReader::Read(const std::string& worker, const std::string& ns_path, const std::string& version,
                            uint64_t size, uint64_t offset, std::span<char> out) {
-  std::vector<int> fds;
-  auto reply = Exchange(worker, ReadRequest(ns_path, version, size, offset, out.size()), &fds);
-  // An error answer (e.g. a path outside the worker's mounts): HTTP gives the caller the real error.
-  uint64_t done = reply && reply->code == 0 ? ReadSegments(*reply, fds, ns_path, version, offset, out) : 0;
-  CloseAll(fds);
+  uint64_t done = ReadHeld(worker, ns_path, version, offset, out);
+  while (done < out.size()) {
+    std::vector<int> fds;
+    const auto asked = std::chrono::steady_clock::now();  // a lease counts from before the worker's answer
+    auto reply = Exchange(worker, ReadRequest(ns_path, version, size, offset + done, out.size() - done), &fds);
+    // An error answer (e.g. a path outside the worker's mounts): HTTP gives the caller the real error.
+    if (!reply || reply->code != 0) break;
+    const uint64_t n = ReadSegments(*reply, fds, ns_path, version, offset + done, out.subspan(done));
+    HoldPages(worker, ns_path, version, asked, *reply, &fds, offset + done, n);
+    CloseAll(fds);
+    done += n;
+    uint64_t answered = 0;
+    for (const auto& seg : reply->segments) answered += seg.length;
+    // The worker answers at most kMaxSegments pages at once: a full answer,
+    // all of it read, may have more after it.
+    if (n == 0 || n < answered || reply->segments.size() < local_wire::kMaxSegments) break;
+  }
   return done;
 }
 
@@ -521,24 +548,202 @@ void LocalReader::DropLease(const std::string& worker, const std::string& ns_pat
 void LocalReader::DropLeasesLocked(Channel& ch) {
   for (const auto& [path, lease] : ch.leases) leased_fds_ -= lease->held.fds.size();
   ch.leases.clear();
+  for (const auto& [key, pages] : ch.held) leased_fds_ -= pages.size();
+  ch.held.clear();
+}
+
+void LocalReader::DropStaleHeldLocked(Channel& ch, std::chrono::steady_clock::time_point now) {
+  for (auto f = ch.held.begin(); f != ch.held.end();) {
+    auto& pages = f->second;
+    for (auto p = pages.begin(); p != pages.end();) {
+      const HeldPage& page = *p->second;
+      if (page.epoch == ch.epoch && now < page.expires && page.epoch->value() == page.epoch_value) {
+        ++p;
+        continue;
+      }
+      --leased_fds_;
+      p = pages.erase(p);
+    }
+    f = pages.empty() ? ch.held.erase(f) : std::next(f);
+  }
+}
+
+bool LocalReader::MakeRoomLocked(Channel& ch, size_t n) {
+  // Any of them: each is one exchange to get again.
+  while (leased_fds_ + n > max_leased_fds_ && !ch.held.empty()) {
+    leased_fds_ -= ch.held.begin()->second.size();
+    ch.held.erase(ch.held.begin());
+  }
+  while (leased_fds_ + n > max_leased_fds_ && !ch.leases.empty()) {
+    leased_fds_ -= ch.leases.begin()->second->held.fds.size();
+    ch.leases.erase(ch.leases.begin());
+  }
+  return leased_fds_ + n <= max_leased_fds_;
+}
+
+void LocalReader::HoldPages(const std::string& worker, const std::string& ns_path, const std::string& version,
+                            std::chrono::steady_clock::time_point asked, const local_wire::Reply& reply,
+                            std::vector<int>* fds, uint64_t offset, uint64_t read) {
+  if (reply.lease_ns == 0 || read == 0) return;
+  const auto expires = asked + std::chrono::nanoseconds(std::min(reply.lease_ns, local_wire::kMaxLeaseNs));
+  // The segments read and checked, each cut back to its whole page; only
+  // pages whose length the worker said (the reads of a held page stop at
+  // its end) and pages with a header (no pending write's data file).
+  std::vector<std::pair<size_t, std::shared_ptr<HeldPage>>> pages;
+  for (uint64_t at = offset, i = 0; i < fds->size() && at < offset + read; ++i) {
+    const auto& seg = reply.segments[i];
+    if (seg.length > offset + read - at) break;
+    const uint64_t skip = seg.data_offset - seg.page_offset - seg.header_len;  // ReadSegments checked the order
+    // Only pages the worker checked whole (a verified identity): the others would never be read from.
+    if (seg.header_len != 0 && seg.page_len != 0 && seg.verified_ino != 0 && skip <= at &&
+        skip + seg.length <= seg.page_len) {
+      auto p = std::make_shared<HeldPage>();
+      p->epoch_value = reply.epoch;
+      p->expires = expires;
+      p->start = at - skip;
+      p->seg = seg;
+      p->seg.data_offset -= skip;
+      p->seg.length = seg.page_len;
+      pages.emplace_back(i, std::move(p));
+    }
+    at += seg.length;
+  }
+  if (pages.empty()) return;
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end() || !it->second.available || !it->second.epoch) return;
+  Channel& ch = it->second;
+  if (ch.epoch->value() != reply.epoch) return;  // changed already
+  DropStaleHeldLocked(ch, std::chrono::steady_clock::now());
+  if (!MakeRoomLocked(ch, pages.size())) return;  // before `held`: it may let this version's pages go
+  auto& held = ch.held[HeldKey(ns_path, version, self_)];
+  for (auto& [i, p] : pages) {
+    // A page held already stays (its fd is as good as this one).
+    if (held.contains(p->start)) continue;
+    p->epoch = ch.epoch;
+    p->held.fds.push_back((*fds)[i]);
+    (*fds)[i] = -1;
+    ++leased_fds_;
+    held.emplace(p->start, std::move(p));
+  }
+  if (held.empty()) ch.held.erase(HeldKey(ns_path, version, self_));
+}
+
+void LocalReader::DropHeldPage(const std::string& worker, const std::string& key, uint64_t offset) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end()) return;
+  auto f = it->second.held.find(key);
+  if (f == it->second.held.end()) return;
+  auto p = f->second.upper_bound(offset);
+  if (p == f->second.begin()) return;
+  --p;
+  if (offset >= p->second->start + p->second->seg.length) return;
+  --leased_fds_;
+  f->second.erase(p);
+  if (f->second.empty()) it->second.held.erase(f);
+}
+
+uint64_t LocalReader::ReadHeld(const std::string& worker, const std::string& ns_path, const std::string& version,
+                               uint64_t offset, std::span<char> out) {
+  const std::string key = HeldKey(ns_path, version, self_);
+  const uint64_t end = offset + out.size();
+  std::vector<std::shared_ptr<const HeldPage>> run;
+  for (bool contacted = false;; contacted = true) {
+    bool needs_contact = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = channels_.find(worker);
+      if (it == channels_.end() || !it->second.available) return 0;
+      Channel& ch = it->second;
+      auto f = ch.held.find(key);
+      if (f == ch.held.end()) return 0;
+      const auto now = std::chrono::steady_clock::now();
+      auto p = f->second.upper_bound(offset);
+      if (p == f->second.begin()) return 0;
+      --p;  // the page holding `offset`, if any
+      for (uint64_t at = offset; at < end && p != f->second.end(); ++p) {
+        const HeldPage& page = *p->second;
+        if (page.start > at || at >= page.start + page.seg.length) break;
+        if (page.epoch != ch.epoch || now >= page.expires || page.epoch->value() != page.epoch_value) {
+          run.clear();  // the epoch moved (or the lease ended): nothing held from before stands
+          DropStaleHeldLocked(ch, now);
+          return 0;
+        }
+        run.push_back(p->second);
+        at = page.start + page.seg.length;
+      }
+      needs_contact = !run.empty() && now - ch.contact >= kLeaseContact;
+    }
+    if (!needs_contact) break;
+    if (contacted) return 0;
+    // A worker silent for kLeaseContact may be gone: one exchange shows it
+    // is still the one that leased them (a failure drops them).
+    run.clear();
+    ReportTouches(worker);
+  }
+  if (run.empty()) return 0;
+  local_wire::Reply reply;
+  std::vector<int> fds;
+  for (uint64_t at = offset; const auto& page : run) {
+    local_wire::Segment seg = page->seg;
+    const uint64_t skip = at - page->start;
+    seg.data_offset += skip;
+    seg.length = std::min(end, page->start + page->seg.length) - at;
+    reply.segments.push_back(seg);
+    fds.push_back(page->held.fds[0]);
+    at += seg.length;
+  }
+  // Only trusted pages: a page whose file changed since the worker checked
+  // it goes back to the worker, which checks it again before it hands it out.
+  const uint64_t done = ReadSegments(reply, fds, ns_path, version, offset, out, /*trusted_only=*/true);
+  uint64_t pages_read = 0;
+  for (uint64_t sum = 0; pages_read < reply.segments.size() && sum + reply.segments[pages_read].length <= done;) {
+    sum += reply.segments[pages_read++].length;
+  }
+  held_page_reads_.fetch_add(pages_read, std::memory_order_relaxed);
+  // Reported as ranges of at most kMaxSegments pages: the most a worker counts in one entry.
+  for (size_t i = 0, at = offset; i < pages_read;) {
+    uint64_t len = 0;
+    for (size_t n = 0; n < local_wire::kMaxSegments && i < pages_read; ++n) len += reply.segments[i++].length;
+    NoteHeldRead(worker, ns_path, at, len);
+    at += len;
+  }
+  // A page not trusted any more, or a block-file slot reused: asked for afresh.
+  if (pages_read < run.size()) DropHeldPage(worker, key, offset + done);
+  return done;
 }
 
 void LocalReader::NoteLeasedRead(const std::string& worker, const std::string& ns_path, uint64_t length) {
   std::lock_guard lock(mu_);
   auto it = channels_.find(worker);
   if (it == channels_.end()) return;
-  auto& touches = it->second.touches;
-  auto t = touches.find(ns_path);
-  if (t != touches.end()) {
+  AddTouchLocked(it->second, ns_path, local_wire::Touch{ns_path, length, 1});
+}
+
+void LocalReader::NoteHeldRead(const std::string& worker, const std::string& ns_path, uint64_t offset,
+                               uint64_t length) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(worker);
+  if (it == channels_.end()) return;
+  it->second.held_reads_unreported = true;
+  // Keyed apart from opens' entries (a path holds no NUL).
+  std::string key = ns_path + '\0' + std::to_string(offset) + '\0' + std::to_string(length);
+  AddTouchLocked(it->second, key, local_wire::Touch{ns_path, length, 1, offset});
+}
+
+void LocalReader::AddTouchLocked(Channel& ch, const std::string& key, local_wire::Touch touch) {
+  auto t = ch.touches.find(key);
+  if (t != ch.touches.end()) {
     if (t->second.count < UINT32_MAX) ++t->second.count;
     return;
   }
   // A full batch is sent at the next lease use; a read past it goes unreported.
-  if (touches.size() >= local_wire::kMaxTouches) {
-    it->second.contact = {};
+  if (ch.touches.size() >= local_wire::kMaxTouches) {
+    ch.contact = {};
     return;
   }
-  touches.emplace(ns_path, local_wire::Touch{ns_path, length, 1});
+  ch.touches.emplace(key, std::move(touch));
 }
 
 void LocalReader::ReportTouches(const std::string& worker) {
@@ -570,6 +775,19 @@ void LocalReader::ReportTouches(const std::string& worker) {
   // leases; the batch is lost with them (it only counted hits).
   Exchange(worker, req, &fds, /*quick=*/true);
   CloseAll(fds);
+}
+
+void LocalReader::ReportHeldReads() {
+  std::vector<std::string> workers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [w, ch] : channels_) {
+      if (!ch.held_reads_unreported) continue;
+      ch.held_reads_unreported = false;
+      if (!ch.touches.empty()) workers.push_back(w);
+    }
+  }
+  for (const auto& w : workers) ReportTouches(w);
 }
 
 void LocalReader::ReportLeasedReads() {

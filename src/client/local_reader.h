@@ -58,7 +58,20 @@ class LocalReader {
 
   // Reads a prefix of [offset, offset + out.size()) of the file version from
   // the pages `worker` holds; returns its length (0: none cached, or the
-  // worker has no short circuit to this client).
+  // worker has no short circuit to this client). One exchange covers up to
+  // local_wire::kMaxSegments pages.
+  //
+  // Pages a read answer leased (its epoch and lease_ns, as for kOpenCached;
+  // docs/protocol.md, "Held read pages") are held with
+  // their fds, and serve later reads of the same pages of the same version
+  // without asking the worker, under the rules of OpenCached's leases: while
+  // the worker's epoch stands (a page removed or dropped moves it), the lease
+  // lasts and the worker answered anything within kLeaseContact. Their bytes
+  // are read only while trusted: while the page's file has the identity under
+  // which the worker checked it whole (an fstat). A page that is not (its
+  // file changed, or the worker checks every read: worker.verify always) is
+  // let go and asked for again, so the worker checks it before any hand-off
+  // and drops it if it is corrupt. They count against max_leased_fds().
   uint64_t Read(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t size,
                 uint64_t offset, std::span<char> out);
 
@@ -110,6 +123,14 @@ class LocalReader {
   // Sends the reads served from leases to every worker now (they go at least
   // every kLeaseContact while leases are used, and at destruction).
   void ReportLeasedReads();
+  // The same, to the workers that served reads from held pages since the
+  // last report: a File sends them when it closes, so that a worker's hit
+  // counts show a file's reads once it is closed.
+  void ReportHeldReads();
+
+  // Page reads served from held pages (Read), without asking the worker;
+  // they reach it in kTouch batches as ranges, as a lease's reads do.
+  uint64_t held_page_reads() const { return held_page_reads_.load(std::memory_order_relaxed); }
 
   // Page reads that found a chunk failing its checksum (and went over TCP instead).
   uint64_t corrupt_reads() const { return corrupt_reads_.load(std::memory_order_relaxed); }
@@ -118,7 +139,10 @@ class LocalReader {
   uint64_t file_bytes() const { return file_bytes_.load(std::memory_order_relaxed); }
 
  private:
-  struct Lease;  // an OpenCached answer held (local_reader.cc)
+  struct Lease;     // an OpenCached answer held (local_reader.cc)
+  struct HeldPage;  // a page of a Read answer held (local_reader.cc)
+  // A version's held pages by the file offset of their first byte.
+  using HeldPages = std::map<uint64_t, std::shared_ptr<const HeldPage>>;
   struct Channel {
     bool available = false;
     bool discovering = false;
@@ -136,6 +160,8 @@ class LocalReader {
     std::chrono::steady_clock::time_point contact{};
     std::unordered_map<std::string, std::shared_ptr<const Lease>> leases;  // by path and end user (LeaseKey)
     std::unordered_map<std::string, local_wire::Touch> touches;
+    std::unordered_map<std::string, HeldPages> held;  // by path, version and end user (HeldKey)
+    bool held_reads_unreported = false;               // touches holds reads from held pages
   };
   enum class LeaseLookup { kNone, kFound, kNeedsContact };
   LeaseLookup FindLease(const std::string& worker, const std::string& ns_path, uint64_t length,
@@ -147,8 +173,28 @@ class LocalReader {
                  std::chrono::steady_clock::time_point asked, local_wire::Reply reply, std::vector<int>* fds);
   void DropLease(const std::string& worker, const std::string& ns_path, const Lease* lease);
   void NoteLeasedRead(const std::string& worker, const std::string& ns_path, uint64_t length);
-  // Drops every lease of the channel. REQUIRES: mu_ held.
+  // A read of [offset, offset + length) served from held pages.
+  void NoteHeldRead(const std::string& worker, const std::string& ns_path, uint64_t offset, uint64_t length);
+  // Counts a touch under `key`. REQUIRES: mu_ held.
+  void AddTouchLocked(Channel& ch, const std::string& key, local_wire::Touch touch);
+  // Drops every lease and held page of the channel. REQUIRES: mu_ held.
   void DropLeasesLocked(Channel& ch);
+  // Reads the prefix of [offset, offset + out.size()) that held pages cover
+  // (usable ones, one after another); returns its length.
+  uint64_t ReadHeld(const std::string& worker, const std::string& ns_path, const std::string& version, uint64_t offset,
+                    std::span<char> out);
+  // Holds the pages of a leased Read answer whose segments are in the first
+  // `read` bytes read and checked from `offset` (takes their fds: -1 in *fds).
+  // `asked`: when the request went out (the lease counts from then).
+  void HoldPages(const std::string& worker, const std::string& ns_path, const std::string& version,
+                 std::chrono::steady_clock::time_point asked, const local_wire::Reply& reply, std::vector<int>* fds,
+                 uint64_t offset, uint64_t read);
+  // Lets go of the held page of the version that holds byte `offset`.
+  void DropHeldPage(const std::string& worker, const std::string& key, uint64_t offset);
+  // Lets go of the channel's held pages whose epoch moved or lease ended. REQUIRES: mu_ held.
+  void DropStaleHeldLocked(Channel& ch, std::chrono::steady_clock::time_point now);
+  // Room for `n` more held fds: other leases and held pages of `ch` go. REQUIRES: mu_ held.
+  bool MakeRoomLocked(Channel& ch, size_t n);
   // One kTouch exchange with `worker`: the reads not yet reported (as many
   // as one record holds). Its success is the contact that keeps leases usable.
   void ReportTouches(const std::string& worker);
@@ -173,9 +219,10 @@ class LocalReader {
                                uint64_t length);
   // Preads the reply's segments into `out`, in order, checking them; returns
   // the bytes read and checked (a prefix of `out`). `offset` is the file
-  // offset of out[0].
+  // offset of out[0]. `trusted_only`: stops at the first segment not
+  // trusted (its file's identity is not the one the worker verified).
   uint64_t ReadSegments(const local_wire::Reply& reply, const std::vector<int>& fds, const std::string& ns_path,
-                        const std::string& version, uint64_t offset, std::span<char> out);
+                        const std::string& version, uint64_t offset, std::span<char> out, bool trusted_only = false);
 
   std::chrono::milliseconds timeout_, retry_after_;
   bool verify_;
@@ -183,8 +230,9 @@ class LocalReader {
   std::atomic<uint64_t> corrupt_reads_{0};
   std::atomic<uint64_t> file_bytes_{0};
   std::atomic<uint64_t> leased_opens_{0};
+  std::atomic<uint64_t> held_page_reads_{0};
   size_t max_leased_fds_;
-  size_t leased_fds_ = 0;  // under mu_
+  size_t leased_fds_ = 0;  // under mu_: held by leases and held pages
   std::mutex mu_;
   std::map<std::string, Channel> channels_;
 };

@@ -33,6 +33,7 @@ struct TouchHead {
   uint32_t path_len;
   uint32_t count;
   uint64_t length;
+  uint64_t offset;
 };
 
 template <typename T>
@@ -125,7 +126,7 @@ size_t EncodedTouchBytes(const Touch& t) { return sizeof(TouchHead) + t.path.siz
 std::string EncodeTouches(const std::vector<Touch>& touches) {
   std::string out;
   for (const auto& t : touches) {
-    Append(&out, TouchHead{static_cast<uint32_t>(t.path.size()), t.count, t.length});
+    Append(&out, TouchHead{static_cast<uint32_t>(t.path.size()), t.count, t.length, t.offset});
     out += t.path;
   }
   return out;
@@ -139,7 +140,7 @@ Result<std::vector<Touch>> DecodeTouches(std::string_view in) {
     if (!Take(&in, &h) || h.path_len == 0 || h.path_len > in.size() || h.count == 0) {
       return Err(Malformed("touch entry"));
     }
-    out.push_back(Touch{std::string(in.substr(0, h.path_len)), h.length, h.count});
+    out.push_back(Touch{std::string(in.substr(0, h.path_len)), h.length, h.count, h.offset});
     in.remove_prefix(h.path_len);
   }
   return out;

@@ -36,6 +36,11 @@
 // still reads `epoch` and the lease lasts, and reports those reads later in
 // a kTouch batch, so that the worker's eviction policy and hit counts see
 // them.
+// A kRead answer may be leased too (epoch and lease_ns on the reply): its
+// pages belong to the version the request named, whose bytes never change, so
+// the client may read the same pages again from the same fds, checked as from
+// a fresh answer, under the same rules, and reports those reads in kTouch
+// batches as ranges (docs/protocol.md, "Held read pages").
 #pragma once
 
 #include <cstdint>
@@ -48,7 +53,7 @@
 
 namespace shoal::local_wire {
 
-constexpr uint32_t kMagic = 0x5348'4c36;  // "SHL6": a request may name the end user it is made for
+constexpr uint32_t kMagic = 0x5348'4c37;  // "SHL7": a touch names the range it read
 constexpr size_t kMaxOnBehalf = 4096;
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr uint32_t kMaxSegments = 32;
@@ -115,8 +120,8 @@ struct Segment {
 
 struct Reply {
   int32_t code = 0;  // a shoal::Code; 0 = OK
-  uint64_t epoch = 0;     // kOpenCached: the worker's epoch before the lookup
-  uint64_t lease_ns = 0;  // kOpenCached: how long the answer may be held (0: not at all)
+  uint64_t epoch = 0;     // kOpenCached, kRead: the worker's epoch before the lookup
+  uint64_t lease_ns = 0;  // kOpenCached, kRead: how long the answer may be held (0: not at all)
   std::vector<Segment> segments;
   std::string message;  // why, when code != 0; the stat, for an open
 };
@@ -125,12 +130,13 @@ std::string EncodeRequest(const Request& r);
 Result<Request> DecodeRequest(std::string_view bytes);
 std::string EncodeReply(const Reply& r);
 
-// One entry of a kTouch batch: `count` reads of the first `length` bytes of
-// `path` served from a held answer.
+// One entry of a kTouch batch: `count` reads of bytes [offset, offset +
+// length) of `path` served from a held answer (an open's: offset 0).
 struct Touch {
   std::string path;
   uint64_t length = 0;
   uint32_t count = 0;
+  uint64_t offset = 0;
 };
 constexpr size_t kMaxTouches = 1024;  // entries per batch
 // The batch, for Request::path; the caller keeps it under kMaxMessage (below

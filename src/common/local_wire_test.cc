@@ -94,16 +94,19 @@ TEST(LocalWire, ALeaseRoundTrips) {
 }
 
 TEST(LocalWire, TouchBatchesRoundTrip) {
-  std::vector<Touch> in{{"/data/a", 131072, 3}, {"/data/dir with space/é", 0, 1}};
+  std::vector<Touch> in{{"/data/a", 131072, 3}, {"/data/dir with space/é", 0, 1}, {"/data/b", 4 << 20, 1, 64 << 20}};
   std::string bytes = EncodeTouches(in);
-  EXPECT_EQ(bytes.size(), EncodedTouchBytes(in[0]) + EncodedTouchBytes(in[1]));
+  EXPECT_EQ(bytes.size(), EncodedTouchBytes(in[0]) + EncodedTouchBytes(in[1]) + EncodedTouchBytes(in[2]));
   auto d = DecodeTouches(bytes);
   ASSERT_TRUE(d) << d.error().ToString();
-  ASSERT_EQ(d->size(), 2u);
+  ASSERT_EQ(d->size(), 3u);
   EXPECT_EQ((*d)[0].path, "/data/a");
   EXPECT_EQ((*d)[0].length, 131072u);
   EXPECT_EQ((*d)[0].count, 3u);
+  EXPECT_EQ((*d)[0].offset, 0u);
   EXPECT_EQ((*d)[1].path, in[1].path);
+  EXPECT_EQ((*d)[2].offset, 64u << 20) << "a held read's range";
+  EXPECT_EQ((*d)[2].length, 4u << 20);
   EXPECT_TRUE(DecodeTouches("") && DecodeTouches("")->empty());
 }
 

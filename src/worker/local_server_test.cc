@@ -19,6 +19,7 @@
 #include "cache/page_format.h"
 #include "client/local_reader.h"
 #include "common/metrics.h"
+#include "common/shared_epoch.h"
 
 namespace shoal {
 namespace {
@@ -44,6 +45,9 @@ class LocalServerTest : public ::testing::Test {
       std::string header = page_format::EncodeHeader(PageKey{"/data/f", "v1", p * kPage}, page, kChunk);
       header_lens_.push_back(header.size());
       std::ofstream(PageFile(p), std::ios::binary) << header << page;
+      int fd = ::open(PageFile(p).c_str(), O_RDONLY | O_CLOEXEC);
+      ids_.push_back(page_format::IdentityOf(fd));  // as the worker's check of the whole page would record it
+      ::close(fd);
     }
   }
   std::string PageFile(uint64_t p) const { return dir_ + "/page-" + std::to_string(p); }
@@ -54,8 +58,14 @@ class LocalServerTest : public ::testing::Test {
 
   // Serves the first `cached_pages_` pages of the range from the page file.
   local_wire::Reply Handle(const local_wire::Request& r, std::vector<PageRef>* pages) {
+    // A client holding pages reports in now and then (kLeaseContact); not a request for bytes.
+    if (r.kind == local_wire::Kind::kTouch) return {};
     ++requests_;
     local_wire::Reply out;
+    if (lease_) {  // as the worker leases a read answer (local_wire.h, "Leases")
+      out.epoch = epoch_.value();
+      out.lease_ns = 1'000'000'000;
+    }
     if (r.path != "/data/f") {
       out.code = static_cast<int32_t>(Code::kNotFound);
       out.message = "no such file";
@@ -67,7 +77,16 @@ class LocalServerTest : public ::testing::Test {
       uint64_t header = header_lens_[page];
       int fd = ::open(PageFile(page).c_str(), O_RDONLY | O_CLOEXEC);
       pages->emplace_back(fd, header + pos % kPage, static_cast<uint32_t>(len));
-      out.segments.push_back({header + pos % kPage, len, static_cast<uint32_t>(header)});
+      const uint64_t page_len = std::min<uint64_t>(kPage, data_.size() - page * kPage);
+      local_wire::Segment seg{header + pos % kPage, len, static_cast<uint32_t>(header),
+                              lease_ ? static_cast<uint32_t>(page_len) : 0u};
+      if (lease_) {  // the identity under which the page "checked" (ids_), as worker.verify: once passes it
+        seg.verified_dev = ids_[page].dev;
+        seg.verified_ino = ids_[page].ino;
+        seg.verified_ctime_ns = ids_[page].ctime_ns;
+        seg.verified_size = ids_[page].size;
+      }
+      out.segments.push_back(seg);
       pos += len;
     }
     return out;
@@ -75,8 +94,8 @@ class LocalServerTest : public ::testing::Test {
 
   void StartServer(const std::string& token, std::chrono::milliseconds hello_deadline = 5s) {
     auto s = LocalServer::Start(
-        socket_, token, [this](const local_wire::Request& r, std::vector<PageRef>* p) { return Handle(r, p); }, -1,
-        hello_deadline);
+        socket_, token, [this](const local_wire::Request& r, std::vector<PageRef>* p) { return Handle(r, p); },
+        epoch_.fd(), hello_deadline);
     ASSERT_TRUE(s) << s.error().ToString();
     server_ = std::move(*s);
   }
@@ -94,7 +113,10 @@ class LocalServerTest : public ::testing::Test {
 
   std::string dir_, socket_, data_;
   std::vector<uint64_t> header_lens_;
+  std::vector<page_format::FileIdentity> ids_;
   uint64_t cached_pages_ = 4;
+  bool lease_ = false;  // read answers carry the epoch and a lease
+  SharedEpoch epoch_;
   std::atomic<int> requests_{0};
   std::unique_ptr<LocalServer> server_;
   LocalReader reader_{2s, 30s};
@@ -152,6 +174,75 @@ TEST_F(LocalServerTest, ReaderStopsBeforeAPageThatFailsItsChecksum) {
   ASSERT_EQ(unchecked.Read("w", "/data/f", "v1", data_.size(), 0, std::span<char>(buf.data(), buf.size())), data_.size());
   EXPECT_NE(buf, data_);
   EXPECT_EQ(unchecked.corrupt_reads(), 0u);
+}
+
+TEST_F(LocalServerTest, HeldPagesServeAgainUntilTheEpochMoves) {
+  lease_ = true;
+  StartServer("tok");
+  Discover(socket_, "tok");
+  std::string buf(2 * kPage + 10, '\0');
+  ASSERT_EQ(Read(1000, &buf), buf.size());
+  ASSERT_EQ(buf, data_.substr(1000, buf.size()));
+  const int asked = requests_.load();
+  // The same pages, a part of one, and the whole of them: from the held fds.
+  std::string again(buf.size(), '\0');
+  ASSERT_EQ(Read(1000, &again), again.size());
+  EXPECT_EQ(again, buf);
+  std::string part(100, '\0');
+  ASSERT_EQ(Read(kPage + 5, &part), part.size());
+  EXPECT_EQ(part, data_.substr(kPage + 5, part.size()));
+  std::string pages(3 * kPage, '\0');
+  ASSERT_EQ(Read(0, &pages), pages.size());
+  EXPECT_EQ(pages, data_.substr(0, pages.size()));
+  EXPECT_EQ(requests_.load(), asked) << "a held page was asked for again";
+  EXPECT_EQ(reader_.held_page_reads(), 7u);
+  // Past the held pages: the rest is asked for, and then held too.
+  std::string all(data_.size(), '\0');
+  ASSERT_EQ(Read(0, &all), all.size());
+  EXPECT_EQ(all, data_);
+  EXPECT_EQ(requests_.load(), asked + 1);
+  // The worker evicts page 1 and caches it again in a new file: the epoch
+  // moves, the held fds go, and the next read asks and reads the new file.
+  fs::remove(PageFile(1));
+  {
+    std::string page = data_.substr(kPage, kPage);
+    std::ofstream(PageFile(1), std::ios::binary)
+        << page_format::EncodeHeader(PageKey{"/data/f", "v1", kPage}, page, kChunk) << page;
+  }
+  epoch_.Bump();
+  const uint64_t held = reader_.held_page_reads();
+  ASSERT_EQ(Read(1000, &again), again.size());
+  EXPECT_EQ(again, buf);
+  EXPECT_EQ(requests_.load(), asked + 2) << "a held page was used after the worker's epoch moved";
+  EXPECT_EQ(reader_.held_page_reads(), held);
+}
+
+TEST_F(LocalServerTest, AHeldPageWhoseFileChangedGoesBackToTheWorker) {
+  lease_ = true;
+  StartServer("tok");
+  Discover(socket_, "tok");
+  std::string buf(data_.size(), '\0');
+  ASSERT_EQ(Read(0, &buf), buf.size());
+  const int asked = requests_.load();
+  // One bit of page 2's data changes on disk, in the file whose fd is held,
+  // and the file grows by a byte (so its identity changes within any clock tick).
+  {
+    std::fstream f(PageFile(2), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(header_lens_[2] + 1500));
+    char c = static_cast<char>(f.get() ^ 0x04);
+    f.seekp(static_cast<std::streamoff>(header_lens_[2] + 1500));
+    f.put(c);
+    f.seekp(0, std::ios::end);
+    f.put('x');
+  }
+  // Pages 0 and 1 come from their held fds; page 2 is not trusted any more,
+  // so it is let go and asked for (where a worker checks it before handing
+  // it out): this stand-in hands it out still, the reader checks it, finds
+  // the bad chunk and leaves the page to the caller (TCP).
+  ASSERT_EQ(Read(0, &buf), 2 * kPage);
+  EXPECT_EQ(buf.substr(0, 2 * kPage), data_.substr(0, 2 * kPage));
+  EXPECT_EQ(requests_.load(), asked + 1) << "the changed page was not asked for again";
+  EXPECT_EQ(reader_.corrupt_reads(), 1u) << "the held fd of a changed file was read";
 }
 
 TEST_F(LocalServerTest, PagesOfAnotherFileOrOffsetAreNotUsed) {

@@ -78,6 +78,11 @@ constexpr uint64_t kWholeAnswerBytes = 16ull << 20;
 // at a time: one request holds a bounded number of page fds and fetched bytes
 // however long its range.
 constexpr uint64_t kWindowBytes = 16ull << 20;
+// How long a client may hold the pages of a short-circuit read answer
+// (docs/protocol.md, "Held read pages"). Short: reads from held pages are not
+// reported, so the eviction policy and the hit counters see a page again only
+// once its lease has ended.
+constexpr uint64_t kReadLeaseNs = 1'000'000'000;
 
 // JSON text for the wire. Strings from requests (paths) may be any bytes:
 // invalid UTF-8 is replaced, never thrown over.
@@ -776,6 +781,12 @@ class Worker::Impl {
     }
     uint64_t end = offset + std::min(r.length, file.size - offset);
     if (end == offset) return out;
+    // Read before the lookup, as for a cached-only open: a page removed
+    // after it moves the epoch past it, and the client lets the page go.
+    if (r.kind == local_wire::Kind::kRead && svc_->epoch().fd() >= 0) {
+      out.epoch = svc_->epoch().value();
+      out.lease_ns = kReadLeaseNs;
+    }
     uint64_t hit = 0, miss = 0;
     // A first page that another reader's stat read is written here if the
     // idle writer has not yet (write_fetched).
@@ -933,12 +944,12 @@ class Worker::Impl {
       out.message = touches.error().message();
       return out;
     }
-    std::set<std::string_view> seen;  // a path listed twice counts once
+    std::set<std::pair<std::string_view, uint64_t>> seen;  // a range listed twice counts once
     for (const auto& t : *touches) {
-      if (!seen.insert(t.path).second) continue;
+      if (!seen.insert({t.path, t.offset}).second) continue;
       auto rp = svc_->mounts().Resolve(t.path);
       if (!rp) continue;
-      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.length, t.count, client));
+      short_circuit_bytes_->Add(svc_->NoteLeasedReads(*rp, t.offset, t.length, t.count, client));
     }
     return out;
   }

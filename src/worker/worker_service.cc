@@ -686,27 +686,35 @@ void WorkerService::ReadAhead(const FileRef& file, uint64_t from) {
   }
 }
 
-uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads,
+uint64_t WorkerService::NoteLeasedReads(const ResolvedPath& p, uint64_t offset, uint64_t length, uint32_t reads,
                                         std::string_view client) {
   // Bounded: a policy needs to see re-use, not every read of a hot file.
   constexpr uint32_t kMaxReadsSeen = 64;
   if (reads == 0) return 0;
   auto cached = meta_.LookupFreshStat(p.ns_path, *p.mount);
   if (!cached || cached->info.is_dir) return 0;
-  const uint64_t end = std::min(length, cached->info.size);
-  if (end > local_wire::kMaxSegments * page_size_) return 0;  // more than any lease covers
+  if (offset >= cached->info.size) return 0;
+  const uint64_t end = offset + std::min(length, cached->info.size - offset);
+  const uint64_t first = offset / page_size_ * page_size_;
+  if (end - first > local_wire::kMaxSegments * page_size_) return 0;  // more than any answer covers
   const std::string version = cached->info.Version();
   // What the counters see is bounded by what the worker knows, not by the
   // client's count: the bytes the pages hold, once per entry (a client
   // reports a lease's reads in one entry per batch).
-  uint64_t bytes = 0;
-  for (uint64_t page = 0; page < end; page += page_size_) {
+  uint64_t bytes = 0, fresh = 0;
+  for (uint64_t page = first; page < end; page += page_size_) {
     const uint32_t held = pages_->Touch(PageKey{p.ns_path, version, page}, std::min(reads, kMaxReadsSeen));
     if (held == 0) return 0;
-    bytes += std::min<uint64_t>(held, end - page);
+    const uint64_t from = std::max(page, offset), to = std::min<uint64_t>(page + held, end);
+    const uint64_t n = to > from ? to - from : 0;
+    // Bytes fetched for a read and not yet served are its misses, as when the worker serves them.
+    fresh += fresh_.Take(p.ns_path, version, page, n);
+    bytes += n;
   }
-  hit_bytes_->Add(bytes);  // no latency: the worker did not serve them
-  if (p.mount) SavedBytes(*p.mount)->Add(bytes);
+  // No latency: the worker did not serve them.
+  hit_bytes_->Add(bytes - fresh);
+  miss_bytes_->Add(fresh);
+  if (p.mount) SavedBytes(*p.mount)->Add(bytes - fresh);
   served_bytes_[static_cast<int>(Door::kShortCircuit)]->Add(bytes);
   client_bytes_[ClientDoorIndex(client)]->Add(bytes);
   return bytes;

@@ -199,13 +199,14 @@ class WorkerService {
   // what same-host clients check before they use a leased answer
   // (common/local_wire.h, "Leases").
   SharedEpoch& epoch() { return epoch_; }
-  // `reads` reads of the first `length` bytes of `p` that a same-host client
-  // served from a leased answer: the pages' policy sees them and they count
-  // as hits, at most the bytes the pages hold, once whatever `reads` says (a
-  // client's count is not trusted with a counter). Returns the bytes counted
-  // (0 when the stat or a page is gone).
+  // `reads` reads of bytes [offset, offset + length) of `p` that a same-host
+  // client served from a leased answer: the pages' policy sees them; they
+  // count as hits (fetched bytes not yet served: misses), at most the pages'
+  // bytes, once whatever `reads` says (a client's count is not trusted with a
+  // counter). Returns the bytes counted (0 when the stat or a page is gone).
   // `client`: the door the client declared (common/end_user.h).
-  uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t length, uint32_t reads, std::string_view client);
+  uint64_t NoteLeasedReads(const ResolvedPath& p, uint64_t offset, uint64_t length, uint32_t reads,
+                           std::string_view client);
 
   // How the bytes left the worker: its HTTP API (the client library: CLI,
   // FUSE, Python, C++), the short circuit to a client on this host, or its
