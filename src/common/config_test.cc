@@ -127,8 +127,8 @@ TEST(Config, ClusterSecretIsCheckedExpandedAndNeverCopiedFromTheEnvironment) {
 TEST(Config, EvictionWatermarksDefaultOnAndMustBeInOrder) {
   auto d = ParseConfig("", "t.yaml");
   ASSERT_TRUE(d) << d.error().ToString();
-  EXPECT_EQ(d->worker.eviction_high_watermark, 95);
-  EXPECT_EQ(d->worker.eviction_low_watermark, 90);
+  EXPECT_EQ(d->worker.eviction_high_watermark, 98);
+  EXPECT_EQ(d->worker.eviction_low_watermark, 96);
   auto c = ParseConfig("worker:\n  eviction_high_watermark: 80\n  eviction_low_watermark: 60\n", "t.yaml");
   ASSERT_TRUE(c) << c.error().ToString();
   auto again = ParseConfig(ToYaml(*c), "again.yaml");
