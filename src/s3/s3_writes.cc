@@ -69,6 +69,29 @@ S3Result<bool> DeclaredOverLimit(const net::HttpRequest& http, uint64_t limit) {
 // worker's memory per PUT), and are large enough that a syscall is nothing.
 constexpr size_t kUploadPiece = 1 << 20;
 
+// Makes a staged file's bytes durable (fdatasync), or with `directory` the
+// names in a directory (fsync). A part answered 200 must survive a crash
+// whole: Complete trusts its .etag, and a part renamed into place before its
+// bytes reached the disk could come back empty or torn under a valid ETag.
+Status SyncStaged(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) return Status(Code::kIo, "cannot open " + path + " to sync it: " + std::strerror(errno));
+  const int rc = directory ? ::fsync(fd) : ::fdatasync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status(Code::kIo, "cannot sync " + path + " to disk: " + std::strerror(err));
+  return {};
+}
+
+// Renames a written staging file into place durably: its bytes first, then the name.
+Status CommitStaged(const std::string& tmp, const std::string& path) {
+  if (Status st = SyncStaged(tmp, false); !st.ok()) return st;
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message());
+  return SyncStaged(fs::path(path).parent_path().string(), true);
+}
+
 // The payload into `path` (through a temp name), never whole in memory.
 S3Result<bool> StreamToStagingFile(const std::string& path, PayloadReader& in) {
   std::string tmp = path + ".tmp";
@@ -92,9 +115,10 @@ S3Result<bool> StreamToStagingFile(const std::string& path, PayloadReader& in) {
       }
     }
   }
-  fs::rename(tmp, path, ec);
-  if (ec)
-    return std::unexpected(FromStatus(Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message())));
+  if (Status st = CommitStaged(tmp, path); !st.ok()) {
+    fs::remove(tmp, ec);
+    return std::unexpected(FromStatus(st));
+  }
   return true;
 }
 
@@ -105,10 +129,7 @@ Status WriteStagingFile(const std::string& path, std::string_view data) {
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!out) return Status(Code::kIo, "cannot write staging file " + tmp + " (disk full?)");
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message());
-  return {};
+  return CommitStaged(tmp, path);
 }
 
 // Streams what `read` gives (until it gives 0) into `write`, 4 MiB at a time.
@@ -532,10 +553,7 @@ S3Result<net::HttpResponse> ObjectWrites::UploadPartCopy(const WriteRequest& r, 
       return std::unexpected(FromStatus(cs));
     }
   }
-  std::error_code ec;
-  fs::rename(tmp, base + ".part", ec);
-  if (ec)
-    return std::unexpected(FromStatus(Status(Code::kIo, "cannot rename staging file " + tmp + ": " + ec.message())));
+  if (Status st = CommitStaged(tmp, base + ".part"); !st.ok()) return std::unexpected(FromStatus(st));
   const std::string etag = HexOf(md5.Bytes());
   if (Status s = WriteStagingFile(base + ".etag", etag); !s.ok()) return std::unexpected(FromStatus(s));
   const auto now =
