@@ -27,16 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string Bytes(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto& c : s) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    c = static_cast<char>(x);
-  }
-  return s;
-}
-
 class StoreCaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -64,7 +54,7 @@ class StoreCaTest : public ::testing::Test {
     auto store = OpenUnderStore(m);
     ASSERT_TRUE(store) << store.error().ToString();
     for (int i = 0; i < 4; ++i) {
-      files_.push_back({"f" + std::to_string(i) + ".bin", Bytes(300'000 + 1000 * i, i + 1)});
+      files_.push_back({"f" + std::to_string(i) + ".bin", RandomBytes(300'000 + 1000 * i, i + 1)});
       ASSERT_TRUE((*store)->Write(files_.back().first, files_.back().second).ok());
     }
   }

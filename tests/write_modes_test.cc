@@ -6,7 +6,9 @@
 // a worker that is down or refuses the pushed pages never fails the write,
 // a worker refuses a pushed page whose claims are wrong, and pages pushed
 // after Close (FillCacheAfterClose, the S3 endpoint's writers) are cached.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -165,6 +167,42 @@ TEST_P(WriteModesTest, CacheThroughFilledAfterCloseCachesTheBytesWritten) {
   const double ufs_before = Metric("shoal_ufs_read_bytes_total");
   EXPECT_TRUE(ReadVia(*reader_, "/ct/after/shard.pt") == data);
   EXPECT_EQ(Metric("shoal_ufs_read_bytes_total") - ufs_before, 0) << "the read after the fill went to the store";
+}
+
+// WriteFromFile (the S3 endpoint's Complete) copies the file into the spill
+// in the kernel; where the kernel cannot copy between the two file systems
+// (the spill on tmpfs, the file on the disk: EXDEV) the bytes go through the
+// process, and every page still reaches the cache.
+TEST_P(WriteModesTest, WriteFromFileFillsTheCacheWhenTheSpillIsOnAnotherFileSystem) {
+  if (!fs::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm (tmpfs) for the spill";
+  const std::string data = RandomBytes(kBig, 47);
+  const std::string dir = MakeTempDir("wm-from-file");  // on the disk, not tmpfs
+  ASSERT_FALSE(dir.empty());
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { fs::remove_all(dir); }
+  } cleanup{dir};
+  const std::string src = dir + "/from-file.bin";
+  ASSERT_TRUE(WriteFile(src, data).ok());
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", "/dev/shm", 1);  // read when the writer opens its spill
+  auto w = writer_->Create("/ct/from-file/shard.pt");
+  old ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
+  ASSERT_TRUE(w) << w.error().ToString();
+  const int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  Status st = WriteFromFile(**w, fd, 0, data.size());
+  ::close(fd);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto closed = (*w)->Close();
+  ASSERT_TRUE(closed) << closed.error().ToString();
+  EXPECT_EQ(ReadStore(*stores_["/ct"], "from-file/shard.pt"), data);
+  EXPECT_GE(writer_->stats().cache_pushed_bytes, kBig) << "the spill stopped: pages not pushed";
+  EXPECT_EQ(writer_->stats().cache_push_failures, 0u);
+  const double ufs_before = Metric("shoal_ufs_read_bytes_total");
+  EXPECT_TRUE(ReadVia(*reader_, "/ct/from-file/shard.pt") == data);
+  EXPECT_EQ(Metric("shoal_ufs_read_bytes_total") - ufs_before, 0) << "the read after the write went to the store";
 }
 
 TEST_P(WriteModesTest, APathRuleWriteModeOverridesTheMounts) {

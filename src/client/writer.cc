@@ -93,41 +93,28 @@ class SpillFile {
 
   // Appends; past the bound or after a failed write, nothing more is kept.
   void Append(std::span<const char> data, const std::string& for_path) {
-    if (!stopped_.empty()) return;
-    if (size_ + data.size() > limit_) {
-      stopped_ = "the spill bound of " + std::to_string(limit_) + " bytes (half the free space of $TMPDIR, at most " +
-                 std::to_string(kMaxSpillBytes) + ")";
-      return;
-    }
+    if (!Fits(data.size())) return;
     while (!data.empty()) {
       ssize_t n = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(size_));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        stopped_ = std::string("a failed write to the spill file: ") + std::strerror(n < 0 ? errno : EIO);
-        spdlog::warn("{}: only its first {} bytes will be cached after it is written ({})", for_path, size_, stopped_);
-        return;
-      }
+      if (n <= 0) return Stop("a failed write to the spill file: ", n < 0 ? errno : EIO, for_path);
       size_ += static_cast<uint64_t>(n);
       data = data.subspan(static_cast<size_t>(n));
     }
   }
   // Append of `length` bytes of the file `fd` from `offset`, copied inside the kernel.
+  // The kernel cannot copy between some file systems ($TMPDIR on tmpfs, the
+  // file on ext4): those bytes go through this process instead.
   void AppendFile(int fd, uint64_t offset, uint64_t length, const std::string& for_path) {
-    if (!stopped_.empty()) return;
-    if (size_ + length > limit_) {
-      stopped_ = "the spill bound of " + std::to_string(limit_) + " bytes (half the free space of $TMPDIR, at most " +
-                 std::to_string(kMaxSpillBytes) + ")";
-      return;
-    }
+    if (!Fits(length)) return;
     while (length > 0) {
       loff_t in = static_cast<loff_t>(offset), out = static_cast<loff_t>(size_);
       ssize_t n = ::copy_file_range(fd, &in, fd_, &out, static_cast<size_t>(std::min<uint64_t>(length, 1ull << 30)), 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        stopped_ = std::string("a failed copy into the spill file: ") + std::strerror(n < 0 ? errno : EIO);
-        spdlog::warn("{}: only its first {} bytes will be cached after it is written ({})", for_path, size_, stopped_);
-        return;
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        return CopyThrough(fd, offset, length, for_path);
       }
+      if (n <= 0) return Stop("a failed copy into the spill file: ", n < 0 ? errno : EIO, for_path);
       size_ += static_cast<uint64_t>(n);
       offset += static_cast<uint64_t>(n);
       length -= static_cast<uint64_t>(n);
@@ -139,6 +126,30 @@ class SpillFile {
 
  private:
   SpillFile(int fd, uint64_t limit) : fd_(fd), limit_(limit) {}
+  // Whether `n` more bytes stay within the bound; past it the spill stops.
+  bool Fits(uint64_t n) {
+    if (!stopped_.empty()) return false;
+    if (size_ + n <= limit_) return true;
+    stopped_ = "the spill bound of " + std::to_string(limit_) + " bytes (half the free space of $TMPDIR, at most " +
+               std::to_string(kMaxSpillBytes) + ")";
+    return false;
+  }
+  void Stop(const char* what, int err, const std::string& for_path) {
+    stopped_ = what + std::string(std::strerror(err));
+    spdlog::warn("{}: only its first {} bytes will be cached after it is written ({})", for_path, size_, stopped_);
+  }
+  void CopyThrough(int fd, uint64_t offset, uint64_t length, const std::string& for_path) {
+    std::vector<char> buf(static_cast<size_t>(std::min<uint64_t>(length, 1 << 20)));
+    while (length > 0 && stopped_.empty()) {
+      ssize_t n = ::pread(fd, buf.data(), static_cast<size_t>(std::min<uint64_t>(length, buf.size())),
+                          static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Stop("a failed read of the file written: ", n < 0 ? errno : EIO, for_path);
+      Append(std::span<const char>(buf.data(), static_cast<size_t>(n)), for_path);
+      offset += static_cast<uint64_t>(n);
+      length -= static_cast<uint64_t>(n);
+    }
+  }
   int fd_;
   uint64_t limit_;
   uint64_t size_ = 0;
