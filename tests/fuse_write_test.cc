@@ -271,6 +271,92 @@ TEST_F(FuseWriteTest, RsyncCopiesATreeByDefaultAndInPlace) {
   EXPECT_EQ(out.find(".bin"), std::string::npos) << out;
 }
 
+// "MODE MTIME_NS" of every file and directory under `root` (lstat), by
+// relative path; the root itself is left out.
+std::map<std::string, std::string> ModesAndTimes(const std::string& root) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    struct stat st;
+    if (::lstat(e.path().c_str(), &st) != 0) continue;
+    out[fs::relative(e.path(), root).string()] =
+        std::to_string(st.st_mode & 07777) + " " +
+        std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
+  }
+  return out;
+}
+
+// Issue 32 items 10 and 12: modes and modification times written through the
+// mount are kept by the directory store (so `rsync -a` finds nothing to
+// change afterwards, and `default_permissions` checks the real modes), by
+// rsync (attributes set on its temporary after the close, then renamed), cp
+// -a and tar (set on the open descriptor before the close), chmod, touch and
+// open(2)'s mode.
+TEST_F(FuseWriteTest, ModesAndTimesAreKeptByRsyncCpTarChmodAndTouch) {
+  const std::string src = dir_ + "/modes";
+  const std::map<std::string, int> modes = {
+      {"run.sh", 0755}, {"secret", 0600}, {"shared", 0664}, {"sub/readonly", 0444}, {"sub/deep/x.bin", 0640}};
+  uint64_t seed = 40;
+  for (const auto& [rel, mode] : modes) {
+    ASSERT_TRUE(WriteFile(src + "/" + rel, RandomBytes(3000 * seed, seed)).ok());
+    ++seed;
+  }
+  std::string out;
+  ASSERT_EQ(Sh("cd '" + src +
+                   "' && chmod 0755 run.sh && chmod 0600 secret && chmod 0664 shared && chmod 0444 "
+                   "sub/readonly && chmod 0640 sub/deep/x.bin && chmod 0750 sub && chmod 0700 sub/deep && "
+                   "touch -d '2020-01-02 03:04:05.123456789' run.sh secret sub/deep/x.bin && "
+                   "touch -d '2019-05-06 07:08:09.5' shared sub/readonly sub/deep sub",
+               &out),
+            0)
+      << out;
+  const auto want = ModesAndTimes(src);
+
+  // rsync -a (default mode): the tree's modes and times, then nothing to change.
+  ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(ModesAndTimes(store_ + "/rs"), want);
+  EXPECT_EQ(ModesAndTimes(data_ + "/rs"), want) << "the mount shows what the store keeps";
+  ASSERT_EQ(Sh("rsync -ai --dry-run '" + src + "/' '" + data_ + "/rs/'", &out), 0) << out;
+  EXPECT_EQ(out, "") << "rsync -a finds differences after copying";
+
+  // cp -a and tar x set them on the open descriptor before its close.
+  ASSERT_EQ(Sh("cp -a '" + src + "' '" + data_ + "/cp'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(ModesAndTimes(store_ + "/cp"), want);
+  ASSERT_EQ(Sh("tar --format=posix -cf '" + dir_ + "/modes.tar' -C '" + src + "' . && mkdir '" + data_ +
+                   "/untar' && tar xpf '" + dir_ + "/modes.tar' -C '" + data_ + "/untar'",
+               &out),
+            0)
+      << out << FuseLog();
+  EXPECT_EQ(ModesAndTimes(store_ + "/untar"), want);
+
+  // chmod and touch of stored files and directories; open(2)'s mode.
+  ASSERT_EQ(::chmod((data_ + "/rs/shared").c_str(), 0600), 0) << std::strerror(errno);
+  ASSERT_EQ(::chmod((data_ + "/rs/sub").c_str(), 0700), 0) << std::strerror(errno);
+  struct stat st;
+  ASSERT_EQ(::stat((store_ + "/rs/shared").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(::stat((store_ + "/rs/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(Sh("touch -d '2001-02-03 04:05:06' '" + data_ + "/rs/secret'", &out), 0) << out;
+  ASSERT_EQ(::stat((store_ + "/rs/secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 981173106) << "touch -d through the mount";
+  ASSERT_EQ(::stat((data_ + "/rs/secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 981173106);
+  EXPECT_EQ(Slurp(data_ + "/rs/secret"), Slurp(src + "/secret")) << "the bytes stay";
+  int fd = ::open((data_ + "/made-0600").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  ASSERT_EQ(::close(fd), 0);
+  ASSERT_EQ(::stat((store_ + "/made-0600").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(::mkdir((data_ + "/dir-0700").c_str(), 0700), 0) << std::strerror(errno);
+  ASSERT_EQ(::stat((store_ + "/dir-0700").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  // Rewriting a file in place keeps its mode.
+  ASSERT_EQ(Sh("printf more >> '" + data_ + "/rs/run.sh'", &out), 0) << out << FuseLog();
+  ASSERT_EQ(::stat((store_ + "/rs/run.sh").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
 // Issue 32 item 10: archive and copy tools, and git, write trees into the mount.
 TEST_F(FuseWriteTest, TarCpAndGitCloneWriteTreesIntoTheMount) {
   const std::string src = dir_ + "/tree";

@@ -194,6 +194,35 @@ TEST_P(WriterTest, NothingIsVisibleBeforeCloseAndAbortLeavesNothing) {
   if (!dir_.empty() && fs::exists(dir_ + "/ab")) EXPECT_TRUE(fs::is_empty(dir_ + "/ab")) << "a temporary file was left";
 }
 
+// chmod and touch: kept by the directory store and seen by another client
+// through the workers' metadata at once (the stat answer carries the mode);
+// the version stays, so cached pages stay. An object store keeps neither.
+TEST_P(WriterTest, ModeAndTimeAreKeptWhereTheStoreCanAndEveryClientSeesThem) {
+  ASSERT_TRUE(WriteVia(*writer_, "/data/attr/file", "some bytes"));
+  auto before = reader_->Stat("/data/attr/file");
+  ASSERT_TRUE(before) << before.error().ToString();
+  const int64_t then = 1'500'000'000'987'654'321;
+  Status st = writer_->SetAttributes("/data/attr/file", 0750u, then);
+  if (GetParam() != "file") {
+    EXPECT_EQ(st.code(), Code::kNotSupported) << st.ToString();
+    EXPECT_EQ(before->mode, 0u);
+    return;
+  }
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto after = reader_->Stat("/data/attr/file");
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_EQ(after->mode, 0750u);
+  EXPECT_EQ(after->mtime_ns, then);
+  EXPECT_EQ(after->version, before->version);
+  EXPECT_EQ(ReadVia(*reader_, "/data/attr/file"), "some bytes");
+  auto listed = reader_->List("/data/attr");
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].mode, 0750u) << "a listing shows the mode too";
+  EXPECT_EQ(writer_->SetAttributes("/data/attr/none", 0600u, std::nullopt).code(), Code::kNotFound);
+  EXPECT_EQ(writer_->SetAttributes("/data/attr/file", 010000u, std::nullopt).code(), Code::kInvalidArgument);
+}
+
 TEST_P(WriterTest, ReadOnlyMountRefusesEveryWrite) {
   ASSERT_TRUE(WriteVia(*writer_, "/data/ro/file", "x"));  // the same store, through the writable mount
   ASSERT_TRUE(writer_->Mkdir("/data/ro/dir").ok());
@@ -208,6 +237,7 @@ TEST_P(WriterTest, ReadOnlyMountRefusesEveryWrite) {
   expect_ro(writer_->Mkdir("/ro/ro/newdir"), "mkdir");
   expect_ro(writer_->Rmdir("/ro/ro/dir"), "rmdir");
   expect_ro(writer_->Rename("/ro/ro/file", "/ro/ro/moved"), "rename");
+  expect_ro(writer_->SetAttributes("/ro/ro/file", 0600u, std::nullopt), "chmod");
   // Nothing changed.
   EXPECT_EQ(Names(*reader_, "/ro/ro"), (std::vector<std::string>{"dir/", "file"}));
   EXPECT_EQ(ReadVia(*reader_, "/ro/ro/file"), "x");

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,7 @@ struct FileStatus {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   std::string version;     // ETag, or "<mtime_ns>-<size>"; empty for directories
+  uint32_t mode = 0;       // permission bits (07777) where the store keeps them (file://), else 0
 };
 
 // Who the workers take this client's requests to be (Client::WhoAmI).
@@ -175,6 +177,9 @@ struct CreateOptions {
   // (the S3 endpoint's multipart uploads: "<md5 of the part md5s>-<parts>").
   // Object stores make their own.
   std::string etag;
+  // file://: the file's permission bits (07777); 0 keeps those of
+  // the file it replaces, else the store's default. Others keep none.
+  uint32_t mode = 0;
 };
 
 namespace detail {
@@ -244,6 +249,13 @@ class Client {
   // 5 GiB; kNotSupported for directories); Azure answers kNotSupported, as
   // does a rename across mounts.
   Status Rename(std::string_view from, std::string_view to);
+  // Sets the permission bits (07777) and/or the modification time of a file
+  // or directory, where its store keeps them (file://), as
+  // chmod and touch do; FileStatus::mode and mtime_ns show them after.
+  // kNotSupported on object stores and on write-back mounts (the file may
+  // not be in the store yet); kNotFound when absent. A file's version (its
+  // ETag) stays while its bytes do.
+  Status SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns);
 
   // Drops cached metadata under `path` on every worker (and cached pages too with `data`).
   Status Refresh(std::string_view path, bool recursive, bool data);

@@ -63,7 +63,7 @@ def test_docstrings_on_what_users_meet():
     for cls in (ShoalFileSystem, shoal.Client, shoal.FileStatus, shoal.WorkerStatus, shoal.MountInfo,
                 _shoal.ClientStats):
         assert cls.__doc__ and len(cls.__doc__.strip()) > 40, cls
-    for field in ("size", "version", "mtime_ns"):
+    for field in ("size", "version", "mtime_ns", "mode"):
         assert getattr(shoal.FileStatus, field).__doc__, field
 
 

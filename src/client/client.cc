@@ -38,6 +38,8 @@ Result<FileStatus> StatusFromJson(const std::string& body) {
     s.size = j.at("size").get<uint64_t>();
     s.mtime_ns = j.at("mtime_ns").get<int64_t>();
     s.version = j.at("version").get<std::string>();
+    // Absent where the store keeps no modes (and from workers before it).
+    s.mode = j.contains("mode") ? static_cast<uint32_t>(j.at("mode").get<uint64_t>() & 07777) : 0;
     return s;
   } catch (const std::exception& e) {
     return Err(Code::kIo, std::string("malformed answer from worker: ") + e.what());
@@ -69,6 +71,7 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
   s.size = f.size;
   s.mtime_ns = f.mtime_ns;
   s.version = f.is_dir ? "" : f.Version();
+  s.mode = f.mode;
   return s;
 }
 
@@ -791,6 +794,9 @@ Status Client::Delete(std::string_view path) { return impl_->Delete(path); }
 Status Client::Mkdir(std::string_view path) { return impl_->Mkdir(path); }
 Status Client::Rmdir(std::string_view path) { return impl_->Rmdir(path); }
 Status Client::Rename(std::string_view from, std::string_view to) { return impl_->Rename(from, to); }
+Status Client::SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns) {
+  return impl_->SetAttributes(path, mode, mtime_ns);
+}
 std::vector<WorkerStatus> Client::ClusterStatus() { return ClusterStatusWithBodies(*this, nullptr); }
 
 Result<CallerIdentity> Client::WhoAmI() { return impl_->WhoAmI(); }

@@ -438,6 +438,7 @@ static WriteOptions WriteOptionsOf(const CreateOptions& o) {
   w.metadata.content_type = o.content_type;
   w.metadata.user = o.metadata;
   w.etag = o.etag;
+  w.mode = o.mode & 07777;
   return w;
 }
 
@@ -519,6 +520,23 @@ Status ClientImpl::Mkdir(std::string_view path) {
 Status ClientImpl::Rmdir(std::string_view path) {
   return WritePath(path, "remove directory", "rmdir",
                    [](UnderStore& s, const std::string& key) { return s.Rmdir(key); });
+}
+
+Status ClientImpl::SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns) {
+  if (mode && *mode > 07777) {
+    return Status(Code::kInvalidArgument, "cannot set the mode of " + std::string(path) + ": " + std::to_string(*mode) +
+                                              " is more than the permission bits (07777)");
+  }
+  if (!mode && !mtime_ns) return {};
+  if (auto rp = mounts_.Resolve(path); rp && WriteModeFor(*rp) == WriteMode::kWriteBack) {
+    // Its last write may still be on the holders only: the store's file is
+    // not the one a change would be meant for.
+    return Status(Code::kNotSupported, "modes and times are not kept on the write-back mount " + rp->mount->path);
+  }
+  return WritePath(path, "set the mode or time of", "set the attributes of",
+                   [&](UnderStore& s, const std::string& key) {
+                     return s.SetAttributes(key, UnderStore::AttributeChange{mode, mtime_ns});
+                   });
 }
 
 Status ClientImpl::Rename(std::string_view from, std::string_view to) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,14 @@ struct ShoalFs::FileHandle {
   bool dirty = false;     // staged: changed since the last commit
   bool unlinked = false;  // removed while open: never committed again
   int64_t mtime_ns = 0;   // the last change, shown while it is being written
+  // Mode and time the file gets where its store keeps them: `mode` from
+  // create(2) or a chmod since (0: the store's default, or the mode of the
+  // file it replaces), `writer_mode` what the current writer was made with;
+  // `set_mtime` from a utimensat since the last write. Given to the store
+  // after each commit (Client::SetAttributes) where the writer did not.
+  uint32_t mode = 0;
+  uint32_t writer_mode = 0;
+  std::optional<int64_t> set_mtime;
   std::mutex write_mu;    // writes, truncates, commits and staged reads
   bool committed = false;
   Status commit_status;

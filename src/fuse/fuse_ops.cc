@@ -179,9 +179,9 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
   fuse_reply_buf(req, buf.get(), *n);
 }
 
-void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t, fuse_file_info* fi) {
+void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   if (RefusedName(req, parent, name, "create")) return;
-  auto c = Fs(req).Create(parent, name, fi->flags);
+  auto c = Fs(req).Create(parent, name, fi->flags, static_cast<uint32_t>(mode & 07777));
   if (!c) return ReplyError(req, c.error(), "create");
   fi->fh = c->open.fh;
   auto p = ToParam(c->entry);
@@ -216,9 +216,9 @@ void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   fuse_reply_err(req, 0);
 }
 
-void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
+void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   if (RefusedName(req, parent, name, "mkdir")) return;
-  auto e = Fs(req).Mkdir(parent, name);
+  auto e = Fs(req).Mkdir(parent, name, static_cast<uint32_t>(mode & 07777));
   if (!e) return ReplyError(req, e.error(), "mkdir");
   auto p = ToParam(*e);
   if (fuse_reply_entry(req, &p) == -ENOENT) Fs(req).Forget(e->ino, 1);
@@ -249,9 +249,15 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fu
   ShoalFs::AttrChange c;
   c.size = to_set & FUSE_SET_ATTR_SIZE;
   c.new_size = c.size ? static_cast<uint64_t>(attr->st_size) : 0;
-  c.mode_or_owner = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
-  c.times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
-                      FUSE_SET_ATTR_CTIME);
+  if (to_set & FUSE_SET_ATTR_MODE) c.mode = static_cast<uint32_t>(attr->st_mode & 07777);
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    c.mtime_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    c.mtime_ns = static_cast<int64_t>(attr->st_mtim.tv_sec) * 1'000'000'000 + attr->st_mtim.tv_nsec;
+  }
+  c.owner = to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
   auto e = Fs(req).SetAttr(ino, c, fi ? fi->fh : 0);
   if (!e) return ReplyError(req, e.error(), "setattr");
   fuse_reply_attr(req, &e->attr, e->timeout_s);

@@ -94,11 +94,13 @@ bool ShoalFs::NameTooLong(uint64_t parent, std::string_view name) const {
 struct stat ShoalFs::Attr(uint64_t ino, const FileStatus& st, const CacheRule& rule) const {
   struct stat a {};
   a.st_ino = ino;
+  // The store's mode where it keeps them (without write bits on a read-only mount).
+  const mode_t kept = rule.read_only ? (st.mode & ~0222u) : st.mode;
   if (st.is_dir) {
-    a.st_mode = S_IFDIR | (rule.read_only ? 0555 : 0755);
+    a.st_mode = S_IFDIR | (st.mode != 0 ? kept : (rule.read_only ? 0555 : 0755));
     a.st_nlink = 2;
   } else {
-    a.st_mode = S_IFREG | (rule.read_only ? 0444 : 0644);
+    a.st_mode = S_IFREG | (st.mode != 0 ? kept : (rule.read_only ? 0444 : 0644));
     a.st_nlink = 1;
     a.st_size = static_cast<off_t>(st.size);
     a.st_blocks = static_cast<blkcnt_t>((st.size + 511) / 512);

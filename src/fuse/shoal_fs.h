@@ -102,12 +102,14 @@ class ShoalFs {
   // of a streamed file, or after its commit; rewriting an existing file over
   // max_rewrite_bytes) answers kNotSupported and is logged.
   //
-  // A new file, open for writing; `flags` are open(2)'s.
+  // A new file, open for writing; `flags` and `mode` are open(2)'s (the
+  // mode, 07777 after the umask, is kept where the store keeps modes; 0:
+  // the store's default).
   struct Created {
     FsEntry entry;
     FsOpen open;
   };
-  Result<Created> Create(uint64_t parent, std::string_view name, int flags);
+  Result<Created> Create(uint64_t parent, std::string_view name, int flags, uint32_t mode = 0);
   // Appends `data`, which must start where the file ends.
   Result<size_t> Write(uint64_t fh, uint64_t offset, std::span<const char> data);
   // fsync(2), close(2) (the kernel's flush, `at_flush`) and the last close
@@ -119,20 +121,23 @@ class ShoalFs {
   // the file is empty.
   Status Commit(uint64_t fh, bool at_flush);
   Status Unlink(uint64_t parent, std::string_view name);
-  Result<FsEntry> Mkdir(uint64_t parent, std::string_view name);
+  Result<FsEntry> Mkdir(uint64_t parent, std::string_view name, uint32_t mode = 0);
   Status Rmdir(uint64_t parent, std::string_view name);
   Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
                 bool no_replace);
   // setattr: a truncate to the current size is a no-op; one of a file open
   // for writing resizes it (a streamed one only grows, with zeros, unless
   // nothing was written yet); one of a stored file rewrites it (0: a new
-  // empty file). Modes, owners and times are not kept by the stores:
-  // accepted, with no effect.
+  // empty file). The mode and the modification time are kept where the
+  // store keeps them (Client::SetAttributes; a file being written gets them
+  // at its commit); elsewhere, and owners and access times everywhere, are
+  // accepted with no effect (so cp -p, tar and rsync work).
   struct AttrChange {
     bool size = false;
     uint64_t new_size = 0;
-    bool mode_or_owner = false;
-    bool times = false;
+    std::optional<uint32_t> mode;     // chmod: permission bits
+    std::optional<int64_t> mtime_ns;  // utimensat's modification time (now, for UTIME_NOW)
+    bool owner = false;               // chown: not kept
   };
   Result<FsEntry> SetAttr(uint64_t ino, const AttrChange& change, uint64_t fh);
 
@@ -166,8 +171,12 @@ class ShoalFs {
   Result<Resolved> ResolveChild(uint64_t parent, std::string_view name) const;
   // The namespace path of a child to be written: inside a writable mount.
   Result<Resolved> WritableChild(uint64_t parent, std::string_view name) const;
-  // `created`: by create(2), a new name.
-  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created);
+  // `created`: by create(2), a new name, with `mode`.
+  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created, uint32_t mode = 0);
+  // After a commit: the mode and time set while it was written (FileHandle).
+  // REQUIRES: the handle's write_mu is held.
+  void KeepAttributesAfterCommit(FileHandle& h);
+  Status KeepAttributes(uint64_t ino, const Resolved& r, const AttrChange& change, uint64_t fh);
   Result<size_t> ReadWriting(FileHandle& h, uint64_t offset, std::span<char> out);
   // REQUIRES: the handle's write_mu is held.
   Status Stage(FileHandle& h);  // the handle's buffer, made (and filled) at its first use

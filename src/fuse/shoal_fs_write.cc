@@ -49,7 +49,7 @@ Result<ShoalFs::Resolved> ShoalFs::WritableChild(uint64_t parent, std::string_vi
   return r;
 }
 
-Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created) {
+Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created, uint32_t mode) {
   auto h = std::make_unique<FileHandle>();
   h->ino = ino;
   h->ns = r.ns;
@@ -57,10 +57,12 @@ Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, b
   h->append = flags & O_APPEND;
   h->is_new = created || (flags & O_TRUNC);
   h->mtime_ns = NowNs();
+  h->mode = created ? mode & 07777 : 0;  // an existing file keeps its own
+  h->writer_mode = h->mode;
   if (h->is_new) {
     // A new file (or one replacing the old): the writer now, so that what
     // the store refuses (O_EXCL on an existing name, a directory) fails the open.
-    auto w = client_.Create(r.ns, CreateOptions{.overwrite = !(flags & O_EXCL)});
+    auto w = client_.Create(r.ns, CreateOptions{.overwrite = !(flags & O_EXCL), .mode = h->mode});
     if (!w) return Err(w.error());
     h->writer = std::move(*w);
     h->streamed = (flags & O_ACCMODE) == O_WRONLY && !h->append;
@@ -129,7 +131,8 @@ std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
   FileStatus st;
   st.path = r.ns;
   st.size = WritingSize(*h);
-  st.mtime_ns = h->mtime_ns;
+  st.mtime_ns = h->set_mtime.value_or(h->mtime_ns);
+  st.mode = h->mode;
   FsEntry e;
   e.ino = ino;
   e.attr = Attr(ino, st, r.place.rule);
@@ -137,20 +140,21 @@ std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
   return e;
 }
 
-Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name, int flags) {
+Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name, int flags, uint32_t mode) {
   auto r = WritableChild(parent, name);
   if (!r) return Err(r.error());
   Created c;
   // The inode first (as lookup would make it), then the writer; a failed
   // writer gives the lookup back.
   c.entry.ino = inodes_.Lookup(parent, name, false);
-  auto o = OpenWriter(c.entry.ino, *r, flags, true);
+  auto o = OpenWriter(c.entry.ino, *r, flags, true, mode);
   if (!o) {
     inodes_.Forget(c.entry.ino, 1);
     return Err(o.error());
   }
   FileStatus empty;
   empty.path = r->ns;
+  empty.mode = mode & 07777;
   c.entry.attr = Attr(c.entry.ino, empty, r->place.rule);
   c.entry.timeout_s = r->place.rule.timeout_s;
   c.open = *o;
@@ -185,6 +189,7 @@ Result<size_t> ShoalFs::Write(uint64_t fh, uint64_t offset, std::span<const char
         return Err(st);
       }
       h->mtime_ns = NowNs();
+      h->set_mtime.reset();  // a write after a utimensat moves the time again
       return data.size();
     }
   }
@@ -195,6 +200,7 @@ Result<size_t> ShoalFs::Write(uint64_t fh, uint64_t offset, std::span<const char
   }
   h->dirty = true;
   h->mtime_ns = NowNs();
+  h->set_mtime.reset();
   return data.size();
 }
 
@@ -253,7 +259,8 @@ Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std:
     h->dirty = false;
     h->committed = true;
     if (!h->writer) {
-      auto w = client_.Create(h->ns);
+      auto w = client_.Create(h->ns, CreateOptions{.mode = h->mode});
+      h->writer_mode = h->mode;
       if (!w) {
         h->commit_status = w.error();
         spdlog::error("writing {} failed: {}", h->ns, w.error().message());
@@ -281,7 +288,23 @@ Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std:
   h->commit_status = {};
   // The kernel's pages of the file are the bytes just written: keep them.
   inodes_.SwapPageVersion(h->ino, VersionHash(st->version));
+  KeepAttributesAfterCommit(*h);
   return {};
+}
+
+void ShoalFs::KeepAttributesAfterCommit(FileHandle& h) {
+  std::optional<uint32_t> mode;
+  if (h.mode != 0 && h.mode != h.writer_mode) mode = h.mode;
+  if (!mode && !h.set_mtime) return;
+  Status st = client_.SetAttributes(h.ns, mode, h.set_mtime);
+  if (st.ok()) {
+    h.writer_mode = h.mode;
+  } else if (st.code() == Code::kNotSupported) {
+    spdlog::debug("{}: mode and time not kept: {}", h.ns, st.message());
+  } else {
+    // The bytes are committed; only the attributes are lost: said, not failed.
+    spdlog::warn("{}: written, but its mode or time could not be kept: {}", h.ns, st.message());
+  }
 }
 
 Status ShoalFs::Resize(FileHandle& h, uint64_t size) {
@@ -371,13 +394,19 @@ Status ShoalFs::Unlink(uint64_t parent, std::string_view name) {
   return {};
 }
 
-Result<FsEntry> ShoalFs::Mkdir(uint64_t parent, std::string_view name) {
+Result<FsEntry> ShoalFs::Mkdir(uint64_t parent, std::string_view name, uint32_t mode) {
   auto r = WritableChild(parent, name);
   if (!r) return Err(r.error());
   SHOAL_RETURN_IF_ERROR(client_.Mkdir(r->ns));
   FileStatus dir;
   dir.path = r->ns;
   dir.is_dir = true;
+  mode &= 07777;
+  if (mode != 0 && mode != 0755) {  // the stores make directories 0755
+    Status st = client_.SetAttributes(r->ns, mode, std::nullopt);
+    if (st.ok()) dir.mode = mode;
+    if (!st.ok() && st.code() != Code::kNotSupported) spdlog::warn("{}: mode not kept: {}", r->ns, st.message());
+  }
   FsEntry e;
   e.ino = inodes_.Lookup(parent, name, true);
   e.attr = Attr(e.ino, dir, r->place.rule);
@@ -456,11 +485,40 @@ Result<FsEntry> ShoalFs::SetAttr(uint64_t ino, const AttrChange& change, uint64_
       }
     }
   }
-  // Modes, owners and times: not kept by the stores; accepted with no
-  // effect, so that cp -p, tar and rsync work.
-  if (change.mode_or_owner || change.times) spdlog::debug("{}: mode, owner or times not kept", r->ns);
+  if (change.mode || change.mtime_ns) SHOAL_RETURN_IF_ERROR(KeepAttributes(ino, *r, change, fh));
+  if (change.owner) spdlog::debug("{}: owners are not kept", r->ns);
   if (auto e = WritingAttr(ino, *r)) return *e;
   return GetAttr(ino);
+}
+
+// A file that will be committed again (a streamed one before its commit, a
+// buffered one with changes) gets the mode and time at that commit: the
+// commit would replace what the store kept now. Anything else, now.
+Status ShoalFs::KeepAttributes(uint64_t ino, const Resolved& r, const AttrChange& change, uint64_t fh) {
+  {
+    std::lock_guard writing_lock(writing_mu_);
+    auto* h = fh ? reinterpret_cast<FileHandle*>(fh) : nullptr;
+    if (!h || !h->writing) {
+      auto it = writing_.find(ino);
+      h = it != writing_.end() ? it->second : nullptr;
+    }
+    if (h) {
+      std::lock_guard lock(h->write_mu);
+      const bool commits_again = !h->unlinked && (h->streamed ? !h->committed : h->dirty);
+      if (commits_again) {
+        if (change.mode) h->mode = *change.mode;
+        if (change.mtime_ns) h->set_mtime = change.mtime_ns;
+        return {};
+      }
+    }
+  }
+  Status st = client_.SetAttributes(r.ns, change.mode, change.mtime_ns);
+  if (st.code() == Code::kNotSupported) {
+    // Object stores keep neither: accepted with no effect, so cp -p, tar and rsync work.
+    spdlog::debug("{}: mode and time not kept: {}", r.ns, st.message());
+    return {};
+  }
+  return st;
 }
 
 }  // namespace shoal::fuse

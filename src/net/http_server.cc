@@ -81,6 +81,14 @@ constexpr size_t kMaxStreamRead = 1 << 20;
 constexpr size_t kBodyReadRoom = 64 << 10;
 // How far the strand reads a streamed body ahead of its reader.
 constexpr size_t kStreamReadAhead = 4 << 20;
+// Closing a connection while a request body is still arriving makes the
+// kernel reset it, and a reset can destroy the answer before the client has
+// read it (an S3 PUT refused before its body, sent in a second segment, got a
+// connection error instead of its 404). So such a close lingers: what the
+// client still sends is read and dropped until it closes, for at most this
+// long and this many bytes.
+constexpr std::chrono::milliseconds kLingerTime{2000};
+constexpr size_t kLingerBytes = 4 << 20;
 
 }  // namespace
 
@@ -316,6 +324,11 @@ class StreamingBody : public BodyReader, public std::enable_shared_from_this<Str
     closed_ = true;
     return done_ && !reading_ && !failed_;
   }
+  // After Close: the socket is this connection's again (no read of the body under way).
+  bool Idle() {
+    std::lock_guard lock(mu_);
+    return !reading_;
+  }
 
  private:
   size_t Buffered() const { return buffered_; }
@@ -437,6 +450,7 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
   Connection& c = *self;
   const ServerOptions& o = c.core_.opts;
   beast::flat_buffer& buf = c.buf_;
+  bool linger = false;  // closing with a request body maybe still arriving
   for (;;) {
     if (c.closed_ != CloseReason::kNone) break;  // evicted before its session began
     if (buf.size() == 0) {
@@ -503,6 +517,7 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
       Status st(Code::kInvalidArgument, msg);
       HttpResponse err = c.core_.Error(status, st);
       co_await c.Send(err, false, false);
+      linger = true;
       break;
     }
     HttpRequest req;
@@ -520,11 +535,24 @@ awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
     bool ok = co_await c.Serve(req, keep);
     // A body the handler did not read to its end is still on its way: the
     // connection cannot serve another request.
-    if (stream && !stream->Close()) keep = false;
+    if (stream && !stream->Close()) {
+      keep = false;
+      linger = ok && stream->Idle();
+    }
     if (!ok || !keep) break;
   }
   boost::system::error_code ignored;
   c.sock_.shutdown(tcp::socket::shutdown_send, ignored);
+  if (linger && c.closed_ == CloseReason::kNone) {
+    c.Arm(kLingerTime, CloseReason::kBodyTimeout);
+    char scratch[16 << 10];
+    for (size_t dropped = 0; dropped < kLingerBytes;) {
+      auto [ec, n] = co_await c.sock_.async_read_some(asio::buffer(scratch), kTuple);
+      if (ec) break;  // the client closed (eof), or the time is up
+      dropped += n;
+    }
+    c.Disarm();
+  }
   c.sock_.close(ignored);
 }
 

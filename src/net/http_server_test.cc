@@ -5,9 +5,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -288,6 +290,34 @@ TEST_F(HttpServerTest, StreamedBodiesArriveInPiecesAndStalledOnesAreCutOff) {
     done.swap(readers);
   }
   for (auto& t : done) t.join();
+}
+
+// A request refused before its body was read (an S3 PUT whose If-Match fails):
+// the connection closes, but lingers reading what the client still sends, so
+// the client sees the answer and then the end of the stream, never a reset
+// (which can destroy the answer before the client reads it).
+TEST_F(HttpServerTest, ARefusalBeforeTheBodyClosesWithoutAReset) {
+  Router r;
+  r.StreamBodies(1 << 20);
+  r.Add("PUT", "/up", [](const HttpRequest&, Responder res) {
+    res.Respond(HttpResponse::Text(404, "no such key", "text/plain"));  // the body is never read
+  });
+  Start(std::move(r));
+  auto c = RawConnection::Connect(server_->address());
+  ASSERT_TRUE(c && c->Send("PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n" + std::string(1000, 'a')));
+  auto a = c->ReadResponse(30s);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, 404);
+  // The rest of the body, after the answer (as a client that sends the head
+  // and the body in two writes does): the server still reads it.
+  ASSERT_TRUE(c->Send(std::string(200'000, 'b')));
+  c->ShutdownWrite();
+  char buf[256];
+  ssize_t n;
+  do {
+    n = ::recv(c->fd(), buf, sizeof buf, 0);
+  } while (n > 0 || (n < 0 && errno == EINTR));
+  EXPECT_EQ(n, 0) << "the connection was reset: " << std::strerror(errno);
 }
 
 }  // namespace

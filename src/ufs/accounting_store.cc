@@ -57,8 +57,8 @@ class Request {
   std::chrono::steady_clock::time_point start_;
 };
 
-enum Op { kStat, kList, kRead, kWrite, kDelete, kRename, kMkdir, kRmdir, kOpCount };
-const char* kOpNames[] = {"stat", "list", "read", "write", "delete", "rename", "mkdir", "rmdir"};
+enum Op { kStat, kList, kRead, kWrite, kDelete, kRename, kMkdir, kRmdir, kSetAttributes, kOpCount };
+const char* kOpNames[] = {"stat", "list", "read", "write", "delete", "rename", "mkdir", "rmdir", "set_attributes"};
 
 class AccountingStore;
 
@@ -143,6 +143,10 @@ class AccountingStore final : public UnderStore {
   Status Rename(std::string_view from, std::string_view to) override {
     Request r(*this, kRename);
     return r.Done(inner_->Rename(from, to));
+  }
+  Status SetAttributes(std::string_view key, const AttributeChange& change) override {
+    Request r(*this, kSetAttributes);
+    return r.Done(inner_->SetAttributes(key, change));
   }
 
  private:

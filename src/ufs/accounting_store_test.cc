@@ -19,7 +19,8 @@ std::shared_ptr<UnderStore> FreshDir() { return FreshLocalStore("acct"); }
 // The wrapper must not change behaviour: it passes the same conformance suite.
 INSTANTIATE_TEST_SUITE_P(Accounting, UnderStoreConformance,
                          ::testing::Values(StoreFactory{"accounting", [] { return WithAccounting(FreshDir(), 4); },
-                                                        /*has_rename=*/true, /*renames_dirs=*/true}),
+                                                        /*has_rename=*/true, /*renames_dirs=*/true,
+                                                        /*keeps_metadata=*/true, /*keeps_modes=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(AccountingStore, CountsRequestsAndBytes) {

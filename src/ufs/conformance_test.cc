@@ -217,6 +217,71 @@ TEST_P(UnderStoreConformance, OverwriteChangesVersion) {
   EXPECT_EQ(buf, b.substr(0, 16));
 }
 
+// chmod and touch through the FUSE mount: a file's and a directory's mode
+// and modification time, kept where the store can keep them; a file's
+// version stays while its bytes do, so its cached pages stay valid.
+TEST_P(UnderStoreConformance, ModesAndTimesAreKeptWhereTheStoreCan) {
+  const int64_t kThen = 1'600'000'000'123'456'789;  // 2020-09-13, with nanoseconds
+  ASSERT_TRUE(store_->Write("p/f.bin", RandomBytes(5000, 7)).ok());
+  ASSERT_TRUE(store_->Mkdir("p/d").ok());
+  auto before = store_->Stat("p/f.bin");
+  ASSERT_TRUE(before) << before.error().ToString();
+  Status st = store_->SetAttributes("p/f.bin", {0751, kThen});
+  if (!GetParam().keeps_modes) {
+    EXPECT_EQ(st.code(), Code::kNotSupported) << st.ToString();
+    EXPECT_EQ(before->mode, 0u) << "a store that keeps no modes shows none";
+    return;
+  }
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto after = store_->Stat("p/f.bin");
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_EQ(after->mode, 0751u);
+  EXPECT_EQ(after->mtime_ns, kThen);
+  EXPECT_EQ(after->Version(), before->Version()) << "the bytes did not change: cached pages stay valid";
+  EXPECT_EQ(after->etag, before->etag);
+  // Only the mode, then only the time.
+  ASSERT_TRUE(store_->SetAttributes("p/f.bin", {0600, std::nullopt}).ok());
+  after = store_->Stat("p/f.bin");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->mode, 0600u);
+  EXPECT_EQ(after->mtime_ns, kThen);
+  ASSERT_TRUE(store_->SetAttributes("p/f.bin", {std::nullopt, kThen + 1'000'000'000}).ok());
+  after = store_->Stat("p/f.bin");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->mode, 0600u);
+  EXPECT_EQ(after->mtime_ns, kThen + 1'000'000'000);
+  // A listing shows them too.
+  auto listed = ListAll(*store_, "p/", "/", 100);
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[1].key, "p/f.bin");
+  EXPECT_EQ(listed[1].mode, 0600u);
+  // Rewritten without a mode: keeps the one of the file it replaces; with one: that.
+  ASSERT_TRUE(store_->Write("p/f.bin", std::string("new bytes")).ok());
+  after = store_->Stat("p/f.bin");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->mode, 0600u);
+  EXPECT_NE(after->Version(), before->Version());
+  WriteOptions o;
+  o.mode = 0700;
+  auto w = store_->OpenWriter("p/g.sh", o);
+  ASSERT_TRUE(w) << w.error().ToString();
+  ASSERT_TRUE((*w)->Append(std::string("#!/bin/sh\n")).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  auto g = store_->Stat("p/g.sh");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->mode, 0700u);
+  // A directory.
+  ASSERT_TRUE(store_->SetAttributes("p/d", {0700, kThen}).ok());
+  auto d = store_->Stat("p/d");
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_TRUE(d->is_dir);
+  EXPECT_EQ(d->mode, 0700u);
+  EXPECT_EQ(d->mtime_ns, kThen);
+  // Absent.
+  st = store_->SetAttributes("p/none", {0644, std::nullopt});
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.ToString();
+}
+
 TEST_P(UnderStoreConformance, StreamedLargeWrite) {
   auto data = RandomBytes(12 << 20, 4);  // above every backend's multipart threshold in tests
   auto w = store_->OpenWriter("big/object");

@@ -22,6 +22,7 @@ struct StoreFactory {
   bool has_rename = false;                            // renames files (else kNotSupported)
   bool renames_dirs = false;                          // renames directories too
   bool keeps_metadata = false;                        // OpenWriter's metadata comes back from Metadata()
+  bool keeps_modes = false;                           // SetAttributes keeps modes and times (else kNotSupported)
 };
 
 inline std::string PrintToString(const StoreFactory& f) { return f.name; }

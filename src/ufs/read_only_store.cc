@@ -29,6 +29,9 @@ class ReadOnlyStore final : public UnderStore {
   Status Mkdir(std::string_view key) override { return Refused("create directory", key); }
   Status Rmdir(std::string_view key) override { return Refused("remove directory", key); }
   Status Rename(std::string_view from, std::string_view) override { return Refused("rename", from); }
+  Status SetAttributes(std::string_view key, const AttributeChange&) override {
+    return Refused("set the mode or time of", key);
+  }
 
  private:
   Status Refused(const char* op, std::string_view key) const {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +34,7 @@ struct FileInfo {
   bool is_dir = false;    // a directory or a common prefix
   uint64_t size = 0;
   int64_t mtime_ns = 0;   // modification time, ns since the epoch (0 if unknown)
+  uint32_t mode = 0;      // permission bits (07777) where the store keeps them (file://); 0 where it keeps none
   // The ETag without quotes: the object store's; on file:// the MD5 of a
   // file Shoal wrote (kept in an extended attribute while the file is
   // unchanged), else one made of its mtime, size, device, inode and ctime,
@@ -72,6 +74,10 @@ struct ObjectMetadata {
 
 struct WriteOptions {
   ObjectMetadata metadata;
+  // file://: the permission bits (07777) of the new file; 0 keeps those of
+  // the file it replaces, else the store's default (0644 under the umask).
+  // Stores that keep no modes ignore it.
+  uint32_t mode = 0;
   // file://: the ETag to keep for the object instead of the MD5 of its bytes
   // (an S3 multipart upload's "<md5 of the part md5s>-<parts>"). Object
   // stores make their own and ignore it.
@@ -133,6 +139,20 @@ class UnderStore {
   // options.metadata): empty when it gave none or the store keeps none.
   // kNotFound when there is no object. The default keeps none.
   virtual Result<ObjectMetadata> Metadata(std::string_view key) { return ObjectMetadata{}; }
+
+  // What SetAttributes changes; an empty field is left as it is.
+  struct AttributeChange {
+    std::optional<uint32_t> mode;     // permission bits, 07777
+    std::optional<int64_t> mtime_ns;  // modification time, ns since the epoch
+  };
+  // Keeps the mode and modification time of the file or directory `key`,
+  // where the store can keep them (file://): what `chmod` and
+  // `touch -d` through the FUSE mount ask. kNotFound when absent;
+  // kNotSupported where the store keeps neither (object stores). A file's
+  // ETag stays while its bytes do.
+  virtual Status SetAttributes(std::string_view key, const AttributeChange& change) {
+    return Status(Code::kNotSupported, "modes and times are not kept by " + uri());
+  }
 
   // Whole-object write; the default streams through OpenWriter.
   virtual Status Write(std::string_view key, std::span<const char> data);

@@ -29,6 +29,7 @@ std::string Encode(const std::string& ns_path, const MetadataCache::AgedStat& s)
          {"etag", s.info.etag},
          {"version", s.info.is_dir ? std::string() : s.info.Version()},
          {"age_ms", age_ms}};
+  if (s.info.mode != 0) j["mode"] = s.info.mode;
   return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
@@ -49,6 +50,7 @@ Result<MetadataCache::AgedStat> Decode(std::string_view body, const std::string&
   const Json* etag = field("etag");
   const Json* version = field("version");
   const Json* age = field("age_ms");
+  const Json* mode = field("mode");  // absent where the store keeps no modes
   if (!path || !path->is_string()) return Err(Bad(ns_path, "'path' is missing or not a string"));
   if (path->get_ref<const std::string&>() != ns_path) {
     return Err(Bad(ns_path, "it names another path, '" + path->get<std::string>().substr(0, 256) + "'"));
@@ -72,8 +74,12 @@ Result<MetadataCache::AgedStat> Decode(std::string_view body, const std::string&
                                 : age->get<int64_t>() < 0) {
     return Err(Bad(ns_path, "'age_ms' is negative (an entry from the future) or more than ten years"));
   }
+  if (mode && (!mode->is_number_unsigned() || mode->get<uint64_t>() > 07777)) {
+    return Err(Bad(ns_path, "'mode' is not permission bits (an integer up to 07777)"));
+  }
   MetadataCache::AgedStat out;
   out.info.key = key;
+  out.info.mode = mode ? mode->get<uint32_t>() : 0;
   out.info.is_dir = is_dir->get<bool>();
   out.info.size = size->get<uint64_t>();
   out.info.mtime_ns = mtime->get<int64_t>();

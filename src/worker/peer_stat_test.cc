@@ -20,6 +20,7 @@ MetadataCache::AgedStat Entry(std::string etag = "abc123") {
   s.info.size = 123'456;
   s.info.mtime_ns = 1'700'000'000'000'000'000;
   s.info.etag = std::move(etag);
+  s.info.mode = 0750;
   s.age = 1500ms;
   return s;
 }
@@ -35,6 +36,7 @@ TEST(PeerStat, WhatIsEncodedDecodesToTheSameEntry) {
     EXPECT_EQ(d->info.size, s.info.size);
     EXPECT_EQ(d->info.mtime_ns, s.info.mtime_ns);
     EXPECT_EQ(d->info.Version(), s.info.Version());
+    EXPECT_EQ(d->info.mode, 0750u);
     EXPECT_FALSE(d->info.is_dir);
     EXPECT_EQ(d->age, 1500ms);
   }
@@ -78,6 +80,8 @@ TEST(PeerStat, MalformedOrInconsistentAnswersAreRefused) {
       {"an age past ten years", [](Json& j) { j["age_ms"] = 400ull * 24 * 3600 * 1000 * 365; }, "'age_ms'"},
       {"an age as a string", [](Json& j) { j["age_ms"] = "5"; }, "'age_ms'"},
       {"no age", [](Json& j) { j.erase("age_ms"); }, "'age_ms'"},
+      {"a mode past the permission bits", [](Json& j) { j["mode"] = 0100644; }, "'mode'"},
+      {"a negative mode", [](Json& j) { j["mode"] = -1; }, "'mode'"},
   };
   for (const auto& c : cases) {
     Json j = good;

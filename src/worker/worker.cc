@@ -89,8 +89,13 @@ constexpr uint64_t kReadLeaseNs = 1'000'000'000;
 std::string JsonText(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 Json InfoJson(const FileInfo& f, const std::string& ns_path) {
-  return Json{{"path", ns_path},       {"is_dir", f.is_dir}, {"size", f.size},
-              {"mtime_ns", f.mtime_ns}, {"version", f.is_dir ? std::string() : f.Version()}};
+  Json j{{"path", ns_path},
+         {"is_dir", f.is_dir},
+         {"size", f.size},
+         {"mtime_ns", f.mtime_ns},
+         {"version", f.is_dir ? std::string() : f.Version()}};
+  if (f.mode != 0) j["mode"] = f.mode;  // only where the store keeps modes
+  return j;
 }
 
 template <typename A, typename B>

@@ -114,6 +114,7 @@ FileInfo InfoFromStat(std::string key, const struct stat& st, std::string_view k
   fi.is_dir = S_ISDIR(st.st_mode);
   fi.size = fi.is_dir ? 0 : static_cast<uint64_t>(st.st_size);
   fi.mtime_ns = MtimeNs(st);
+  fi.mode = static_cast<uint32_t>(st.st_mode & 07777);
   if (!fi.is_dir) fi.etag = FileEtag(st, kept_etag);
   return fi;
 }
@@ -122,6 +123,26 @@ FileInfo InfoFromStat(std::string key, const struct stat& st, std::string_view k
 FileInfo InfoOf(std::string key, const struct stat& st, const std::string& path, int fd = -1) {
   std::string kept = S_ISREG(st.st_mode) ? ReadXattr(path, fd, kEtagXattr) : std::string();
   return InfoFromStat(std::move(key), st, kept);
+}
+
+// Keeps `etag` in kEtagXattr (see there) of the file `fd` (`path`, for
+// messages), with the stat it has once the attribute is set. A file system
+// without user xattrs (ENOTSUP) keeps none: the file has the ETag of its stat.
+Status StampEtag(int fd, const std::string& etag, const std::string& path) {
+  for (int attempt = 0; attempt < kEtagAttempts; ++attempt) {
+    struct stat before, after;
+    if (::fstat(fd, &before) != 0) return ErrnoStatus(errno, "cannot stat", path);
+    const std::string kept = etag + " " + std::to_string(before.st_size) + " " + std::to_string(MtimeNs(before)) + " " +
+                             std::to_string(Ns(before.st_ctim));
+    if (::fsetxattr(fd, kEtagXattr, kept.data(), kept.size(), 0) != 0) {
+      if (errno == ENOTSUP) return {};
+      return ErrnoStatus(errno, "cannot keep the ETag (extended attribute) of", path);
+    }
+    if (::fstat(fd, &after) != 0) return ErrnoStatus(errno, "cannot stat", path);
+    if (FileEtag(after, kept) == etag) return {};
+  }
+  ::fremovexattr(fd, kEtagXattr);  // the ctime kept moving: the ETag of the stat, which is right too
+  return {};
 }
 
 std::string EncodeMetadata(const ObjectMetadata& m) {
@@ -246,6 +267,10 @@ class PosixWriter final : public ObjectWriter {
       Abort();
       return st;
     }
+    if (Status st = KeepMode(); !st.ok()) {
+      Abort();
+      return st;
+    }
     if (::fsync(fd_) != 0) {
       Status st = ErrnoStatus(errno, "cannot fsync", dest_);
       Abort();
@@ -286,24 +311,20 @@ class PosixWriter final : public ObjectWriter {
     return {};
   }
 
-  // kEtagXattr (see there), on the file in place. A file system without
-  // user xattrs (ENOTSUP) keeps none: the file has the ETag of its stat.
+  // kEtagXattr (see there), on the file in place.
   Status KeepEtag() {
     const std::string etag = md5_ ? s3::HexOf(md5_->Bytes()) : options_.etag;
     md5_.reset();
-    for (int attempt = 0; attempt < kEtagAttempts; ++attempt) {
-      struct stat before, after;
-      if (::fstat(fd_, &before) != 0) return ErrnoStatus(errno, "cannot stat", dest_);
-      const std::string kept = etag + " " + std::to_string(before.st_size) + " " + std::to_string(MtimeNs(before)) +
-                               " " + std::to_string(Ns(before.st_ctim));
-      if (::fsetxattr(fd_, kEtagXattr, kept.data(), kept.size(), 0) != 0) {
-        if (errno == ENOTSUP) return {};
-        return ErrnoStatus(errno, "cannot keep the ETag (extended attribute) of", dest_);
-      }
-      if (::fstat(fd_, &after) != 0) return ErrnoStatus(errno, "cannot stat", dest_);
-      if (FileEtag(after, kept) == etag) return {};
-    }
-    ::fremovexattr(fd_, kEtagXattr);  // the ctime kept moving: the ETag of the stat, which is right too
+    return StampEtag(fd_, etag, dest_);
+  }
+
+  // The mode the writer gave, else the one of the file replaced (as
+  // writing it in place would keep), else the default the temporary has.
+  Status KeepMode() {
+    mode_t mode = options_.mode & 07777;
+    struct stat old_st;
+    if (mode == 0 && ::stat(dest_.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode)) mode = old_st.st_mode & 07777;
+    if (mode != 0 && ::fchmod(fd_, mode) != 0) return ErrnoStatus(errno, "cannot set the mode of", dest_);
     return {};
   }
 
@@ -368,6 +389,9 @@ class PosixStore final : public UnderStore {
   Status Mkdir(std::string_view key) override { return Hide(MkdirHere(key)); }
   Status Rmdir(std::string_view key) override { return Hide(RmdirHere(key)); }
   Status Rename(std::string_view from, std::string_view to) override { return Hide(RenameHere(from, to)); }
+  Status SetAttributes(std::string_view key, const AttributeChange& change) override {
+    return Hide(SetAttributesHere(key, change));
+  }
 
   Status Hide(Status s) const { return HideRoot(std::move(s), root_, mount_); }
   template <typename T>
@@ -381,7 +405,9 @@ class PosixStore final : public UnderStore {
     auto path = Path(key);
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return Err(ErrnoStatus(errno, "cannot stat", path));
-    return InfoOf(std::string(key), st, path);
+    FileInfo fi = InfoOf(std::string(key), st, path);
+    if (key.empty()) fi.mode = 0;  // the store's own directory: its mode is the operator's, not shown
+    return fi;
   }
 
   Result<ObjectMetadata> MetadataHere(std::string_view key) {
@@ -493,6 +519,63 @@ class PosixStore final : public UnderStore {
       return Status(Code::kIsDirectory, "cannot delete '" + path + "': it is a directory (rmdir removes an empty one)");
     if (::unlink(path.c_str()) != 0) return ErrnoStatus(errno, "cannot delete", path);
     return SyncDir(Parent(path));
+  }
+
+  // chmod and utimensat on the file itself. A file whose ETag is kept (an
+  // MD5: its bytes are unchanged by this) keeps it: the change moves its
+  // ctime, so it is stamped again, unless it had changed before (then the
+  // ETag of its stat is right, as before).
+  Status SetAttributesHere(std::string_view key, const AttributeChange& change) {
+    if (key.empty()) return Status(Code::kNotSupported, "the root of " + MountName() + " keeps its own mode and time");
+    auto path = Path(key);
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+      // Not readable by this process (mode 0000 on another's file): the
+      // path calls, and the ETag of its stat after.
+      if (change.mode && ::chmod(path.c_str(), *change.mode & 07777) != 0)
+        return ErrnoStatus(errno, "cannot set the mode of", path);
+      if (change.mtime_ns) {
+        struct timespec times[2] = {{0, UTIME_OMIT}, TimespecOf(*change.mtime_ns)};
+        if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0)
+          return ErrnoStatus(errno, "cannot set the modification time of", path);
+      }
+      return {};
+    }
+    if (fd < 0) return ErrnoStatus(errno, "cannot set the attributes of", path);
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
+    std::string etag;
+    if (S_ISREG(st.st_mode)) {
+      // The kept ETag, only if it holds now.
+      std::string kept = ReadXattr(path, fd, kEtagXattr);
+      std::string current = FileEtag(st, kept);
+      if (!kept.empty() && kept.compare(0, current.size() + 1, current + " ") == 0) etag = std::move(current);
+    } else if (!S_ISDIR(st.st_mode)) {
+      return Status(Code::kNotSupported, "cannot set the attributes of '" + path + "': not a file or a directory");
+    }
+    if (change.mode && ::fchmod(fd, *change.mode & 07777) != 0)
+      return ErrnoStatus(errno, "cannot set the mode of", path);
+    if (change.mtime_ns) {
+      struct timespec times[2] = {{0, UTIME_OMIT}, TimespecOf(*change.mtime_ns)};
+      if (::futimens(fd, times) != 0) return ErrnoStatus(errno, "cannot set the modification time of", path);
+    }
+    if (!etag.empty()) return StampEtag(fd, etag, path);
+    return {};
+  }
+
+  static struct timespec TimespecOf(int64_t ns) {
+    struct timespec t;
+    t.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    t.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    if (t.tv_nsec < 0) {  // before 1970
+      t.tv_nsec += 1'000'000'000;
+      t.tv_sec -= 1;
+    }
+    return t;
   }
 
   Status MkdirHere(std::string_view key) {
