@@ -133,6 +133,30 @@ h = s3.head_object(Bucket="data", Key="meta/mp.bin")
 check(etag(h) == want and h["ContentType"] == "application/x-mp" and h["Metadata"] == {"m": "p"},
       "multipart HEAD: %s %s %s" % (etag(h), h["ContentType"], h["Metadata"]))
 check(s3.get_object(Bucket="data", Key="meta/mp.bin")["Body"].read() == b"".join(parts), "multipart bytes")
+# GET and HEAD ?partNumber=N: each part's bytes, and the count of parts.
+for n, p in enumerate(parts, 1):
+    g = s3.get_object(Bucket="data", Key="meta/mp.bin", PartNumber=n)
+    got = g["Body"].read()
+    check(got == p and g["PartsCount"] == 2 and g["ContentLength"] == len(p) and
+          g["ResponseMetadata"]["HTTPStatusCode"] == 206,
+          "GET partNumber=%d: %d bytes, PartsCount %s" % (n, len(got), g.get("PartsCount")))
+    h = s3.head_object(Bucket="data", Key="meta/mp.bin", PartNumber=n)
+    check(h["ContentLength"] == len(p) and h["PartsCount"] == 2 and h["Metadata"] == {"m": "p"},
+          "HEAD partNumber=%d: %s" % (n, h))
+check(error_code(s3.get_object, Bucket="data", Key="meta/mp.bin", PartNumber=3) == ("InvalidPart", 400),
+      "partNumber past the parts")
+check(error_code(s3.get_object, Bucket="data", Key="meta/mp.bin", PartNumber=1, Range="bytes=0-1")[1] == 400,
+      "partNumber with a Range")
+# An object uploaded whole is its own part 1 (ceph/s3-tests test_non_multipart_get_part).
+g = s3.get_object(Bucket="data", Key="meta/put.bin", PartNumber=1)
+check(g["Body"].read() == body and "PartsCount" not in g, "partNumber=1 of an object uploaded whole")
+check(error_code(s3.get_object, Bucket="data", Key="meta/put.bin", PartNumber=2) == ("InvalidPart", 400),
+      "partNumber=2 of an object uploaded whole")
+check(error_code(s3.put_object, Bucket="data", Key="meta/spoof.bin", Body=b"x",
+                 Metadata={"shoal-part-sizes": "1"})[1] == 400, "the reserved metadata name is refused")
+attrs = s3.get_object_attributes(Bucket="data", Key="meta/mp.bin", ObjectAttributes=["ObjectParts", "ObjectSize"])
+check(attrs["ObjectParts"]["TotalPartsCount"] == 2 and attrs["ObjectSize"] == sum(map(len, parts)),
+      "GetObjectAttributes ObjectParts: %s" % attrs)
 check(error_code(s3.upload_part, Bucket="data", Key="meta/mp.bin", UploadId=up, PartNumber=3, Body=b"x")[0] ==
       "NoSuchUpload", "UploadPart to a completed upload")
 check(all(u["UploadId"] != up for u in s3.list_multipart_uploads(Bucket="data").get("Uploads", [])),

@@ -849,4 +849,10 @@ Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path)
   return detail::ClientAccess::Impl(client).MetadataFromStore(path);
 }
 
+bool WrittenBack(Client& client, std::string_view path) {
+  auto& impl = detail::ClientAccess::Impl(client);
+  auto rp = impl.mounts().Resolve(path);
+  return rp && impl.WriteModeFor(*rp) == WriteMode::kWriteBack;
+}
+
 }  // namespace shoal

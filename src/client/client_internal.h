@@ -51,6 +51,11 @@ Result<std::unique_ptr<File>> OpenCachedOnly(Client& client, std::string_view pa
 // kNotFound when no file is there.
 Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path);
 
+// True when a file created at `path` is written back (its mount's or rule's
+// write_mode): the holders keep its bytes only, so a file given metadata is
+// written through instead (CreateOptions).
+bool WrittenBack(Client& client, std::string_view path);
+
 // Writer::Write of `length` bytes of the file `fd` from `offset` (the S3
 // endpoint's staged parts at CompleteMultipartUpload). Written through to a
 // file:// store, the bytes are copied inside the kernel (copy_file_range),

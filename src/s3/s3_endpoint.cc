@@ -486,8 +486,9 @@ class S3Endpoint::Impl {
         req.method + " " + std::string(req.target.substr(0, 200)) + " is not an operation this endpoint implements");
   }
 
-  // GetObjectAttributes: ETag, ObjectSize and StorageClass (what
-  // x-amz-object-attributes asks for of them; no checksums or parts).
+  // GetObjectAttributes: ETag, ObjectSize, StorageClass and ObjectParts'
+  // PartsCount (what x-amz-object-attributes asks for of them; no checksums,
+  // no per-part list).
   S3Result<net::HttpResponse> ObjectAttributes(const net::HttpRequest& req, const std::string& path) {
     const std::string* asked = req.Header("x-amz-object-attributes");
     if (!asked || asked->empty()) {
@@ -504,6 +505,14 @@ class S3Endpoint::Impl {
     }
     if (wants("StorageClass")) body += Tag("StorageClass", "STANDARD");
     if (wants("ObjectSize")) body += Tag("ObjectSize", std::to_string(st->size));
+    if (wants("ObjectParts")) {
+      // The count a multipart ETag carries ("<md5>-N"); S3 answers none for an object uploaded whole.
+      const std::string etag = ETagOf(*st);
+      const size_t dash = etag.rfind('-');
+      if (dash != std::string::npos) {
+        body += "<ObjectParts>" + Tag("PartsCount", etag.substr(dash + 1, etag.size() - dash - 2)) + "</ObjectParts>";
+      }
+    }
     net::HttpResponse res = XmlResponse(200, body + "</GetObjectAttributesResponse>");
     res.headers.emplace_back("Last-Modified", HttpDate(st->mtime_ns));
     return res;

@@ -28,6 +28,9 @@ S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http) {
     std::string lower = Lower(name);
     if (!lower.starts_with(kMetaPrefix) || lower.size() == kMetaPrefix.size()) continue;
     std::string key = lower.substr(kMetaPrefix.size());
+    if (key == kPartSizesName) {
+      return S3Err(400, "InvalidArgument", "the metadata name " + name + " is reserved by Shoal (part sizes)");
+    }
     if (key.find('=') != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
       return S3Err(400, "InvalidArgument", "the metadata header " + name + " holds an '=' in its name or a line break");
     }
@@ -48,13 +51,61 @@ S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http) {
   return m;
 }
 
+std::string EncodePartSizes(const std::vector<uint64_t>& sizes) {
+  std::string out;
+  for (size_t i = 0; i < sizes.size();) {
+    size_t run = 1;
+    while (i + run < sizes.size() && sizes[i + run] == sizes[i]) ++run;
+    if (!out.empty()) out += ',';
+    out += std::to_string(sizes[i]);
+    if (run > 1) out += '*' + std::to_string(run);
+    i += run;
+  }
+  return out.size() <= kMaxPartSizesText ? out : std::string();
+}
+
+std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t parts, uint64_t object_size) {
+  auto kept = std::find_if(m.user.begin(), m.user.end(), [](const auto& kv) { return kv.first == kPartSizesName; });
+  if (kept == m.user.end() || kept->second.empty() || kept->second.size() > kMaxPartSizesText) return std::nullopt;
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
+  std::string_view text = kept->second;
+  // Digits only, each number bounded: a store's bytes are untrusted too.
+  auto number = [](std::string_view s, uint64_t limit) -> std::optional<uint64_t> {
+    if (s.empty() || s.size() > 12) return std::nullopt;
+    uint64_t v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return std::nullopt;
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return v <= limit ? std::optional<uint64_t>(v) : std::nullopt;
+  };
+  while (!text.empty()) {
+    std::string_view item = text.substr(0, text.find(','));
+    text.remove_prefix(std::min(text.size(), item.size() + 1));
+    const size_t star = item.find('*');
+    auto size = number(item.substr(0, star), 5ull << 30);
+    auto run = star == std::string_view::npos ? std::optional<uint64_t>(1) : number(item.substr(star + 1), parts);
+    if (!size || !run || *run == 0 || sizes.size() + *run > parts) return std::nullopt;
+    sizes.insert(sizes.end(), *run, *size);
+    total += *size * *run;
+  }
+  if (sizes.size() != parts || total != object_size) return std::nullopt;
+  return sizes;
+}
+
 void SetCreateMetadata(const ObjectMetadata& m, CreateOptions* options) {
   options->content_type = m.content_type;
-  options->metadata = m.user;
+  options->metadata.clear();
+  for (const auto& kv : m.user) {
+    if (kv.first != kPartSizesName) options->metadata.push_back(kv);
+  }
 }
 
 void AddMetadataHeaders(const ObjectMetadata& m, net::HttpResponse* response) {
-  for (const auto& [k, v] : m.user) response->headers.emplace_back(std::string(kMetaPrefix) + k, v);
+  for (const auto& [k, v] : m.user) {
+    if (k != kPartSizesName) response->headers.emplace_back(std::string(kMetaPrefix) + k, v);
+  }
 }
 
 std::string MetadataCache::Key(const FileStatus& st) {

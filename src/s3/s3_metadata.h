@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "net/http_server.h"
 #include "s3/s3_errors.h"
@@ -29,7 +30,21 @@ inline constexpr size_t kMaxUserMetadata = 2048;
 // when a value holds a line break; MetadataTooLarge past kMaxUserMetadata.
 S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http);
 
-// Into the options of Client::Create.
+// The part sizes of an object completed through the endpoint, kept with its
+// metadata under this name (x-amz-meta-shoal-part-sizes on an object store),
+// so GET and HEAD ?partNumber=N know where part N lies. Reserved: a request
+// that sets it is refused, and answers never show it.
+inline constexpr std::string_view kPartSizesName = "shoal-part-sizes";
+// Run-length text of part sizes ("8388608*12,1048576"): at most kMaxPartSizesText
+// bytes, else "" (such an object answers partNumber with NotImplemented).
+inline constexpr size_t kMaxPartSizesText = 512;
+std::string EncodePartSizes(const std::vector<uint64_t>& sizes);
+// The sizes kept in `m`, if they are there, well formed, `parts` of them and
+// adding up to `object_size`; nullopt otherwise.
+std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t parts, uint64_t object_size);
+
+// Into the options of Client::Create (never the part sizes: only a Complete
+// knows them).
 void SetCreateMetadata(const ObjectMetadata& m, CreateOptions* options);
 
 // x-amz-meta-* headers of `m` (Content-Type is the caller's: a

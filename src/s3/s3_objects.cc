@@ -12,6 +12,7 @@
 #include "client/client_internal.h"
 #include "client/local_pages.h"
 #include "common/end_user.h"
+#include "s3/s3_request_parse.h"
 
 namespace shoal::s3 {
 namespace {
@@ -282,6 +283,55 @@ std::string ETagOf(const FileStatus& st) {
 
 namespace {
 
+// The number of parts in a multipart ETag ("<md5>-N", quotes stripped), or 0.
+size_t PartsInEtag(const std::string& etag) {
+  const size_t dash = etag.rfind('-');
+  if (dash == std::string::npos || dash + 1 >= etag.size() || etag.size() - dash > 6) return 0;
+  size_t n = 0;
+  for (size_t i = dash + 1; i < etag.size(); ++i) {
+    if (etag[i] < '0' || etag[i] > '9') return 0;
+    n = n * 10 + static_cast<size_t>(etag[i] - '0');
+  }
+  return n;
+}
+
+// GET and HEAD ?partNumber=N: the bytes of part N, as a range. An object
+// uploaded whole has one part; a multipart one the parts its Complete
+// listed (kPartSizesName, checked against its ETag and size). Adds
+// x-amz-mp-parts-count for a multipart object.
+S3Result<Range> PartRange(const FileStatus& st, const ObjectMetadata& meta, const std::string* text, bool has_range,
+                          net::HttpResponse* res) {
+  auto n = ParsePartNumber(text);
+  if (!n) return std::unexpected(n.error());
+  if (has_range) return S3Err(400, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
+  const std::string etag = ETagOf(st);
+  const size_t parts = PartsInEtag(etag.substr(1, etag.size() - 2));
+  if (parts == 0) {
+    if (*n != 1 || st.size == 0) {
+      return S3Err(400, "InvalidPart",
+                   "there is no part " + std::to_string(*n) + " of " + st.path + ": it was uploaded whole, as part 1");
+    }
+    return Range{0, st.size};
+  }
+  res->headers.emplace_back("x-amz-mp-parts-count", std::to_string(parts));
+  if (static_cast<size_t>(*n) > parts) {
+    return S3Err(
+        400, "InvalidPart",
+        "there is no part " + std::to_string(*n) + " of " + st.path + ": it has " + std::to_string(parts) + " parts");
+  }
+  auto sizes = PartSizesOf(meta, parts, st.size);
+  if (!sizes) {
+    return S3Err(501, "NotImplemented",
+                 "the part sizes of " + st.path +
+                     " are not known (it was not completed through this endpoint): read it with a Range instead");
+  }
+  uint64_t begin = 0;
+  for (int i = 1; i < *n; ++i) begin += (*sizes)[static_cast<size_t>(i - 1)];
+  const uint64_t len = (*sizes)[static_cast<size_t>(*n - 1)];
+  if (len == 0) return S3Err(400, "InvalidPart", "part " + std::to_string(*n) + " of " + st.path + " is empty");
+  return Range{begin, begin + len};
+}
+
 // The answer for the object `st` (`file` open at that version, or null for a
 // HEAD): conditions, range, headers, and the body streamed from `file`.
 S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr<File> file, TaskPool& pool,
@@ -323,6 +373,11 @@ S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr
   }
   auto range = ParseRange(http.Header("Range"), st.size);
   if (!range) return std::unexpected(range.error());
+  if (const std::string* pn = Param(*req.query, "partNumber")) {
+    auto part = PartRange(st, meta, pn, http.Header("Range") != nullptr, &res);
+    if (!part) return std::unexpected(part.error());
+    *range = *part;
+  }
   uint64_t begin = 0, end = st.size;
   if (*range) {
     begin = (*range)->begin;
@@ -390,7 +445,7 @@ S3Result<net::HttpResponse> GetObject(Client& client, TaskPool& pool, const Obje
 }
 
 std::optional<S3Result<net::HttpResponse>> GetCachedObject(Client& client, TaskPool& pool, const ObjectRequest& req) {
-  if (req.http->method != "GET") return std::nullopt;
+  if (req.http->method != "GET" || Param(*req.query, "partNumber")) return std::nullopt;
   auto f = OpenCachedOnly(client, req.path);
   if (!f) return std::nullopt;
   FileStatus st = (*f)->status();

@@ -609,18 +609,26 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
     numbers.push_back(p.number);
     md5s.push_back(have);
   }
-  for (size_t i = 0; i + 1 < numbers.size(); ++i) {
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < numbers.size(); ++i) {
     std::error_code ec;
     const uint64_t size = fs::file_size(*dir + "/" + std::to_string(numbers[i]) + ".part", ec);
-    if (!ec && size < kMinPartSize) {
+    if (!ec && size < kMinPartSize && i + 1 < numbers.size()) {
       return S3Err(400, "EntityTooSmall",
                    "part " + std::to_string(numbers[i]) + " is " + std::to_string(size) +
                        " bytes: every part but the last must be at least 5 MiB");
     }
+    sizes.push_back(ec ? 0 : size);
   }
   CreateOptions options;
   SetCreateMetadata(MetadataOfJson(ReadSmallFile(*dir + "/" + kMetadataFile)), &options);
   options.etag = MultipartEtag(md5s);
+  // Where each part lies, for GET ?partNumber=N (a store's own multipart
+  // parts, on an object store, need not be these). Not on a write-back
+  // mount: metadata would make the object go through, not back.
+  if (std::string kept = EncodePartSizes(sizes); !kept.empty() && !WrittenBack(client_, r.path)) {
+    options.metadata.emplace_back(std::string(kPartSizesName), std::move(kept));
+  }
   auto w = client_.Create(r.path, options);
   if (!w) return std::unexpected(CreateError(r, w.error()));
   FillCacheAfterClose(**w);
