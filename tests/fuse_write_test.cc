@@ -341,6 +341,10 @@ TEST_F(FuseWriteTest, ModesAndTimesAreKeptByRsyncCpTarChmodAndTouch) {
   EXPECT_EQ(st.st_mtim.tv_sec, 981173106) << "touch -d through the mount";
   ASSERT_EQ(::stat((data_ + "/rs/secret").c_str(), &st), 0);
   EXPECT_EQ(st.st_mtim.tv_sec, 981173106);
+  struct stat in_store;
+  ASSERT_EQ(::stat((store_ + "/rs/secret").c_str(), &in_store), 0);
+  EXPECT_EQ(st.st_ctim.tv_sec, in_store.st_ctim.tv_sec) << "the ctime is the store's (the touch's time), not the mtime";
+  EXPECT_EQ(st.st_ctim.tv_nsec, in_store.st_ctim.tv_nsec);
   EXPECT_EQ(Slurp(data_ + "/rs/secret"), Slurp(src + "/secret")) << "the bytes stay";
   int fd = ::open((data_ + "/made-0600").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   ASSERT_GE(fd, 0) << std::strerror(errno);

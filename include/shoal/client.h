@@ -46,6 +46,7 @@ struct FileStatus {
   int64_t mtime_ns = 0;
   std::string version;     // ETag, or "<mtime_ns>-<size>"; empty for directories
   uint32_t mode = 0;       // permission bits (07777) where the store keeps them (file://), else 0
+  int64_t ctime_ns = 0;    // last change of bytes or attributes where the store keeps it (file://), else 0
 };
 
 // Who the workers take this client's requests to be (Client::WhoAmI).

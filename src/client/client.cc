@@ -40,6 +40,7 @@ Result<FileStatus> StatusFromJson(const std::string& body) {
     s.version = j.at("version").get<std::string>();
     // Absent where the store keeps no modes (and from workers before it).
     s.mode = j.contains("mode") ? static_cast<uint32_t>(j.at("mode").get<uint64_t>() & 07777) : 0;
+    s.ctime_ns = j.contains("ctime_ns") ? j.at("ctime_ns").get<int64_t>() : 0;
     return s;
   } catch (const std::exception& e) {
     return Err(Code::kIo, std::string("malformed answer from worker: ") + e.what());
@@ -72,6 +73,7 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
   s.mtime_ns = f.mtime_ns;
   s.version = f.is_dir ? "" : f.Version();
   s.mode = f.mode;
+  s.ctime_ns = f.ctime_ns;
   return s;
 }
 

@@ -113,6 +113,10 @@ struct stat ShoalFs::Attr(uint64_t ino, const FileStatus& st, const CacheRule& r
   a.st_mtim.tv_nsec = t % 1'000'000'000;
   a.st_atim = a.st_mtim;
   a.st_ctim = a.st_mtim;
+  if (st.ctime_ns != 0) {  // the store's, where it keeps one (file://)
+    a.st_ctim.tv_sec = st.ctime_ns / 1'000'000'000;
+    a.st_ctim.tv_nsec = st.ctime_ns % 1'000'000'000;
+  }
   return a;
 }
 

@@ -236,6 +236,8 @@ TEST_P(UnderStoreConformance, ModesAndTimesAreKeptWhereTheStoreCan) {
   auto after = store_->Stat("p/f.bin");
   ASSERT_TRUE(after) << after.error().ToString();
   EXPECT_EQ(after->mode, 0751u);
+  EXPECT_GE(after->ctime_ns, before->ctime_ns) << "the change time moves with a chmod";
+  EXPECT_NE(after->ctime_ns, 0);
   EXPECT_EQ(after->mtime_ns, kThen);
   EXPECT_EQ(after->Version(), before->Version()) << "the bytes did not change: cached pages stay valid";
   EXPECT_EQ(after->etag, before->etag);

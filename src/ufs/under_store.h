@@ -35,6 +35,7 @@ struct FileInfo {
   uint64_t size = 0;
   int64_t mtime_ns = 0;   // modification time, ns since the epoch (0 if unknown)
   uint32_t mode = 0;      // permission bits (07777) where the store keeps them (file://); 0 where it keeps none
+  int64_t ctime_ns = 0;   // the last change of bytes or attributes (file://); 0 where the store keeps none
   // The ETag without quotes: the object store's; on file:// the MD5 of a
   // file Shoal wrote (kept in an extended attribute while the file is
   // unchanged), else one made of its mtime, size, device, inode and ctime,

@@ -30,6 +30,7 @@ std::string Encode(const std::string& ns_path, const MetadataCache::AgedStat& s)
          {"version", s.info.is_dir ? std::string() : s.info.Version()},
          {"age_ms", age_ms}};
   if (s.info.mode != 0) j["mode"] = s.info.mode;
+  if (s.info.ctime_ns != 0) j["ctime_ns"] = s.info.ctime_ns;
   return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
@@ -51,6 +52,7 @@ Result<MetadataCache::AgedStat> Decode(std::string_view body, const std::string&
   const Json* version = field("version");
   const Json* age = field("age_ms");
   const Json* mode = field("mode");  // absent where the store keeps no modes
+  const Json* ctime = field("ctime_ns");
   if (!path || !path->is_string()) return Err(Bad(ns_path, "'path' is missing or not a string"));
   if (path->get_ref<const std::string&>() != ns_path) {
     return Err(Bad(ns_path, "it names another path, '" + path->get<std::string>().substr(0, 256) + "'"));
@@ -77,9 +79,14 @@ Result<MetadataCache::AgedStat> Decode(std::string_view body, const std::string&
   if (mode && (!mode->is_number_unsigned() || mode->get<uint64_t>() > 07777)) {
     return Err(Bad(ns_path, "'mode' is not permission bits (an integer up to 07777)"));
   }
+  if (ctime && (!ctime->is_number_integer() ||
+                (ctime->is_number_unsigned() && ctime->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))) {
+    return Err(Bad(ns_path, "'ctime_ns' is not a 64-bit integer"));
+  }
   MetadataCache::AgedStat out;
   out.info.key = key;
   out.info.mode = mode ? mode->get<uint32_t>() : 0;
+  out.info.ctime_ns = ctime ? ctime->get<int64_t>() : 0;
   out.info.is_dir = is_dir->get<bool>();
   out.info.size = size->get<uint64_t>();
   out.info.mtime_ns = mtime->get<int64_t>();

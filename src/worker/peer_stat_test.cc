@@ -21,6 +21,7 @@ MetadataCache::AgedStat Entry(std::string etag = "abc123") {
   s.info.mtime_ns = 1'700'000'000'000'000'000;
   s.info.etag = std::move(etag);
   s.info.mode = 0750;
+  s.info.ctime_ns = 1'700'000'001'000'000'007;
   s.age = 1500ms;
   return s;
 }
@@ -37,6 +38,7 @@ TEST(PeerStat, WhatIsEncodedDecodesToTheSameEntry) {
     EXPECT_EQ(d->info.mtime_ns, s.info.mtime_ns);
     EXPECT_EQ(d->info.Version(), s.info.Version());
     EXPECT_EQ(d->info.mode, 0750u);
+    EXPECT_EQ(d->info.ctime_ns, s.info.ctime_ns);
     EXPECT_FALSE(d->info.is_dir);
     EXPECT_EQ(d->age, 1500ms);
   }
@@ -82,6 +84,8 @@ TEST(PeerStat, MalformedOrInconsistentAnswersAreRefused) {
       {"no age", [](Json& j) { j.erase("age_ms"); }, "'age_ms'"},
       {"a mode past the permission bits", [](Json& j) { j["mode"] = 0100644; }, "'mode'"},
       {"a negative mode", [](Json& j) { j["mode"] = -1; }, "'mode'"},
+      {"a ctime past int64", [](Json& j) { j["ctime_ns"] = (1ull << 63); }, "'ctime_ns'"},
+      {"a ctime as a string", [](Json& j) { j["ctime_ns"] = "1"; }, "'ctime_ns'"},
   };
   for (const auto& c : cases) {
     Json j = good;

@@ -95,6 +95,7 @@ Json InfoJson(const FileInfo& f, const std::string& ns_path) {
          {"mtime_ns", f.mtime_ns},
          {"version", f.is_dir ? std::string() : f.Version()}};
   if (f.mode != 0) j["mode"] = f.mode;  // only where the store keeps modes
+  if (f.ctime_ns != 0) j["ctime_ns"] = f.ctime_ns;
   return j;
 }
 

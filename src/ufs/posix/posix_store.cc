@@ -115,6 +115,7 @@ FileInfo InfoFromStat(std::string key, const struct stat& st, std::string_view k
   fi.size = fi.is_dir ? 0 : static_cast<uint64_t>(st.st_size);
   fi.mtime_ns = MtimeNs(st);
   fi.mode = static_cast<uint32_t>(st.st_mode & 07777);
+  fi.ctime_ns = Ns(st.st_ctim);
   if (!fi.is_dir) fi.etag = FileEtag(st, kept_etag);
   return fi;
 }
