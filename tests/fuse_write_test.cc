@@ -20,6 +20,7 @@
 #include "tests/cli_helpers.h"
 #include "tests/harness/harness_util.h"
 #include "tests/harness/shoal_cluster.h"
+#include "tests/harness/webhdfs.h"
 
 namespace shoal::testing {
 namespace {
@@ -359,6 +360,79 @@ TEST_F(FuseWriteTest, ModesAndTimesAreKeptByRsyncCpTarChmodAndTouch) {
   ASSERT_EQ(Sh("printf more >> '" + data_ + "/rs/run.sh'", &out), 0) << out << FuseLog();
   ASSERT_EQ(::stat((store_ + "/rs/run.sh").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
+// Issue 32 item 10 on HDFS: WebHDFS keeps modes (CREATE's permission,
+// SETPERMISSION) and times to the millisecond (SETTIMES), so `rsync -a` into a
+// mount over hdfs:// keeps them and finds nothing to change afterwards, and
+// chmod and touch through the mount reach the namenode. Times here are whole
+// milliseconds: finer ones are cut (README, "Modes and times").
+TEST(FuseWriteHdfsTest, RsyncChmodAndTouchKeepModesAndTimesOnHdfs) {
+  if (::access("/dev/fuse", R_OK | W_OK) != 0) GTEST_SKIP() << "no usable /dev/fuse on this machine";
+  auto hdfs = WebHdfsServer::Start();
+  ASSERT_TRUE(hdfs) << hdfs.error().ToString();
+  const std::string store = hdfs->root_dir() + "/data";
+  fs::create_directories(store);
+  auto scratch = MakeScratchDir("fuse-hdfs", "the FUSE write test over WebHDFS");
+  ASSERT_TRUE(scratch) << scratch.error().ToString();
+  const std::string dir = (*scratch)->path, mnt = dir + "/mnt", data = mnt + "/data";
+  fs::create_directories(mnt);
+  Up up = LaunchUp({"--ufs", hdfs->Uri("data"), "--workers", "1", "--state-dir", dir + "/state", "--fuse", mnt},
+                   dir + "/up.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  struct Stop {
+    Up& up;
+    std::string mnt;
+    ~Stop() {
+      up.proc.Signal(SIGINT);
+      if (up.proc.Wait(60s) == -1) up.proc.Stop();
+      if (Mounted(mnt)) ::umount2(mnt.c_str(), MNT_DETACH);
+    }
+  } stop{up, mnt};
+  ASSERT_TRUE(Mounted(mnt));
+  auto log = [&] { return Slurp(dir + "/state/fuse.log"); };
+
+  const std::string src = dir + "/modes";
+  uint64_t seed = 60;
+  for (std::string rel : {"run.sh", "secret", "shared", "sub/readonly"}) {
+    ASSERT_TRUE(WriteFile(src + "/" + rel, RandomBytes(2000 * seed, seed)).ok());
+    ++seed;
+  }
+  std::string out;
+  ASSERT_EQ(Sh("cd '" + src +
+                   "' && chmod 0755 run.sh && chmod 0600 secret && chmod 0664 shared && chmod 0444 sub/readonly && "
+                   "chmod 0750 sub && touch -d '2020-01-02 03:04:05.123' run.sh secret && "
+                   "touch -d '2019-05-06 07:08:09.5' shared sub/readonly sub",
+               &out),
+            0)
+      << out;
+  const auto want = ModesAndTimes(src);
+  ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data + "/rs/'", &out), 0) << out << log();
+  EXPECT_EQ(ModesAndTimes(store + "/rs"), want) << "what the namenode keeps";
+  EXPECT_EQ(ModesAndTimes(data + "/rs"), want) << "the mount shows what the store keeps";
+  ASSERT_EQ(Sh("rsync -ai --dry-run '" + src + "/' '" + data + "/rs/'", &out), 0) << out;
+  EXPECT_EQ(out, "") << "rsync -a finds differences after copying";
+
+  ASSERT_EQ(::chmod((data + "/rs/shared").c_str(), 0600), 0) << std::strerror(errno);
+  struct stat st;
+  ASSERT_EQ(::stat((store + "/rs/shared").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(Sh("touch -d '2001-02-03 04:05:06' '" + data + "/rs/secret'", &out), 0) << out;
+  ASSERT_EQ(::stat((store + "/rs/secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 981173106) << "touch -d through the mount";
+  ASSERT_EQ(::stat((data + "/rs/secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 981173106);
+  EXPECT_EQ(Slurp(data + "/rs/secret"), Slurp(src + "/secret")) << "the bytes stay";
+  // A rewrite keeps the file's mode; a new file gets open(2)'s.
+  ASSERT_EQ(Sh("printf more >> '" + data + "/rs/run.sh'", &out), 0) << out << log();
+  ASSERT_EQ(::stat((store + "/rs/run.sh").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  int fd = ::open((data + "/made-0600").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  ASSERT_EQ(::close(fd), 0);
+  ASSERT_EQ(::stat((store + "/made-0600").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
 // Issue 32 item 10: archive and copy tools, and git, write trees into the mount.

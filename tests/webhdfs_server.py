@@ -73,6 +73,16 @@ class State:
         return os.path.join(self.root, *parts)
 
 
+def parse_permission(q, default):
+    """The octal "permission" parameter (0 to 1777, as HDFS takes it), else the default."""
+    text = q.get("permission", "")
+    if not text:
+        return default
+    if len(text) > 4 or any(c not in "01234567" for c in text) or int(text, 8) > 0o1777:
+        raise HdfsError(400, "IllegalArgumentException", "Invalid value for webhdfs parameter \"permission\": " + text)
+    return int(text, 8)
+
+
 def file_status(local, name):
     st = os.stat(local)
     is_dir = os.path.isdir(local)
@@ -80,7 +90,7 @@ def file_status(local, name):
             "childrenNum": len(os.listdir(local)) if is_dir else 0, "fileId": st.st_ino,
             "group": "supergroup", "length": 0 if is_dir else st.st_size,
             "modificationTime": st.st_mtime_ns // 1_000_000, "owner": "shoal",
-            "pathSuffix": name, "permission": "755" if is_dir else "644",
+            "pathSuffix": name, "permission": "%o" % (st.st_mode & 0o1777),
             "replication": 0 if is_dir else 1, "storagePolicy": 0,
             "type": "DIRECTORY" if is_dir else "FILE"}
 
@@ -190,8 +200,25 @@ class Handler(BaseHTTPRequestHandler):
             self.state.count("append_redirects")
             return self.redirect(path, q)
         if method == "PUT" and op == "MKDIRS":
+            existed = os.path.isdir(local)
             os.makedirs(local, exist_ok=True)
+            if not existed:
+                os.chmod(local, parse_permission(q, 0o755))
             return self.send(200, {"boolean": True})
+        if method == "PUT" and op == "SETPERMISSION":
+            if not os.path.lexists(local):
+                raise FileNotFoundError(path)
+            os.chmod(local, parse_permission(q, 0o755 if os.path.isdir(local) else 0o644))
+            return self.send(200, b"", ctype="application/octet-stream")
+        if method == "PUT" and op == "SETTIMES":
+            if not os.path.lexists(local):
+                raise FileNotFoundError(path)
+            st = os.stat(local)
+            mtime = int(q.get("modificationtime", "-1"))
+            atime = int(q.get("accesstime", "-1"))
+            os.utime(local, ns=(st.st_atime_ns if atime == -1 else atime * 1_000_000,
+                                st.st_mtime_ns if mtime == -1 else mtime * 1_000_000))
+            return self.send(200, b"", ctype="application/octet-stream")
         if method == "PUT" and op == "RENAME":
             return self.rename(local, q)
         if method == "DELETE" and op == "DELETE":
@@ -270,6 +297,7 @@ class Handler(BaseHTTPRequestHandler):
             tmp = local + ".__dn_tmp__"
             with open(tmp, "wb") as f:
                 f.write(body)
+            os.chmod(tmp, parse_permission(q, 0o644))
             os.replace(tmp, local)
             return self.send(201, b"", headers=[("Location", "hdfs://127.0.0.1:8020" + urllib.parse.quote(path))])
         if method == "POST" and op == "APPEND":

@@ -23,6 +23,12 @@ struct StoreFactory {
   bool renames_dirs = false;                          // renames directories too
   bool keeps_metadata = false;                        // OpenWriter's metadata comes back from Metadata()
   bool keeps_modes = false;                           // SetAttributes keeps modes and times (else kNotSupported)
+  // Where keeps_modes: the store's time resolution (WebHDFS: 1 ms), whether
+  // it keeps a change time, and whether its version names the mtime (a
+  // touch then makes cached pages of the file stale).
+  int64_t mtime_granularity_ns = 1;
+  bool keeps_ctime = true;
+  bool version_names_mtime = false;
 };
 
 inline std::string PrintToString(const StoreFactory& f) { return f.name; }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/config.h"
@@ -26,7 +27,20 @@ HdfsStatus ParseStatus(const Json& j) {
   s.is_dir = j.value("type", "") == "DIRECTORY";
   s.length = j.value("length", uint64_t{0});
   s.mtime_ms = j.value("modificationTime", int64_t{0});
+  s.file_id = j.value("fileId", uint64_t{0});
+  // "644", "1777": octal digits, nothing else; anything else is no permission.
+  std::string perm = j.contains("permission") && j["permission"].is_string() ? j["permission"].get<std::string>() : "";
+  if (!perm.empty() && perm.size() <= 4 && perm.find_first_not_of("01234567") == std::string::npos) {
+    uint32_t v = static_cast<uint32_t>(std::strtoul(perm.c_str(), nullptr, 8));
+    if (v <= 01777) s.permission = v;
+  }
   return s;
+}
+
+std::string Octal(uint32_t v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%o", v);
+  return buf;
 }
 
 // The boolean of a {"boolean": b} answer; true for an empty body (rename2 answers nothing).
@@ -238,10 +252,11 @@ Result<size_t> WebHdfsClient::Open(const std::string& path, uint64_t offset, std
   return Err(ErrorFor(*r, "read", path));
 }
 
-Status WebHdfsClient::Create(const std::string& path, std::span<const char> data) {
+Status WebHdfsClient::Create(const std::string& path, std::span<const char> data, uint32_t permission) {
   Call c("PUT", path, "CREATE");
   c.body = data;
   c.params = {{"overwrite", "true"}};
+  if (permission != 0) c.params.emplace_back("permission", Octal(permission & 01777));
   auto r = Perform(c, true);
   if (!r) return r.error();
   if (!Is2xx(r->status)) return ErrorFor(*r, "create", path);
@@ -264,6 +279,24 @@ Status WebHdfsClient::Mkdirs(const std::string& path) {
   if (!r) return r.error();
   if (!Is2xx(r->status)) return ErrorFor(*r, "mkdirs", path);
   if (!BooleanAnswer(r->body)) return Status(Code::kIo, "mkdirs " + Display(path) + " failed: is a file in the way?");
+  return {};
+}
+
+Status WebHdfsClient::SetPermission(const std::string& path, uint32_t permission) {
+  Call c("PUT", path, "SETPERMISSION");
+  c.params = {{"permission", Octal(permission & 01777)}};
+  auto r = Perform(c, false);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "set the permission of", path);
+  return {};
+}
+
+Status WebHdfsClient::SetModificationTime(const std::string& path, int64_t mtime_ms) {
+  Call c("PUT", path, "SETTIMES");
+  c.params = {{"modificationtime", std::to_string(mtime_ms)}, {"accesstime", "-1"}};
+  auto r = Perform(c, false);
+  if (!r) return r.error();
+  if (!Is2xx(r->status)) return ErrorFor(*r, "set the modification time of", path);
   return {};
 }
 

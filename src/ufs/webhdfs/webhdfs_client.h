@@ -49,6 +49,8 @@ struct HdfsStatus {
   bool is_dir = false;
   uint64_t length = 0;
   int64_t mtime_ms = 0;
+  uint32_t permission = 0;  // the octal "permission" (01777 at most); 0 when the answer has none
+  uint64_t file_id = 0;     // the namenode's inode id ("fileId"); 0 when the answer has none
 };
 
 struct HdfsBatch {
@@ -68,12 +70,17 @@ class WebHdfsClient {
   // OPEN via the datanode, into `out`. Returns the bytes received; fewer than
   // out.size() only when the file ends first.
   Result<size_t> Open(const std::string& path, uint64_t offset, std::span<char> out);
-  // CREATE (overwrite) with `data` as the whole content, creating parents.
-  Status Create(const std::string& path, std::span<const char> data);
+  // CREATE (overwrite) with `data` as the whole content, creating parents;
+  // with `permission` (0: the namenode's default, 0644 under its umask).
+  Status Create(const std::string& path, std::span<const char> data, uint32_t permission = 0);
   Status Append(const std::string& path, std::span<const char> data);
   Status Mkdirs(const std::string& path);
   // Renames, replacing an existing destination file.
   Status Rename(const std::string& from, const std::string& to);
+  // SETPERMISSION: the permission bits, 01777 at most (HDFS keeps no setuid or setgid).
+  Status SetPermission(const std::string& path, uint32_t permission);
+  // SETTIMES: the modification time, the access time left as it is.
+  Status SetModificationTime(const std::string& path, int64_t mtime_ms);
   // Returns false when nothing was there to delete.
   Result<bool> Delete(const std::string& path, bool recursive);
 

@@ -39,7 +39,15 @@ FileInfo ToFileInfo(std::string key, const HdfsStatus& s) {
   fi.is_dir = s.is_dir;
   fi.size = s.is_dir ? 0 : s.length;
   fi.mtime_ns = s.mtime_ms * 1'000'000;
-  return fi;  // no etag: the version is mtime+size
+  fi.mode = s.permission;
+  // The ETag names the file (its inode id: every write through Shoal makes a
+  // new file, renamed into place), its modification time and its length, so
+  // a file rewritten and given back its old time and length (rsync does)
+  // still gets a new one. No change time: HDFS keeps none.
+  if (!s.is_dir && s.file_id != 0) {
+    fi.etag = std::to_string(s.file_id) + "-" + std::to_string(s.mtime_ms) + "-" + std::to_string(s.length);
+  }
+  return fi;
 }
 
 class WebHdfsStore;
@@ -48,8 +56,8 @@ class WebHdfsStore;
 // the temporary with the first chunk, APPEND for the rest, RENAME on Close.
 class WebHdfsWriter final : public ObjectWriter {
  public:
-  WebHdfsWriter(std::shared_ptr<WebHdfsClient> client, std::string final_path, std::string tmp_path)
-      : client_(std::move(client)), final_(std::move(final_path)), tmp_(std::move(tmp_path)) {}
+  WebHdfsWriter(std::shared_ptr<WebHdfsClient> client, std::string final_path, std::string tmp_path, uint32_t mode)
+      : client_(std::move(client)), final_(std::move(final_path)), tmp_(std::move(tmp_path)), mode_(mode) {}
   ~WebHdfsWriter() override { Abort(); }
 
   Status Append(std::span<const char> data) override {
@@ -70,6 +78,12 @@ class WebHdfsWriter final : public ObjectWriter {
   Status Close() override {
     if (done_) return Status(Code::kInvalidArgument, "writer for hdfs path " + final_ + " already finished");
     Status st = created_ && buffer_.empty() ? Status() : Flush();  // an empty file still needs its CREATE
+    if (st.ok() && mode_ == 0) {
+      // No mode given: the file keeps the one of the file it replaces.
+      if (auto old = client_->GetFileStatus(final_); old && !old->is_dir && old->permission != 0) {
+        st = client_->SetPermission(tmp_, old->permission);
+      }
+    }
     if (st.ok()) st = client_->Rename(tmp_, final_);
     if (!st.ok()) {
       Abort();
@@ -88,7 +102,7 @@ class WebHdfsWriter final : public ObjectWriter {
 
  private:
   Status Flush() {
-    Status st = created_ ? client_->Append(tmp_, buffer_) : client_->Create(tmp_, buffer_);
+    Status st = created_ ? client_->Append(tmp_, buffer_) : client_->Create(tmp_, buffer_, mode_);
     if (!st.ok()) return st;
     created_ = true;
     buffer_.clear();
@@ -98,6 +112,7 @@ class WebHdfsWriter final : public ObjectWriter {
   std::shared_ptr<WebHdfsClient> client_;
   std::string final_;
   std::string tmp_;
+  uint32_t mode_;  // 0: the replaced file's, else the namenode's default
   std::string buffer_;
   bool created_ = false;
   bool done_ = false;
@@ -113,7 +128,9 @@ class WebHdfsStore final : public UnderStore {
   Result<FileInfo> Stat(std::string_view key) override {
     auto s = client_->GetFileStatus(PathOf(key));
     if (!s) return Err(s.error());
-    return ToFileInfo(std::string(key), *s);
+    FileInfo fi = ToFileInfo(std::string(key), *s);
+    if (PathOf(key) == root_) fi.mode = 0;  // the mount's own directory: its mode is the operator's, not shown
+    return fi;
   }
 
   Result<ListPage> List(std::string_view prefix, const ListOptions& options) override {
@@ -151,12 +168,30 @@ class WebHdfsStore final : public UnderStore {
     return client_->Open(path, offset, out);
   }
 
-  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& = {}) override {
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     if (key.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri_ + ": name a file");
     std::string path = PathOf(key);
     size_t slash = path.rfind('/');
     std::string tmp = path.substr(0, slash + 1) + "." + path.substr(slash + 1) + std::string(kTmpMarker) + RandomHex();
-    return std::unique_ptr<ObjectWriter>(new WebHdfsWriter(client_, path, tmp));
+    return std::unique_ptr<ObjectWriter>(new WebHdfsWriter(client_, path, tmp, options.mode & 07777));
+  }
+
+  // SETPERMISSION and SETTIMES. HDFS keeps the sticky bit but no setuid or
+  // setgid (dropped), and times to the millisecond.
+  Status SetAttributes(std::string_view key, const AttributeChange& change) override {
+    std::string path = PathOf(key);
+    if (path == root_) return Status(Code::kNotSupported, "the root of " + uri_ + " keeps its own mode and time");
+    if (!change.mode && !change.mtime_ns) return {};
+    if (change.mtime_ns && *change.mtime_ns < 0) {
+      // SETTIMES reads -1 as "leave it as it is".
+      return Status(Code::kInvalidArgument, "cannot set the time of " + uri_ + std::string(key) +
+                                                ": HDFS keeps no modification time before 1970");
+    }
+    auto s = client_->GetFileStatus(path);
+    if (!s) return s.error();
+    if (change.mode) SHOAL_RETURN_IF_ERROR(client_->SetPermission(path, *change.mode & 01777));
+    if (change.mtime_ns) SHOAL_RETURN_IF_ERROR(client_->SetModificationTime(path, *change.mtime_ns / 1'000'000));
+    return {};
   }
 
   Status Delete(std::string_view key) override {

@@ -55,8 +55,14 @@ std::shared_ptr<UnderStore> MakeFreshWebHdfs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(WebHdfs, UnderStoreConformance,
-                         ::testing::Values(StoreFactory{"webhdfs", MakeFreshWebHdfs, /*has_rename=*/true,
-                                                        /*renames_dirs=*/true}),
+                         ::testing::Values(StoreFactory{.name = "webhdfs",
+                                                        .make = MakeFreshWebHdfs,
+                                                        .has_rename = true,
+                                                        .renames_dirs = true,
+                                                        .keeps_modes = true,
+                                                        .mtime_granularity_ns = 1'000'000,
+                                                        .keeps_ctime = false,
+                                                        .version_names_mtime = true}),
                          [](const auto& info) { return info.param.name; });
 
 int64_t Count(const std::string& name) {
@@ -101,15 +107,51 @@ TEST(WebHdfsStore, StreamedWriteIsCreateAppendsRenameAndHiddenUntilClose) {
   EXPECT_EQ(Count("append_redirects"), appends + 2);
 }
 
-TEST(WebHdfsStore, VersionIsModificationTimeAndLength) {
+// The version names the file (its inode id), its time and its length: a
+// file rewritten with other bytes of the same length and given back its old
+// time (as rsync does) gets a new one.
+TEST(WebHdfsStore, VersionNamesTheFileItsTimeAndLength) {
   auto store = MakeFreshWebHdfs();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->Write("v", std::string_view("abc")).ok());
   auto st = store->Stat("v");
   ASSERT_TRUE(st);
-  EXPECT_TRUE(st->etag.empty());
   EXPECT_GT(st->mtime_ns, 0);
-  EXPECT_EQ(st->Version(), std::to_string(st->mtime_ns) + "-3");
+  EXPECT_TRUE(st->etag.ends_with("-" + std::to_string(st->mtime_ns / 1'000'000) + "-3")) << st->etag;
+  EXPECT_EQ(st->Version(), st->etag);
+  ASSERT_TRUE(store->Write("v", std::string_view("xyz")).ok());
+  ASSERT_TRUE(store->SetAttributes("v", {std::nullopt, st->mtime_ns}).ok());
+  auto again = store->Stat("v");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->mtime_ns, st->mtime_ns);
+  EXPECT_EQ(again->size, st->size);
+  EXPECT_NE(again->Version(), st->Version()) << "same time and length, other bytes: another version";
+}
+
+// CREATE, SETPERMISSION and SETTIMES carry what WebHDFS documents: the
+// permission in octal (sticky bit kept, setuid and setgid dropped), times in
+// milliseconds.
+TEST(WebHdfsStore, ModesAreOctalAndTimesMilliseconds) {
+  auto store = MakeFreshWebHdfs();
+  ASSERT_NE(store, nullptr);
+  WriteOptions o;
+  o.mode = 04750;
+  auto w = store->OpenWriter("m", o);
+  ASSERT_TRUE(w);
+  ASSERT_TRUE((*w)->Close().ok()) << "an empty file still gets its CREATE";
+  auto st = store->Stat("m");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->mode, 0750u) << std::oct << st->mode;
+  ASSERT_TRUE(store->Mkdir("shared").ok());
+  ASSERT_TRUE(store->SetAttributes("shared", {01777, 1'700'000'000'123'999'999}).ok());
+  st = store->Stat("shared");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->mode, 01777u) << std::oct << st->mode;
+  EXPECT_EQ(st->mtime_ns, 1'700'000'000'123'000'000) << "kept to the millisecond";
+  // SETTIMES reads -1 as "leave it": no time before 1970 can be set.
+  Status before_1970 = store->SetAttributes("shared", {std::nullopt, -1'000'000});
+  EXPECT_EQ(before_1970.code(), Code::kInvalidArgument) << before_1970.ToString();
+  EXPECT_NE(before_1970.message().find("1970"), std::string::npos) << before_1970.message();
 }
 
 TEST(WebHdfsStore, SendsConfiguredUserName) {
