@@ -8,6 +8,7 @@
 # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, UFS (the directory the bucket
 # "data" mounts). Exits non-zero naming the first check that failed.
 import base64
+import datetime
 import hashlib
 import os
 import re
@@ -81,6 +82,34 @@ check(etag(listed[0]) == etag(h), "the listing gives the ETag HEAD gives")
 check(s3.get_object(Bucket="data", Key="meta/put.bin", ResponseContentType="a/b")["ContentType"] == "a/b",
       "response-content-type overrides the kept one")
 
+# The standard headers an object keeps: Cache-Control, Content-Disposition,
+# Content-Encoding, Content-Language, Expires (PutObject, CopyObject, multipart).
+STD = {"CacheControl": "max-age=600, public", "ContentDisposition": 'attachment; filename="w.bin"',
+       "ContentEncoding": "identity", "ContentLanguage": "en-GB"}
+EXPIRES = datetime.datetime(2094, 12, 1, 16, 0, tzinfo=datetime.timezone.utc)
+
+
+def std_of(h):
+    return {k: h.get(k) for k in STD}
+
+
+s3.put_object(Bucket="data", Key="meta/std.bin", Body=body, Expires=EXPIRES, **STD)
+for fn in (s3.head_object, s3.get_object):
+    h = fn(Bucket="data", Key="meta/std.bin")
+    check(std_of(h) == STD and h.get("Expires") == EXPIRES, "%s standard headers: %s %s" %
+          (fn.__name__, std_of(h), h.get("Expires")))
+g = s3.get_object(Bucket="data", Key="meta/std.bin", ResponseCacheControl="no-cache")
+check(g["CacheControl"] == "no-cache" and g["ResponseMetadata"]["HTTPHeaders"]["cache-control"] == "no-cache",
+      "response-cache-control replaces the kept one: %s" % g["ResponseMetadata"]["HTTPHeaders"].get("cache-control"))
+check(g["Body"].read() == body, "Content-Encoding is kept, never applied to the bytes")
+s3.copy_object(Bucket="data", Key="meta/std-copy.bin", CopySource={"Bucket": "data", "Key": "meta/std.bin"})
+check(std_of(s3.head_object(Bucket="data", Key="meta/std-copy.bin")) == STD, "COPY keeps the standard headers")
+s3.copy_object(Bucket="data", Key="meta/std-copy.bin", CopySource={"Bucket": "data", "Key": "meta/std.bin"},
+               MetadataDirective="REPLACE", CacheControl="no-store")
+h = s3.head_object(Bucket="data", Key="meta/std-copy.bin")
+check(h.get("CacheControl") == "no-store" and h.get("ContentDisposition") is None and h.get("Expires") is None,
+      "REPLACE takes the request's standard headers only: %s" % std_of(h))
+
 # Conditional PutObject.
 put = s3.put_object
 check(with_headers(error_code, {"If-None-Match": "*"}, fn=put, Bucket="data", Key="meta/put.bin", Body=b"x") ==
@@ -119,7 +148,7 @@ check(error_code(s3.copy_object, Bucket="data", Key="meta/c2.bin", CopySource={"
 # 4. Multipart: metadata from Create, the ETag of S3 ("md5 of the part md5s"-N), Complete twice.
 parts = [os.urandom(5 << 20), os.urandom(1000)]
 up = s3.create_multipart_upload(Bucket="data", Key="meta/mp.bin", ContentType="application/x-mp",
-                                Metadata={"m": "p"})["UploadId"]
+                                Metadata={"m": "p"}, CacheControl="max-age=1")["UploadId"]
 done = []
 for n, p in enumerate(parts, 1):
     done.append({"PartNumber": n, "ETag": s3.upload_part(Bucket="data", Key="meta/mp.bin", UploadId=up, PartNumber=n,
@@ -130,8 +159,9 @@ check(etag(first) == want, "the multipart ETag %s is %s" % (etag(first), want))
 again = s3.complete_multipart_upload(Bucket="data", Key="meta/mp.bin", UploadId=up, MultipartUpload={"Parts": done})
 check(etag(again) == want, "a retried Complete answers %s, not %s" % (etag(again), want))
 h = s3.head_object(Bucket="data", Key="meta/mp.bin")
-check(etag(h) == want and h["ContentType"] == "application/x-mp" and h["Metadata"] == {"m": "p"},
-      "multipart HEAD: %s %s %s" % (etag(h), h["ContentType"], h["Metadata"]))
+check(etag(h) == want and h["ContentType"] == "application/x-mp" and h["Metadata"] == {"m": "p"} and
+      h.get("CacheControl") == "max-age=1",
+      "multipart HEAD: %s %s %s %s" % (etag(h), h["ContentType"], h["Metadata"], h.get("CacheControl")))
 check(s3.get_object(Bucket="data", Key="meta/mp.bin")["Body"].read() == b"".join(parts), "multipart bytes")
 # GET and HEAD ?partNumber=N: each part's bytes, and the count of parts.
 for n, p in enumerate(parts, 1):

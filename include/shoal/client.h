@@ -174,6 +174,9 @@ struct CreateOptions {
   // only). Values must not hold line breaks.
   std::string content_type;
   std::vector<std::pair<std::string, std::string>> metadata;  // lower-case names, without x-amz-meta-
+  // Standard headers kept the same way: cache-control, content-disposition,
+  // content-encoding, content-language, expires (lower-case names, each once).
+  std::vector<std::pair<std::string, std::string>> headers;
   // file://: the ETag to keep for the file instead of the MD5 of its bytes
   // (the S3 endpoint's multipart uploads: "<md5 of the part md5s>-<parts>").
   // Object stores make their own.

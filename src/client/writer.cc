@@ -437,6 +437,7 @@ static WriteOptions WriteOptionsOf(const CreateOptions& o) {
   WriteOptions w;
   w.metadata.content_type = o.content_type;
   w.metadata.user = o.metadata;
+  w.metadata.headers = o.headers;
   w.etag = o.etag;
   w.mode = o.mode & 07777;
   return w;
@@ -452,6 +453,14 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
                                              "' has an empty name, an '=' in its name or a line break");
     }
   }
+  for (const auto& [name, value] : options.headers) {
+    if (std::find(std::begin(kObjectHeaders), std::end(kObjectHeaders), name) == std::end(kObjectHeaders) ||
+        bad(value)) {
+      return Err(Code::kInvalidArgument, "cannot create " + rp->ns_path + ": header '" + name +
+                                             "' is not one an object keeps (cache-control, content-disposition, "
+                                             "content-encoding, content-language, expires) or has a line break");
+    }
+  }
   if (bad(options.content_type) || bad(options.etag) || options.etag.find(' ') != std::string::npos) {
     return Err(Code::kInvalidArgument,
                "cannot create " + rp->ns_path + ": a line break in its content type, or a space in its ETag");
@@ -459,7 +468,8 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
   if (rp->key.empty()) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is the root of a mount");
   CallDeadline bound(NewDeadline());
   // A file with metadata is written through: the holders keep bytes only.
-  if (WriteModeFor(*rp) == WriteMode::kWriteBack && options.content_type.empty() && options.metadata.empty()) {
+  if (WriteModeFor(*rp) == WriteMode::kWriteBack && options.content_type.empty() && options.metadata.empty() &&
+      options.headers.empty()) {
     // write-back with overwrite (the default) asks nothing: a checkpoint or a
     // small put costs no round trip to the store before its bytes go to the
     // holders. (A key that is also a directory prefix is an object store's

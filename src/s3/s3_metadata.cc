@@ -23,6 +23,14 @@ std::string Lower(std::string_view s) {
 S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http) {
   ObjectMetadata m;
   if (const std::string* ct = http.Header("Content-Type")) m.content_type = *ct;
+  for (std::string_view name : kObjectHeaders) {
+    if (const std::string* v = http.Header(name); v && !v->empty()) {
+      if (v->find_first_of("\r\n") != std::string::npos) {
+        return S3Err(400, "InvalidArgument", "the header " + std::string(name) + " holds a line break");
+      }
+      m.headers.emplace_back(name, *v);
+    }
+  }
   size_t total = 0;
   for (const auto& [name, value] : http.headers) {
     std::string lower = Lower(name);
@@ -96,6 +104,7 @@ std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t
 
 void SetCreateMetadata(const ObjectMetadata& m, CreateOptions* options) {
   options->content_type = m.content_type;
+  options->headers = m.headers;
   options->metadata.clear();
   for (const auto& kv : m.user) {
     if (kv.first != kPartSizesName) options->metadata.push_back(kv);
@@ -106,6 +115,17 @@ void AddMetadataHeaders(const ObjectMetadata& m, net::HttpResponse* response) {
   for (const auto& [k, v] : m.user) {
     if (k != kPartSizesName) response->headers.emplace_back(std::string(kMetaPrefix) + k, v);
   }
+  for (const auto& [k, v] : m.headers) response->headers.emplace_back(CanonicalHeaderName(k), v);
+}
+
+std::string CanonicalHeaderName(std::string_view lower) {
+  std::string out(lower);
+  bool up = true;
+  for (char& c : out) {
+    if (up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    up = c == '-';
+  }
+  return out;
 }
 
 std::string MetadataCache::Key(const FileStatus& st) {

@@ -47,9 +47,13 @@ std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t
 // knows them).
 void SetCreateMetadata(const ObjectMetadata& m, CreateOptions* options);
 
-// x-amz-meta-* headers of `m` (Content-Type is the caller's: a
-// response-content-type override wins over it).
+// x-amz-meta-* headers of `m` and the standard ones it keeps (Cache-Control,
+// Content-Disposition, ...). Content-Type is the caller's: a
+// response-content-type override wins over it.
 void AddMetadataHeaders(const ObjectMetadata& m, net::HttpResponse* response);
+
+// "cache-control" -> "Cache-Control".
+std::string CanonicalHeaderName(std::string_view lower);
 
 // The metadata of object versions read recently, at most `capacity`, the
 // least recently used dropped first. Keyed by path, version and mtime, so a

@@ -405,6 +405,8 @@ S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr
     if (std::string_view(header) == "Content-Type") {
       content_type = *v;
     } else {
+      // Instead of the one the object keeps, not beside it.
+      std::erase_if(res.headers, [&](const auto& h) { return h.first == header; });
       res.headers.emplace_back(header, *v);
     }
   }

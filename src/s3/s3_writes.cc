@@ -160,7 +160,7 @@ std::string ReadSmallFile(const std::string& path) {
 }
 
 std::string MetadataJson(const ObjectMetadata& m) {
-  nlohmann::json j = {{"content_type", m.content_type}, {"user", m.user}};
+  nlohmann::json j = {{"content_type", m.content_type}, {"user", m.user}, {"headers", m.headers}};
   return j.dump();
 }
 
@@ -172,6 +172,12 @@ ObjectMetadata MetadataOfJson(const std::string& text) {
   if (auto u = j.find("user"); u != j.end() && u->is_array()) {
     for (const auto& kv : *u) {
       if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string()) m.user.emplace_back(kv[0], kv[1]);
+    }
+  }
+  if (auto h = j.find("headers"); h != j.end() && h->is_array()) {
+    for (const auto& kv : *h) {
+      if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string())
+        m.headers.emplace_back(kv[0], kv[1]);
     }
   }
   return m;

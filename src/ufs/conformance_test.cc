@@ -90,6 +90,11 @@ TEST_P(UnderStoreConformance, MetadataIsKeptWithTheObject) {
   WriteOptions o;
   o.metadata.content_type = "text/x-shoal; charset=utf-8";
   o.metadata.user = {{"k", "v"}, {"two-words", "a value, with spaces"}};
+  o.metadata.headers = {{"cache-control", "max-age=3600, public"},
+                        {"content-disposition", "attachment; filename=\"obj.txt\""},
+                        {"content-encoding", "identity"},
+                        {"content-language", "en-GB"},
+                        {"expires", "Thu, 01 Dec 2094 16:00:00 GMT"}};
   auto w = store_->OpenWriter("m/obj.txt", o);
   ASSERT_TRUE(w) << w.error().ToString();
   ASSERT_TRUE((*w)->Append(std::string("abc")).ok());
@@ -98,10 +103,13 @@ TEST_P(UnderStoreConformance, MetadataIsKeptWithTheObject) {
   ASSERT_TRUE(m) << m.error().ToString();
   EXPECT_EQ(m->content_type, o.metadata.content_type);
   EXPECT_EQ(m->user, o.metadata.user);
+  EXPECT_EQ(m->headers, o.metadata.headers) << "the standard headers, in kObjectHeaders' order";
+  EXPECT_EQ(ReadAll(*store_, "m/obj.txt", 0, 10), "abc") << "Content-Encoding is kept, never applied";
   ASSERT_TRUE(store_->Write("m/plain.txt", std::string("x")).ok());
   m = store_->Metadata("m/plain.txt");
   ASSERT_TRUE(m) << m.error().ToString();
   EXPECT_TRUE(m->user.empty());
+  EXPECT_TRUE(m->headers.empty());
   m = store_->Metadata("m/none.txt");
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().code(), Code::kNotFound) << m.error().ToString();

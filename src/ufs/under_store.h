@@ -34,7 +34,7 @@ struct FileInfo {
   bool is_dir = false;    // a directory or a common prefix
   uint64_t size = 0;
   int64_t mtime_ns = 0;   // modification time, ns since the epoch (0 if unknown)
-  uint32_t mode = 0;      // permission bits (07777) where the store keeps them (file://); 0 where it keeps none
+  uint32_t mode = 0;  // permission bits (07777) where the store keeps them (file://, hdfs://); 0 where it keeps none
   int64_t ctime_ns = 0;   // the last change of bytes or attributes (file://); 0 where the store keeps none
   // The ETag without quotes: the object store's; on file:// the MD5 of a
   // file Shoal wrote (kept in an extended attribute while the file is
@@ -70,8 +70,16 @@ struct ObjectMetadata {
   std::string content_type;  // "" when none was given
   // User metadata: lower-case names without a prefix ("k" for x-amz-meta-k), each once.
   std::vector<std::pair<std::string, std::string>> user;
-  bool empty() const { return content_type.empty() && user.empty(); }
+  // The standard headers an object keeps (kObjectHeaders): lower-case
+  // names, each once, in kObjectHeaders' order.
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool empty() const { return content_type.empty() && user.empty() && headers.empty(); }
 };
+
+// The headers S3 keeps with an object and answers on GET and HEAD, besides
+// Content-Type: what a PutObject, CopyObject or CreateMultipartUpload sets.
+inline constexpr std::string_view kObjectHeaders[] = {"cache-control", "content-disposition", "content-encoding",
+                                                      "content-language", "expires"};
 
 struct WriteOptions {
   ObjectMetadata metadata;
@@ -147,10 +155,10 @@ class UnderStore {
     std::optional<int64_t> mtime_ns;  // modification time, ns since the epoch
   };
   // Keeps the mode and modification time of the file or directory `key`,
-  // where the store can keep them (file://): what `chmod` and
+  // where the store can keep them (file://, hdfs://): what `chmod` and
   // `touch -d` through the FUSE mount ask. kNotFound when absent;
-  // kNotSupported where the store keeps neither (object stores). A file's
-  // ETag stays while its bytes do.
+  // kNotSupported where the store keeps neither (object stores). On file://
+  // a file's ETag stays while its bytes do.
   virtual Status SetAttributes(std::string_view key, const AttributeChange& change) {
     return Status(Code::kNotSupported, "modes and times are not kept by " + uri());
   }

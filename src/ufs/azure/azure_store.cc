@@ -33,9 +33,15 @@ std::string Unquote(std::string s) {
 // Block List), and the metadata a HEAD answered (headers lower-cased).
 // Azure takes metadata names that are C# identifiers: a '-' in a name is kept
 // as "_2d_" and turned back on reading.
+// Azure keeps Cache-Control, Content-Disposition, -Encoding and -Language as
+// blob properties (x-ms-blob-*); it has no Expires, kept as the metadata
+// "shoal_expires" (reserved: never a user entry).
+constexpr std::string_view kExpiresMeta = "x-ms-meta-shoal_expires";
+
 std::vector<std::pair<std::string, std::string>> AzureMetadataHeaders(const ObjectMetadata& m) {
   std::vector<std::pair<std::string, std::string>> h;
   if (!m.content_type.empty()) h.emplace_back("x-ms-blob-content-type", m.content_type);
+  for (const auto& [k, v] : m.headers) h.emplace_back(k == "expires" ? std::string(kExpiresMeta) : "x-ms-blob-" + k, v);
   for (const auto& [k, v] : m.user) {
     std::string name;
     for (char c : k) name += c == '-' ? std::string("_2d_") : std::string(1, c);
@@ -46,9 +52,13 @@ std::vector<std::pair<std::string, std::string>> AzureMetadataHeaders(const Obje
 
 ObjectMetadata AzureMetadataOf(const std::map<std::string, std::string>& lower_headers) {
   ObjectMetadata m;
+  for (std::string_view name : kObjectHeaders) {
+    auto it = lower_headers.find(name == "expires" ? std::string(kExpiresMeta) : std::string(name));
+    if (it != lower_headers.end() && !it->second.empty()) m.headers.emplace_back(name, it->second);
+  }
   for (const auto& [k, v] : lower_headers) {
     if (k == "content-type") m.content_type = v;
-    if (!k.starts_with("x-ms-meta-") || k.size() <= 10) continue;
+    if (!k.starts_with("x-ms-meta-") || k.size() <= 10 || k == kExpiresMeta) continue;
     std::string name = k.substr(10);
     for (size_t at = name.find("_2d_"); at != std::string::npos; at = name.find("_2d_", at + 1)) {
       name.replace(at, 4, "-");

@@ -146,9 +146,13 @@ Status StampEtag(int fd, const std::string& etag, const std::string& path) {
   return {};
 }
 
+// The extended attribute's text: the content type on the first line, then
+// "name=value" per user metadata entry and ":name=value" per standard header
+// (a header name holds no ':', so the two never mix).
 std::string EncodeMetadata(const ObjectMetadata& m) {
   std::string out = m.content_type + "\n";
   for (const auto& [k, v] : m.user) out += k + "=" + v + "\n";
+  for (const auto& [k, v] : m.headers) out += ":" + k + "=" + v + "\n";
   return out;
 }
 
@@ -163,8 +167,12 @@ ObjectMetadata DecodeMetadata(std::string_view text) {
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     auto eq = line.find('=');
-    if (eq != std::string_view::npos)
+    if (eq == std::string_view::npos) continue;
+    if (line.starts_with(':')) {
+      m.headers.emplace_back(std::string(line.substr(1, eq - 1)), std::string(line.substr(eq + 1)));
+    } else {
       m.user.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+    }
   }
   return m;
 }

@@ -149,6 +149,10 @@ class S3Store final : public UnderStore {
     r.body_out = out;
     r.accept_partial = true;  // judged by `validate` below
     r.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1));
+    // The bytes as stored: GCS decompresses an object kept with
+    // Content-Encoding: gzip for a reader that does not accept gzip (and then
+    // ignores the range); S3 never encodes in transit.
+    r.headers.emplace_back("Accept-Encoding", "gzip");
     if (!options.if_version.empty()) r.headers.emplace_back("If-Match", "\"" + options.if_version + "\"");
     auto uri = [&] { return client_->UriOf(r.key); };  // for messages only
     // A body shorter than asked is only valid at the end of the object; anything

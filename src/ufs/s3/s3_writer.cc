@@ -18,6 +18,7 @@ Headers MetadataHeaders(const ObjectMetadata& m) {
   Headers h;
   if (!m.content_type.empty()) h.emplace_back("Content-Type", m.content_type);
   for (const auto& [k, v] : m.user) h.emplace_back("x-amz-meta-" + k, v);
+  for (const auto& [k, v] : m.headers) h.emplace_back(k, v);  // S3 keeps them as they are
   return h;
 }
 
@@ -26,6 +27,11 @@ ObjectMetadata MetadataOfHeaders(const std::map<std::string, std::string>& lower
   for (const auto& [k, v] : lower_headers) {
     if (k == "content-type") m.content_type = v;
     if (k.starts_with("x-amz-meta-") && k.size() > 11) m.user.emplace_back(k.substr(11), v);
+  }
+  for (std::string_view name : kObjectHeaders) {
+    if (auto it = lower_headers.find(std::string(name)); it != lower_headers.end() && !it->second.empty()) {
+      m.headers.emplace_back(name, it->second);
+    }
   }
   return m;
 }
