@@ -77,6 +77,9 @@ std::string EncodeRequest(const Request& r) {
 Result<Request> DecodeRequest(std::string_view in) {
   RequestHead h;
   if (!Take(&in, &h) || h.magic != kMagic) return Err(Malformed("request"));
+  // Reserved: zero in every request this version sends. A set one is a
+  // request this worker does not understand, never one read as if it were 0.
+  if (h.reserved != 0) return Err(Malformed("request (reserved field set)"));
   if (h.kind < static_cast<uint32_t>(Kind::kHello) || h.kind > static_cast<uint32_t>(Kind::kTouch)) {
     return Err(Malformed("request kind"));
   }
