@@ -257,6 +257,27 @@ TEST(S3Fault, ShortReadAtEndOfObjectIsData) {
   EXPECT_EQ(buf.substr(0, 50), Object().substr(950));
 }
 
+// GCS serves an object kept with Content-Encoding: gzip decompressed, whole
+// and with the range ignored, to a reader that does not accept gzip (its
+// "decompressive transcoding"). Reads ask for the stored bytes and take them
+// as they come, Content-Encoding and all: a cached page is the object's bytes.
+TEST(S3Fault, ReadsTakeTheStoredBytesOfAGzipEncodedObject) {
+  FakeS3 server([&](const Request& r) {
+    auto accept = r.headers.find("accept-encoding");
+    if (accept == r.headers.end() || accept->second.find("gzip") == std::string::npos) {
+      return Reply(200, "the decompressed object, not the stored bytes");
+    }
+    std::string out = RangeReply(r);
+    return out.insert(out.find("\r\n") + 2, "Content-Encoding: gzip\r\n");
+  });
+  auto store = Open(server.endpoint(), {{"max_retries", "0"}});
+  std::string buf(100, '\0');
+  auto got = store->Read("key", 10, std::span<char>(buf.data(), buf.size()));
+  ASSERT_TRUE(got) << got.error().ToString();
+  EXPECT_EQ(*got, 100u);
+  EXPECT_EQ(buf, Object().substr(10, 100)) << "the bytes as stored, never decoded";
+}
+
 TEST(S3Fault, PreconditionFailedIsVersionMismatch) {
   FakeS3 server([&](const Request&) { return Reply(412, ErrorXml("PreconditionFailed")); });
   auto store = Open(server.endpoint());
