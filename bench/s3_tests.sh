@@ -60,14 +60,17 @@ line=$(wait_for_line "$WORK/shoal.log" '^ready: config=' 60 "$BG_PID")
 CONFIG=${line#ready: config=}
 # The cluster's client config with the suite's keys and the bucket pool added
 # to its s3 section (which `shoal up` already writes).
-/usr/bin/python3 - "$CONFIG" "$WORK/s3.yaml" "$PREFIX" "$POOL" "${KEYS[@]}" <<'PY'
+/usr/bin/python3 - "$CONFIG" "$WORK/s3.yaml" "$PREFIX" "$POOL" "$WORK/s3-uploads" "${KEYS[@]}" <<'PY'
 import sys, yaml
-src, dst, prefix, pool, keys = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+src, dst, prefix, pool, staging, keys = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6:]
 with open(src) as f:
     cfg = yaml.safe_load(f)
 s3 = cfg.setdefault("s3", {}) or {}
 cfg["s3"] = s3
 s3["credentials"] = dict(zip(keys[0::2], keys[1::2]))
+# The suite leaves uploads it never completes or aborts: staged in the work
+# dir, removed with it (the default, $TMPDIR/shoal-s3-uploads-UID, outlives the run).
+s3["staging_dir"] = staging
 s3["buckets"] = {f"{prefix}{i}": f"/data/{prefix}{i}" for i in range(1, pool + 1)}
 with open(dst, "w") as f:
     yaml.safe_dump(cfg, f, sort_keys=False)
