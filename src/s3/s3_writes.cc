@@ -37,6 +37,10 @@ constexpr uint64_t kMinPartSize = 5ull << 20;
 // How long a completed upload answers a retried Complete (S3 answers one for
 // a while too; SDKs retry Complete after a lost answer).
 constexpr auto kCompletedKept = std::chrono::minutes(15);
+// How long an upload may go without a part before it is aborted: a client
+// that died mid-upload (or never sent Complete or Abort) would otherwise keep
+// its staged parts on this disk forever.
+constexpr auto kAbandonedAfter = std::chrono::hours(24 * 7);
 // In an upload's staging dir: the answer of its Complete once it succeeded
 // (the ETag on the first line, then the XML), and the metadata CreateMultipartUpload gave.
 constexpr char kCompletedFile[] = "completed";
@@ -455,21 +459,41 @@ S3Result<std::string> ObjectWrites::UploadDir(const WriteRequest& r, bool comple
   return dir;
 }
 
+StagingSwept SweepStaging(const std::string& staging, fs::file_time_type now, std::chrono::seconds completed_kept,
+                          std::chrono::seconds abandoned_after, const std::set<std::string>& busy, size_t limit) {
+  StagingSwept swept;
+  std::error_code ec;
+  size_t seen = 0;
+  for (const auto& e : fs::directory_iterator(staging, ec)) {
+    if (++seen > limit) break;
+    const std::string id = e.path().filename().string();
+    std::error_code e2;
+    if (!IsUploadId(id) || busy.count(id) || !e.is_directory(e2)) continue;
+    auto completed = fs::last_write_time(e.path() / kCompletedFile, e2);
+    if (!e2) {
+      if (completed < now - completed_kept && fs::remove_all(e.path(), e2) > 0) ++swept.completed;
+      continue;
+    }
+    auto active = fs::last_write_time(e.path(), e2);
+    if (!e2 && active < now - abandoned_after && fs::remove_all(e.path(), e2) > 0) ++swept.abandoned;
+  }
+  return swept;
+}
+
 void ObjectWrites::SweepCompleted() {
+  std::set<std::string> busy;
   {
     std::lock_guard lock(mu_);
     const auto now = std::chrono::steady_clock::now();
     if (now - last_sweep_ < std::chrono::minutes(1)) return;
     last_sweep_ = now;
+    busy = completing_;
   }
-  std::error_code ec;
-  const auto cutoff = fs::file_time_type::clock::now() - kCompletedKept;
-  size_t seen = 0;
-  for (const auto& e : fs::directory_iterator(staging_, ec)) {
-    if (++seen > 100000) break;
-    std::error_code e2;
-    auto when = fs::last_write_time(e.path() / kCompletedFile, e2);
-    if (!e2 && when < cutoff) fs::remove_all(e.path(), e2);
+  auto swept = SweepStaging(staging_, fs::file_time_type::clock::now(), kCompletedKept, kAbandonedAfter, busy);
+  if (swept.abandoned > 0) {
+    spdlog::info("s3: aborted {} multipart upload(s) with no part for {} days (their staged parts removed from {})",
+                 swept.abandoned, std::chrono::duration_cast<std::chrono::hours>(kAbandonedAfter).count() / 24,
+                 staging_);
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <string>
@@ -72,8 +73,8 @@ class ObjectWrites {
   // Put's and Copy's preconditions on the object already under the key
   // (If-Match, If-None-Match).
   S3Result<bool> CheckTargetConditions(const WriteRequest& r);
-  // Drops completed uploads older than kCompletedKept (a retried Complete
-  // is answered from them until then).
+  // At most once a minute: SweepStaging with kCompletedKept and
+  // kAbandonedAfter.
   void SweepCompleted();
 
   Client& client_;
@@ -85,6 +86,23 @@ class ObjectWrites {
   std::set<std::string> completing_;  // upload ids a Complete is writing now
   std::chrono::steady_clock::time_point last_sweep_{};
 };
+
+// What SweepStaging removed.
+struct StagingSwept {
+  size_t completed = 0;  // uploads completed more than completed_kept ago
+  size_t abandoned = 0;  // uploads neither completed nor given a part for abandoned_after
+};
+// Sweeps the staging dir `staging` at time `now`: removes the uploads
+// completed more than `completed_kept` ago (until then they answer a retried
+// Complete), and those neither completed nor given a part for
+// `abandoned_after`, staged parts and all, as S3's
+// AbortIncompleteMultipartUpload lifecycle rule does. An upload's last
+// activity is its directory's mtime (each part is renamed into it). Ids in
+// `busy` (a Complete running) and entries that are not upload ids stay. Looks
+// at `limit` entries at most.
+StagingSwept SweepStaging(const std::string& staging, std::filesystem::file_time_type now,
+                          std::chrono::seconds completed_kept, std::chrono::seconds abandoned_after,
+                          const std::set<std::string>& busy, size_t limit = 100000);
 
 // The payload of a request: its body, or the decoded aws-chunked body; the
 // Content-MD5 header, when given, is checked.
