@@ -21,15 +21,34 @@ bool Is2xx(long s) { return s >= 200 && s < 300; }
 bool IsRedirect(long s) { return s == 307 || s == 302 || s == 303 || s == 301 || s == 308; }
 bool IsTransient(long s) { return s == 500 || s == 502 || s == 503 || s == 504 || s == 429; }
 
+// A namenode's answer is untrusted: a field of the wrong type or a missing
+// one reads as null (nlohmann's value() and const operator[] would throw or
+// assert instead).
+const Json& Field(const Json& j, const char* key) {
+  static const Json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+std::string Text(const Json& j, const char* key) {
+  const Json& v = Field(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+template <typename T>
+T Number(const Json& j, const char* key) {
+  const Json& v = Field(j, key);
+  return v.is_number_integer() ? v.get<T>() : T{0};
+}
+
 HdfsStatus ParseStatus(const Json& j) {
   HdfsStatus s;
-  s.name = j.value("pathSuffix", "");
-  s.is_dir = j.value("type", "") == "DIRECTORY";
-  s.length = j.value("length", uint64_t{0});
-  s.mtime_ms = j.value("modificationTime", int64_t{0});
-  s.file_id = j.value("fileId", uint64_t{0});
+  s.name = Text(j, "pathSuffix");
+  s.is_dir = Text(j, "type") == "DIRECTORY";
+  s.length = Number<uint64_t>(j, "length");
+  s.mtime_ms = Number<int64_t>(j, "modificationTime");
+  s.file_id = Number<uint64_t>(j, "fileId");
   // "644", "1777": octal digits, nothing else; anything else is no permission.
-  std::string perm = j.contains("permission") && j["permission"].is_string() ? j["permission"].get<std::string>() : "";
+  std::string perm = Text(j, "permission");
   if (!perm.empty() && perm.size() <= 4 && perm.find_first_not_of("01234567") == std::string::npos) {
     uint32_t v = static_cast<uint32_t>(std::strtoul(perm.c_str(), nullptr, 8));
     if (v <= 01777) s.permission = v;
@@ -209,9 +228,12 @@ Result<HdfsBatch> WebHdfsClient::ListBatch(const std::string& path, const std::s
       if (j.is_discarded() || !j.contains("DirectoryListing")) {
         return Err(Code::kIo, "list " + Display(path) + ": the namenode answered without a DirectoryListing");
       }
-      const auto& dl = j["DirectoryListing"];
-      for (const auto& e : dl["partialListing"]["FileStatuses"]["FileStatus"]) batch.entries.push_back(ParseStatus(e));
-      batch.more = dl.value("remainingEntries", int64_t{0}) > 0;
+      const Json& dl = Field(j, "DirectoryListing");
+      const Json& entries = Field(Field(Field(dl, "partialListing"), "FileStatuses"), "FileStatus");
+      if (entries.is_array()) {
+        for (const auto& e : entries) batch.entries.push_back(ParseStatus(e));
+      }
+      batch.more = Number<int64_t>(dl, "remainingEntries") > 0;
       return batch;
     }
     // Hadoop before 2.8 has no LISTSTATUS_BATCH and refuses the op name.
@@ -225,7 +247,9 @@ Result<HdfsBatch> WebHdfsClient::ListBatch(const std::string& path, const std::s
   if (j.is_discarded() || !j.contains("FileStatuses")) {
     return Err(Code::kIo, "list " + Display(path) + ": the namenode answered without FileStatuses");
   }
-  for (const auto& e : j["FileStatuses"]["FileStatus"]) {
+  static const Json kNoEntries = Json::array();
+  const Json& entries = Field(Field(j, "FileStatuses"), "FileStatus");
+  for (const auto& e : entries.is_array() ? entries : kNoEntries) {
     auto s = ParseStatus(e);
     if (start_after.empty() || s.name > start_after) batch.entries.push_back(std::move(s));
   }

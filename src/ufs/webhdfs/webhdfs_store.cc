@@ -187,8 +187,7 @@ class WebHdfsStore final : public UnderStore {
       return Status(Code::kInvalidArgument, "cannot set the time of " + uri_ + std::string(key) +
                                                 ": HDFS keeps no modification time before 1970");
     }
-    auto s = client_->GetFileStatus(path);
-    if (!s) return s.error();
+    // An absent path: SETPERMISSION's (or SETTIMES') FileNotFoundException, kNotFound.
     if (change.mode) SHOAL_RETURN_IF_ERROR(client_->SetPermission(path, *change.mode & 01777));
     if (change.mtime_ns) SHOAL_RETURN_IF_ERROR(client_->SetModificationTime(path, *change.mtime_ns / 1'000'000));
     return {};

@@ -154,6 +154,42 @@ TEST(WebHdfsStore, ModesAreOctalAndTimesMilliseconds) {
   EXPECT_NE(before_1970.message().find("1970"), std::string::npos) << before_1970.message();
 }
 
+// A namenode's JSON is untrusted: fields of the wrong type, and listings of
+// the wrong shape, read as absent (a stat of zeros, an empty listing), never
+// an exception out of the store or a read past the document.
+TEST(WebHdfsStore, AnswersOfTheWrongShapeReadAsAbsentFields) {
+  testing::LoopbackListener namenode([](int fd) {
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1) head += c;
+    std::string body = head.find("op=GETFILESTATUS") != std::string::npos
+                           ? R"({"FileStatus":{"type":7,"length":"12","fileId":"9","permission":["755"],)"
+                             R"("modificationTime":1.5,"pathSuffix":{}}})"
+                           : R"({"DirectoryListing":{"partialListing":5,"remainingEntries":"many"}})";
+    std::string out = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    (void)!::write(fd, out.data(), out.size());
+  });
+  ASSERT_NE(namenode.port(), 0);
+  MountConfig m;
+  m.path = "/odd";
+  m.ufs = "hdfs://127.0.0.1:" + std::to_string(namenode.port()) + "/data";
+  m.options = {{"user", "tester"}, {"max_retries", "0"}};
+  auto store = Open(m);
+  ASSERT_NE(store, nullptr);
+  auto st = store->Stat("f");
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_FALSE(st->is_dir);
+  EXPECT_EQ(st->size, 0u);
+  EXPECT_EQ(st->mtime_ns, 0);
+  EXPECT_EQ(st->mode, 0u);
+  EXPECT_TRUE(st->etag.empty()) << "no fileId: the version is mtime and size";
+  auto listed = store->List("dir/", {});
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  EXPECT_TRUE(listed->entries.empty());
+  EXPECT_TRUE(listed->continuation.empty());
+}
+
 TEST(WebHdfsStore, SendsConfiguredUserName) {
   auto store = Open(Mount("", {}));
   ASSERT_NE(store, nullptr);
