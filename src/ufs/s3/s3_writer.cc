@@ -48,6 +48,11 @@ Status S3Writer::Fail(Status s) {
   return s;
 }
 
+namespace {
+// Objects up to this size grow their buffer as they come.
+constexpr size_t kSmallObject = 1 << 20;
+}  // namespace
+
 Status S3Writer::Append(std::span<const char> data) {
   if (state_ != State::kOpen) return Status(Code::kInvalidArgument, "append to a closed writer for " + client_->UriOf(key_));
   if (!failed_.ok()) return failed_;
@@ -59,13 +64,20 @@ Status S3Writer::Append(std::span<const char> data) {
     size_t cap = upload_id_.empty() ? std::max<uint64_t>(s.multipart_threshold, s.multipart_part_size + 1)
                                     : s.multipart_part_size + 1;
     size_t take = std::min(data.size(), cap - buffer_.size());
+    // Past a small object, the buffer is made its full size at once: grown by
+    // doubling, every byte of a part was copied three times more (a fifth of
+    // a write-back holder's CPU while it uploads).
+    if (buffer_.size() + take > buffer_.capacity() && buffer_.size() + take > kSmallObject) buffer_.reserve(cap);
     buffer_.append(data.data(), take);
     data = data.subspan(take);
     if (buffer_.size() < cap) break;
     if (upload_id_.empty()) SHOAL_RETURN_IF_ERROR(StartMultipart());
     while (buffer_.size() > s.multipart_part_size) {
-      std::string part(buffer_.data(), s.multipart_part_size);
-      buffer_.erase(0, s.multipart_part_size);
+      // The buffer becomes the part; what follows it starts the next buffer.
+      std::string rest(buffer_.data() + s.multipart_part_size, buffer_.size() - s.multipart_part_size);
+      buffer_.resize(s.multipart_part_size);
+      std::string part = std::move(buffer_);
+      buffer_ = std::move(rest);
       SHOAL_RETURN_IF_ERROR(SubmitPart(std::move(part)));
     }
   }
