@@ -708,8 +708,11 @@ Status ClientImpl::ReadRange(const ResolvedPath& rp, const FileStatus& st, uint6
   // whole part of the range in its shard: warm pages cost one exchange (or
   // none, for pages it leased before) and no hand-off to the pool. What it
   // does not serve is cut into pieces as below, which go over TCP in parallel.
-  const bool local_first = config_.client.short_circuit && !st.version.starts_with("wb-");
-  for (uint64_t pos = 0; pos < out.size();) {
+  const bool pending = st.version.starts_with("wb-");
+  const bool local_first = config_.client.short_circuit && !pending;
+  // A pending write-back version's holder on this host serves the whole
+  // range in one exchange (its data file); what it does not is read in pieces.
+  for (uint64_t pos = pending ? ReadPendingLocal(rp, st, offset, out, deadline) : 0; pos < out.size();) {
     uint64_t off = offset + pos;
     const uint64_t shard_end = (off / shard + 1) * shard;
     if (local_first) {

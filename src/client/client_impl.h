@@ -137,6 +137,10 @@ class ClientImpl {
   // Reads of a pending write-back version ("wb-<id>") go to its holders.
   Status ReadPending(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                      Deadline deadline);
+  // The bytes of a pending version a holder on this host served from the
+  // front of `out` through the short circuit, in one exchange (0: none).
+  uint64_t ReadPendingLocal(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
+                            Deadline deadline);
   void CountWritebackFallback() { write_back_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
   void CountWriteback() { write_backs_.fetch_add(1, std::memory_order_relaxed); }
 

@@ -277,6 +277,22 @@ std::string ClientImpl::WritebackHoldersText(const std::vector<WorkerEntry>& hol
   return out;
 }
 
+uint64_t ClientImpl::ReadPendingLocal(const ResolvedPath& rp, const FileStatus& st, uint64_t offset,
+                                      std::span<char> out, Deadline deadline) {
+  if (!config_.client.short_circuit || out.empty()) return 0;
+  auto [snap, members] = router_.Members();
+  for (size_t i : snap->ring.Owners(HashRing::MetaKey(rp.ns_path), std::min<size_t>(snap->workers.size(), 16))) {
+    if (members[i].down) continue;
+    const WorkerEntry& w = snap->workers[i];
+    if (!DiscoverLocal(w, deadline).ok() || !local_.IsLocal(w.address)) continue;
+    const uint64_t n = local_.Read(w.address, rp.ns_path, st.version, st.size, offset, out);
+    local_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+    worker_read_bytes_.fetch_add(n, std::memory_order_relaxed);
+    if (n > 0) return n;
+  }
+  return 0;
+}
+
 Status ClientImpl::ReadPending(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,
                                Deadline deadline) {
   auto [snap, members] = router_.Members();
