@@ -179,6 +179,10 @@ class BlockingPool {
   std::vector<std::thread> threads_;
 };
 
+// The largest body of a streamed route (a write-back append): read in
+// pieces, so this bounds a request, not memory.
+constexpr uint64_t kMaxStreamedBody = 64ull << 20;
+
 // Bytes served by one answer, counted once it is complete.
 struct Tally {
   std::atomic<uint64_t> hit{0}, miss{0};
@@ -188,7 +192,10 @@ struct Tally {
 
 class Worker::Impl {
  public:
-  explicit Impl(const Config& c) : config_(c), pool_(static_cast<size_t>(c.worker.ufs_threads)) {}
+  explicit Impl(const Config& c)
+      : config_(c),
+        pool_(static_cast<size_t>(c.worker.ufs_threads)),
+        append_pool_(static_cast<size_t>(c.worker.ufs_threads)) {}
 
   ~Impl() {
     Stop();
@@ -332,9 +339,7 @@ class Worker::Impl {
     loads_ = std::make_unique<LoadJobs>(svc_.get(), std::vector<std::string>{id_, address_});
     // Before serving: /v1/status reports the local socket.
     StartLocalServer(server_->port());
-    std::vector<net::Router> routes;
-    routes.push_back(Routes());
-    server_->Serve(std::move(routes));
+    server_->Serve(Routes());
     if (!w.metrics_listen.empty()) {
       if (Status st = StartMetricsListener(o); !st.ok()) {
         server_->Stop();
@@ -398,6 +403,7 @@ class Worker::Impl {
     registration_.reset();  // leaves the ring: deletes its etcd key
     local_.reset();
     loads_.reset();  // before the pool: its jobs wait for fetches the pool runs
+    append_pool_.Stop();
     pool_.Stop();
     wb_.reset();  // after the pool (its jobs use it); its uploader uses the service's stores
   }
@@ -552,10 +558,12 @@ class Worker::Impl {
     return parts;
   }
 
-  // The worker's native API (docs/protocol.md) as one route table: each route
+  // The worker's native API (docs/protocol.md) as one table: each route
   // names the access it needs, and the guard checks it before the handler
-  // runs (security/request_guard.h); nothing else decides access.
-  net::Router Routes() {
+  // runs (security/request_guard.h); nothing else decides access. The routes
+  // that read their bodies as they arrive (`streams`) are served from a
+  // second route table, whose bodies are streamed.
+  std::vector<net::Router> Routes() {
     using security::Access;
     using Handle = void (Impl::*)(const HttpRequest&, Responder);
     struct Route {
@@ -564,6 +572,7 @@ class Worker::Impl {
       Access access;
       authz::Need need;  // what the request's end user needs on its `path` (authz/authorizer.h)
       Handle handle;
+      bool streams = false;  // the handler reads the body (HttpRequest::body_stream), up to kMaxStreamedBody
     };
     using N = authz::Need;
     static const Route kRoutes[] = {
@@ -590,7 +599,7 @@ class Worker::Impl {
         {"POST", "/v1/refresh", Access::kWrite, N::kWrite, &Impl::HandleRefresh},
         {"POST", "/v1/wb/begin", Access::kWrite, N::kWrite, &Impl::HandleWriteback},
         // A stream begun is the writer's (its id is a 128-bit capability): its steps need no path.
-        {"POST", "/v1/wb/append", Access::kWrite, N::kNone, &Impl::HandleWriteback},
+        {"POST", "/v1/wb/append", Access::kWrite, N::kNone, &Impl::HandleWriteback, true},
         {"POST", "/v1/wb/commit", Access::kWrite, N::kNone, &Impl::HandleWriteback},
         {"POST", "/v1/wb/put", Access::kWrite, N::kWrite, &Impl::HandleWriteback},
         {"POST", "/v1/wb/abort", Access::kWrite, N::kNone, &Impl::HandleWriteback},
@@ -604,24 +613,29 @@ class Worker::Impl {
         {"POST", "/v1/rules/rm", Access::kAdmin, N::kManage, &Impl::HandleRules},
         {"POST", "/v1/scrub", Access::kAdmin, N::kAdminOnly, &Impl::HandleScrub},
     };
-    net::Router r;
+    net::Router whole, streamed;
+    streamed.StreamBodies(kMaxStreamedBody);
     for (const Route& route : kRoutes) {
-      r.Add(route.method, route.path, [this, route](const HttpRequest& req, Responder res) {
-        auto who = guard_->Admit(req, route.access);
-        if (!who) {
-          auth_refused_->Add();
-          res.Respond(ErrorAnswer(who.error().http_status, who.error().status));
-          return;
-        }
-        if (!who->anonymous()) NoteCaller(*who);
-        if (authz_ && route.need != authz::Need::kNone) {
-          if (auto refused = Authorize(req, *who, route.need, route.path)) return res.Respond(std::move(*refused));
-        }
-        if (route.handle == nullptr) return res.Respond(JsonAnswer(WhoAmIJson(*who)));
-        (this->*route.handle)(req, std::move(res));
-      });
+      (route.streams ? streamed : whole)
+          .Add(route.method, route.path, [this, route](const HttpRequest& req, Responder res) {
+            auto who = guard_->Admit(req, route.access);
+            if (!who) {
+              auth_refused_->Add();
+              res.Respond(ErrorAnswer(who.error().http_status, who.error().status));
+              return;
+            }
+            if (!who->anonymous()) NoteCaller(*who);
+            if (authz_ && route.need != authz::Need::kNone) {
+              if (auto refused = Authorize(req, *who, route.need, route.path)) return res.Respond(std::move(*refused));
+            }
+            if (route.handle == nullptr) return res.Respond(JsonAnswer(WhoAmIJson(*who)));
+            (this->*route.handle)(req, std::move(res));
+          });
     }
-    return r;
+    std::vector<net::Router> out;
+    out.push_back(std::move(whole));
+    out.push_back(std::move(streamed));
+    return out;
   }
 
   // The one authorization check (authz/authorizer.h) of a routed request: the
@@ -1795,9 +1809,11 @@ class Worker::Impl {
     if (op == "append") {
       auto offset = q.Number("offset");
       if (!offset) return res.Respond(ErrorAnswer(offset.error()));
-      return pool_.Post([this, id, offset = *offset, body = req.body, res] {
-        Status st = wb_->Append(id, offset, body);
-        res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "size", offset + body.size())) : ErrorAnswer(st));
+      // On threads of their own: an append waits for its body to arrive, and
+      // must not hold the threads that reads need.
+      return append_pool_.Post([this, id, offset = *offset, body = req.body_stream, res] {
+        auto n = wb_->AppendFrom(id, offset, [&](std::span<char> out) { return body->Read(out); });
+        res.Respond(n ? JsonAnswer(ObjectJson("id", id, "size", offset + *n)) : ErrorAnswer(n.error()));
       });
     }
     if (op == "commit") {
@@ -1815,6 +1831,9 @@ class Worker::Impl {
 
   Config config_;
   BlockingPool pool_;
+  // Write-back appends, which wait for their bodies: as many as
+  // worker.ufs_threads, apart from pool_.
+  BlockingPool append_pool_;
   std::unique_ptr<WorkerService> svc_;
   std::unique_ptr<net::HttpServer> server_;
   std::string address_;

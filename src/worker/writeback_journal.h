@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -85,6 +86,11 @@ class WritebackJournal {
     uint64_t max_pending = 0;  // bytes; begin is refused as busy past it
     std::chrono::milliseconds takeover{60'000};
     size_t max_open_writes = 1024;  // begun, not committed
+    // Uploads yield to writes streaming in (bytes received within
+    // upload_yield_window), for at most upload_yield_max after their commit:
+    // a holder's disk and CPU go to acknowledging writes first.
+    std::chrono::milliseconds upload_yield_window{300};
+    std::chrono::milliseconds upload_yield_max{10'000};
   };
 
   // Creates the directory, replays the journal (a torn tail is cut off, data
@@ -96,6 +102,12 @@ class WritebackJournal {
   // The protocol (every argument is the client's claim, checked here).
   Status Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders);
   Status Append(const std::string& id, uint64_t offset, std::string_view data);
+  // The same, with the bytes read from `read` (a request body) until it
+  // returns 0, each piece written as it arrives into one reused buffer per
+  // thread: no copy of the whole body is ever made. The bytes taken, or why
+  // not; a body that stops part-way fails the write (begin again).
+  using BodySource = std::function<Result<size_t>(std::span<char> out)>;
+  Result<uint64_t> AppendFrom(const std::string& id, uint64_t offset, const BodySource& read);
   Result<WritebackCommit> Commit(const std::string& id, uint64_t size, uint64_t xxh3);
   // A whole small file at once (begin, append and commit): its bytes go into
   // the journal record itself, so it costs one fdatasync. At most kMaxInline.
@@ -141,6 +153,10 @@ class WritebackJournal {
   WritebackJournal(Options options, Hooks hooks);
   Status Replay();
   Status AppendRecord(const std::string& payload);  // REQUIRES: journal_mu_ held
+  // The open write `id`, or why an append to it is refused.
+  Result<std::shared_ptr<OpenWrite>> OpenForAppend(const std::string& id, uint64_t more);
+  // `data` at the write's end. REQUIRES: o.mu held, o not failed
+  Status AppendPiece(OpenWrite& o, std::string_view data);
   // Why a new write (begin or put of `more` bytes) is refused, if it is. REQUIRES: mu_ held
   Status CheckNewWrite(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders,
                        uint64_t more);
@@ -170,6 +186,7 @@ class WritebackJournal {
   uint64_t next_seq_ = 1;
   uint64_t pending_bytes_ = 0;
   uint64_t open_bytes_ = 0;
+  std::chrono::steady_clock::time_point last_append_;  // the last bytes any open write received
   bool paused_ = false;
   bool stopping_ = false;
 

@@ -52,6 +52,9 @@ struct UploadMetrics {
                                                          "Write-back upload attempts that failed (each is retried)");
   Counter& retries = MetricsRegistry::Global().GetCounter("shoal_writeback_upload_retries_total",
                                                           "Write-back upload attempts after a failed one");
+  Counter& yields = MetricsRegistry::Global().GetCounter(
+      "shoal_writeback_upload_yields_total",
+      "Rounds of the write-back uploader that left committed writes waiting for writes streaming in");
   Counter& superseded = MetricsRegistry::Global().GetCounter(
       "shoal_writeback_superseded_total", "Write-back writes not uploaded because a newer write of the path exists");
   Counter& takeovers = MetricsRegistry::Global().GetCounter(
@@ -99,7 +102,21 @@ void WritebackJournal::UploaderLoop() {
         }
       }
       if (!paused_) {
-        for (const auto& [id, e] : entries_) work.push_back(e);
+        // Uploads yield to writes streaming into this worker: the disk and
+        // the CPU go to acknowledging them first (a checkpoint's ranks save
+        // at once, and the first to commit would slow the others), for at
+        // most upload_yield_max after each commit.
+        const auto now = Clock::now();
+        const bool streaming = !open_.empty() && now - last_append_ < options_.upload_yield_window;
+        bool yielded = false;
+        for (const auto& [id, e] : entries_) {
+          if (!streaming || now - e->committed_at >= options_.upload_yield_max) {
+            work.push_back(e);
+          } else {
+            yielded = true;
+          }
+        }
+        if (yielded) M().yields.Add();
       }
     }
     auto s = stats();

@@ -1,0 +1,185 @@
+// The write-back journal on its own, with a file:// store: appends read from a
+// request body as it arrives (AppendFrom), and uploads that yield to writes
+// streaming in. The protocol end to end is tests/writeback_test.cc.
+#include "worker/writeback_journal.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/metrics.h"
+#include "ufs/under_store.h"
+
+namespace shoal {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string Bytes(size_t n, uint64_t seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+  return s;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Waits up to 30 s for `done`, checking every 10 ms.
+template <class F>
+bool WaitFor(F done) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+class WritebackJournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("shoal-wbj-test-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "store");
+    MountConfig m;
+    m.path = "/m";
+    m.ufs = "file://" + (root_ / "store").string() + "/";
+    auto store = OpenUnderStore(m);
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_ = *store;
+  }
+  void TearDown() override {
+    journal_.reset();
+    fs::remove_all(root_);
+  }
+
+  void Open(WritebackJournal::Options o) {
+    o.dir = (root_ / "wb").string();
+    o.self_id = "w1";
+    o.max_pending = 1ull << 30;
+    WritebackJournal::Hooks h;
+    h.store_for = [this](const std::string& path, std::string* key) -> Result<std::shared_ptr<UnderStore>> {
+      *key = path.substr(3);  // "/m/<key>"
+      return store_;
+    };
+    h.uploaded = [](const std::string&) {};
+    h.committed = [](const std::string&) {};
+    h.cache_uploaded = [](const WritebackCommit&, const FileInfo&, int) {};
+    h.call_peer = [](const WorkerEntry&, const std::string&) { return Status(); };
+    h.get_peer = [](const WorkerEntry&, const std::string&) -> Result<std::string> { return std::string(); };
+    auto j = WritebackJournal::Open(std::move(o), std::move(h));
+    ASSERT_TRUE(j) << j.error().ToString();
+    journal_ = std::move(*j);
+  }
+
+  const std::vector<WorkerEntry> holders_{{"w1", "127.0.0.1:1"}};
+  fs::path root_;
+  std::shared_ptr<UnderStore> store_;
+  std::unique_ptr<WritebackJournal> journal_;
+};
+
+constexpr char kIdA[] = "0123456789abcdef0123456789abcdef";
+constexpr char kIdB[] = "fedcba9876543210fedcba9876543210";
+
+TEST_F(WritebackJournalTest, AnAppendReadFromABodyInOddPiecesKeepsEveryByteAndCommits) {
+  Open({});
+  journal_->Pause(true);  // keep the data file to compare
+  ASSERT_TRUE(journal_->Begin(kIdA, "/m/ckpt.pt", holders_).ok());
+  const std::string bytes = Bytes((3 << 20) + 12345, 1);
+  // The body arrives in pieces of every awkward size, across the journal's buffer.
+  const size_t sizes[] = {1, 4095, (1 << 20) + 3, 7, 2 << 20, 1 << 19};
+  size_t at = 0, next = 0;
+  auto source = [&](std::span<char> out) -> Result<size_t> {
+    if (at == bytes.size()) return size_t{0};
+    size_t n = std::min({out.size(), sizes[next++ % std::size(sizes)], bytes.size() - at});
+    std::memcpy(out.data(), bytes.data() + at, n);
+    at += n;
+    return n;
+  };
+  auto first = journal_->AppendFrom(kIdA, 0, source);
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(*first, bytes.size());
+  // A second append continues at the end; a wrong offset is refused and names the expected one.
+  auto wrong = journal_->AppendFrom(kIdA, 5, [](std::span<char>) -> Result<size_t> { return size_t{0}; });
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message().find("expected is at " + std::to_string(bytes.size())), std::string::npos)
+      << wrong.error().message();
+  auto c = journal_->Commit(kIdA, bytes.size(), XXH3_64bits(bytes.data(), bytes.size()));
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(ReadAll((root_ / "wb" / (std::string(kIdA) + ".data")).string()), bytes);
+}
+
+TEST_F(WritebackJournalTest, ABodyThatStopsPartWayFailsTheWriteAndSaysWhere) {
+  Open({});
+  ASSERT_TRUE(journal_->Begin(kIdA, "/m/ckpt.pt", holders_).ok());
+  const std::string bytes = Bytes(3 << 20, 2);
+  size_t at = 0;
+  auto source = [&](std::span<char> out) -> Result<size_t> {
+    if (at >= (2 << 20) + 100) return Err(Code::kUnavailable, "the client left before sending the request body");
+    size_t n = std::min<size_t>(out.size(), 65536);
+    std::memcpy(out.data(), bytes.data() + at, n);
+    at += n;
+    return n;
+  };
+  auto r = journal_->AppendFrom(kIdA, 0, source);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), Code::kUnavailable);
+  EXPECT_NE(r.error().message().find("/m/ckpt.pt"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("the client left"), std::string::npos) << r.error().message();
+  // The write is failed: it can be neither continued nor committed.
+  EXPECT_FALSE(journal_->Append(kIdA, 1 << 20, "x").ok());
+  EXPECT_FALSE(journal_->Commit(kIdA, at, XXH3_64bits(bytes.data(), at)));
+}
+
+TEST_F(WritebackJournalTest, UploadsWaitWhileAWriteStreamsInAndGoOnceItEnds) {
+  WritebackJournal::Options o;
+  o.upload_yield_window = std::chrono::hours(1);  // every open write counts as streaming
+  o.upload_yield_max = std::chrono::hours(1);
+  Open(o);
+  Counter& yields = MetricsRegistry::Global().GetCounter("shoal_writeback_upload_yields_total", "");
+  // A is streaming in; B, small, is committed meanwhile.
+  ASSERT_TRUE(journal_->Begin(kIdA, "/m/a.pt", holders_).ok());
+  const std::string a = Bytes(1 << 20, 3);
+  ASSERT_TRUE(journal_->Append(kIdA, 0, a).ok());
+  const std::string b = Bytes(1000, 4);
+  const uint64_t yields_before = yields.value();
+  ASSERT_TRUE(journal_->Put(kIdB, "/m/b.pt", holders_, b, b.size(), XXH3_64bits(b.data(), b.size())));
+  // The uploader looks at B at least twice and leaves it pending.
+  ASSERT_TRUE(WaitFor([&] { return yields.value() >= yields_before + 2; }));
+  EXPECT_EQ(journal_->State(kIdB), "pending");
+  EXPECT_FALSE(fs::exists(root_ / "store" / "b.pt"));
+  // A ends (committed): nothing streams, and B goes up, then A.
+  ASSERT_TRUE(journal_->Commit(kIdA, a.size(), XXH3_64bits(a.data(), a.size())));
+  ASSERT_TRUE(WaitFor([&] { return journal_->State(kIdB) == "done" && journal_->State(kIdA) == "done"; }));
+  EXPECT_EQ(ReadAll((root_ / "store" / "b.pt").string()), b);
+  EXPECT_EQ(ReadAll((root_ / "store" / "a.pt").string()), a);
+}
+
+TEST_F(WritebackJournalTest, AWriteThatWaitedItsLongestIsUploadedWhileOthersStillStream) {
+  WritebackJournal::Options o;
+  o.upload_yield_window = std::chrono::hours(1);
+  o.upload_yield_max = 0ms;  // no write waits
+  Open(o);
+  ASSERT_TRUE(journal_->Begin(kIdA, "/m/a.pt", holders_).ok());
+  ASSERT_TRUE(journal_->Append(kIdA, 0, Bytes(4096, 5)).ok());
+  const std::string b = Bytes(1000, 6);
+  ASSERT_TRUE(journal_->Put(kIdB, "/m/b.pt", holders_, b, b.size(), XXH3_64bits(b.data(), b.size())));
+  ASSERT_TRUE(WaitFor([&] { return journal_->State(kIdB) == "done"; }));
+  EXPECT_EQ(ReadAll((root_ / "store" / "b.pt").string()), b);
+  journal_->Abort(kIdA);
+}
+
+}  // namespace
+}  // namespace shoal
