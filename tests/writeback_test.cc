@@ -304,6 +304,38 @@ TEST_F(WritebackTest, APendingWriteIsReadShortCircuitFromAHolderOnThisHost) {
   EXPECT_BYTES(ReadStore(*store_, "ckpt/shard-0.pt"), data);
 }
 
+// A restore right after a save: a new client reads every rank's file at
+// once. Its first reads wait for the one discovery of each holder's short
+// circuit instead of going over TCP meanwhile, and each read of a pending
+// file is one exchange with a holder on this host.
+TEST_F(WritebackTest, AFreshClientsFirstParallelReadsOfPendingFilesAllGoShortCircuit) {
+  Start("file");
+  PauseAll(true);
+  constexpr int kFiles = 8;
+  std::vector<std::string> data;
+  for (int i = 0; i < kFiles; ++i) {
+    data.push_back(Bytes(2 * 1024 * 1024 + 1000 * i, 40 + i));
+    auto st = WriteVia(*writer_, "/wb/restore/rank-" + std::to_string(i) + ".pt", data.back());
+    ASSERT_TRUE(st) << st.error().ToString();
+  }
+  auto fresh = cluster_->NewClient();
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  std::vector<std::string> got(kFiles);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kFiles; ++i) {
+    readers.emplace_back([&, i] { got[i] = ReadVia(**fresh, "/wb/restore/rank-" + std::to_string(i) + ".pt"); });
+  }
+  uint64_t total = 0;
+  for (int i = 0; i < kFiles; ++i) {
+    readers[i].join();
+    EXPECT_BYTES(got[i], data[i]);
+    total += data[i].size();
+  }
+  const ClientStats s = (*fresh)->stats();
+  EXPECT_EQ(s.local_read_bytes, total) << "of " << s.worker_read_bytes << " bytes read from workers";
+  PauseAll(false);
+}
+
 TEST_F(WritebackTest, ALaterWriteOfThePathSupersedesAPendingOneAndTheStoreEndsWithTheNewest) {
   Start("file");
   PauseAll(true);

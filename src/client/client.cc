@@ -26,6 +26,8 @@ namespace {
 // Transfers are cut into pieces of at most this size, so a large read keeps
 // several connections (and workers) busy at once.
 constexpr uint64_t kPieceBytes = 1ull << 20;
+// How long a read waits for another thread's discovery of a worker's short circuit.
+constexpr auto kAwaitDiscovery = std::chrono::seconds(1);
 
 // Bytes an open fetches along with the stat: whole ImageNet-sized files.
 
@@ -578,7 +580,10 @@ void ClientImpl::ForgetMetadata(const std::string& ns_path, Deadline deadline) {
 }
 
 Status ClientImpl::DiscoverLocal(const WorkerEntry& worker, Deadline deadline) {
-  if (!local_.ClaimDiscovery(worker.address)) return {};
+  if (!local_.ClaimDiscovery(worker.address)) {
+    local_.AwaitDiscovery(worker.address, std::min(deadline, std::chrono::steady_clock::now() + kAwaitDiscovery));
+    return {};
+  }
   std::string socket, token;
   auto r = caller_.Call(worker, "GET", "/v1/status", deadline, "its status");
   if (r.status.ok()) {

@@ -130,9 +130,21 @@ bool LocalReader::ClaimDiscovery(const std::string& worker) {
   return true;
 }
 
+void LocalReader::AwaitDiscovery(const std::string& worker, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  discovered_.wait_until(lock, deadline, [&] {
+    auto it = channels_.find(worker);
+    return it == channels_.end() || !it->second.discovering;
+  });
+}
+
 void LocalReader::Discovered(const std::string& worker, const std::string& socket, const std::string& token) {
   std::shared_ptr<const SharedEpochView> epoch;
   int fd = socket.empty() ? -1 : Connect(socket, token, timeout_, &epoch);
+  struct Notify {
+    std::condition_variable& cv;
+    ~Notify() { cv.notify_all(); }  // after the lock below is let go
+  } notify{discovered_};
   std::lock_guard lock(mu_);
   auto& ch = channels_[worker];
   ch.discovering = false;

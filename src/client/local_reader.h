@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,6 +53,9 @@ class LocalReader {
   bool ClaimDiscovery(const std::string& worker);
   // What the worker's /v1/status said ("" socket: none). Connects to check.
   void Discovered(const std::string& worker, const std::string& socket, const std::string& token);
+  // Waits, until `deadline` at most, while another caller discovers `worker`
+  // (a first wave of parallel reads would otherwise all go over TCP).
+  void AwaitDiscovery(const std::string& worker, std::chrono::steady_clock::time_point deadline);
 
   // Whether `worker` is on this host with its short circuit open.
   bool IsLocal(const std::string& worker);
@@ -234,6 +238,7 @@ class LocalReader {
   size_t max_leased_fds_;
   size_t leased_fds_ = 0;  // under mu_: held by leases and held pages
   std::mutex mu_;
+  std::condition_variable discovered_;  // a discovery ended
   std::map<std::string, Channel> channels_;
 };
 
