@@ -39,7 +39,7 @@ class ClientImpl;
 
 class WritebackStream {
  public:
-  static constexpr uint64_t kPiece = 1 << 20;      // one append's body: the worker's default request body limit
+  static constexpr uint64_t kPiece = 4 << 20;       // one append's body
   static constexpr uint64_t kMaxLag = 32ull << 20;  // how far a holder may lag behind the writer
   static constexpr uint64_t kInlineMax = 256 << 10;
 
