@@ -520,7 +520,8 @@ TEST_F(WritebackTest, CrashTestKillNineDuringACheckpointLosesNothingAcknowledged
 // The bytes go to the holders while the file is written, not at Close.
 TEST_F(WritebackTest, BytesStreamToTheHoldersDuringTheWritesAndCloseOnlyCommits) {
   Start("file");
-  const std::string data = Bytes(6 * 1024 * 1024 + 11, 41);
+  // Whole 4 MiB appends (WritebackStream::kPiece) go before Close; the last, short one waits for it.
+  const std::string data = Bytes(12 * 1024 * 1024 + 11, 41);
   auto w = writer_->Create("/wb/stream/big.bin");
   ASSERT_TRUE(w) << w.error().ToString();
   ASSERT_TRUE((*w)->Write(std::span<const char>(data.data(), data.size())).ok());
@@ -536,8 +537,8 @@ TEST_F(WritebackTest, BytesStreamToTheHoldersDuringTheWritesAndCloseOnlyCommits)
     return sum;
   };
   auto deadline = Clock::now() + 30s;
-  while (open_bytes() < 2 * (6ull << 20) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
-  EXPECT_GE(open_bytes(), 2 * (6ull << 20)) << "the holders got the bytes before Close";
+  while (open_bytes() < 2 * (12ull << 20) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_GE(open_bytes(), 2 * (12ull << 20)) << "the holders got the bytes before Close";
   EXPECT_FALSE(reader_->Stat("/wb/stream/big.bin")) << "nothing is visible before the commit";
   auto st = (*w)->Close();
   ASSERT_TRUE(st) << st.error().ToString();
