@@ -263,6 +263,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::list<std::weak_ptr<Connection>>::iterator idle_pos_, all_pos_;
 };
 
+Result<std::string> BodyReader::TakePiece() {
+  std::string piece;
+  piece.resize_and_overwrite(kMaxStreamRead, [](char*, size_t n) { return n; });
+  auto n = Read(piece);
+  if (!n) return Err(n.error());
+  piece.resize(*n);
+  return piece;
+}
+
 // A streamed request body: the handler's threads ask for bytes, and the
 // connection's strand reads them from the socket (through Beast's parser, so
 // chunked transfer coding is undone) into a buffer of its own, which the
@@ -282,23 +291,8 @@ class StreamingBody : public BodyReader, public std::enable_shared_from_this<Str
   Result<size_t> Read(std::span<char> out) override {
     if (out.empty()) return size_t{0};
     std::unique_lock lock(mu_);
-    if (closed_) return Err(Code::kInvalidArgument, "the request body cannot be read once the answer is given");
-    if (Buffered() == 0) {
-      if (failed_) return Err(*failed_);
-      if (done_) return size_t{0};
-      StartReading();
-      // The strand's reads are bounded by body_read_timeout (the sweep closes
-      // the connection); this wait only guards against a stopped server.
-      auto limit = conn_->core_.opts.body_read_timeout * 2 + std::chrono::seconds(5);
-      if (!cv_.wait_for(lock, limit, [this] { return Buffered() > 0 || failed_ || done_; })) {
-        failed_ = Status(Code::kTimeout, "the request body stopped arriving (the server is stopping?)");
-        return Err(*failed_);
-      }
-      if (Buffered() == 0) {
-        if (failed_) return Err(*failed_);
-        return size_t{0};
-      }
-    }
+    if (Status st = WaitForBytes(lock); !st.ok()) return Err(st);
+    if (Buffered() == 0) return size_t{0};
     size_t n = 0;
     while (n < out.size() && !chunks_.empty()) {
       const std::string& front = chunks_.front();
@@ -320,6 +314,28 @@ class StreamingBody : public BodyReader, public std::enable_shared_from_this<Str
     return n;
   }
 
+  Result<std::string> TakePiece() override {
+    std::unique_lock lock(mu_);
+    if (Status st = WaitForBytes(lock); !st.ok()) return Err(st);
+    if (Buffered() == 0) return std::string();
+    std::string piece;
+    if (front_at_ == 0) {
+      piece = std::move(chunks_.front());  // the bytes as the strand read them
+    } else {
+      piece.assign(chunks_.front(), front_at_);
+      front_at_ = 0;
+    }
+    chunks_.pop_front();
+    buffered_ -= piece.size();
+    if (!done_ && !failed_) StartReading();
+    return piece;
+  }
+
+  void ReturnPiece(std::string piece) override {
+    std::lock_guard lock(mu_);
+    if (piece.capacity() >= kMaxStreamRead && spare_.size() < kSpareReads) spare_.push_back(std::move(piece));
+  }
+
   // On the strand (Run), before the handler has the request.
   const Parser::value_type& header() const { return parser_->get(); }
 
@@ -338,6 +354,25 @@ class StreamingBody : public BodyReader, public std::enable_shared_from_this<Str
 
  private:
   size_t Buffered() const { return buffered_; }
+
+  // REQUIRES: mu_ held (in `lock`). Waits until bytes are buffered or the
+  // body ended (OK either way: Buffered() tells which), or why not.
+  Status WaitForBytes(std::unique_lock<std::mutex>& lock) {
+    if (closed_) return Status(Code::kInvalidArgument, "the request body cannot be read once the answer is given");
+    if (Buffered() > 0) return {};
+    if (failed_) return *failed_;
+    if (done_) return {};
+    StartReading();
+    // The strand's reads are bounded by body_read_timeout (the sweep closes
+    // the connection); this wait only guards against a stopped server.
+    auto limit = conn_->core_.opts.body_read_timeout * 2 + std::chrono::seconds(5);
+    if (!cv_.wait_for(lock, limit, [this] { return Buffered() > 0 || failed_ || done_; })) {
+      failed_ = Status(Code::kTimeout, "the request body stopped arriving (the server is stopping?)");
+      return *failed_;
+    }
+    if (Buffered() == 0 && failed_) return *failed_;
+    return {};
+  }
 
   // REQUIRES: mu_ held. Starts the strand's reading unless it runs already
   // or the buffer is full.

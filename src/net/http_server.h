@@ -80,6 +80,12 @@ class BodyReader {
   // malformed body, the body over the route table's limit, or the answer was
   // already given. Answers `100 Continue` first when the client asked for it.
   virtual Result<size_t> Read(std::span<char> out) = 0;
+  // The next bytes of the body as the connection read them, without a copy
+  // into the caller's buffer (at most 1 MiB; fewer when fewer have
+  // arrived); empty at the end of the body. Fails as Read does. Hand the
+  // piece back with ReturnPiece once done with it, for the next read to reuse.
+  virtual Result<std::string> TakePiece();
+  virtual void ReturnPiece(std::string piece) { (void)piece; }
 };
 
 // What the connection a request came on proves: set by the server for every request.

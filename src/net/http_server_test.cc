@@ -292,6 +292,53 @@ TEST_F(HttpServerTest, StreamedBodiesArriveInPiecesAndStalledOnesAreCutOff) {
   for (auto& t : done) t.join();
 }
 
+// TakePiece hands over the bytes as the connection read them, after a Read
+// that took part of a piece and before the end; pieces handed back are
+// reused, and the whole body arrives in order.
+TEST_F(HttpServerTest, AStreamedBodyTakenPieceByPieceArrivesWholeAndInOrder) {
+  std::vector<std::thread> readers;
+  std::mutex mu;
+  Router r;
+  r.StreamBodies(8 << 20);
+  r.Add("PUT", "/up", [&](const HttpRequest& req, Responder res) {
+    std::lock_guard lock(mu);
+    readers.emplace_back([stream = req.body_stream, res] {
+      std::string got(10, '\0');
+      auto first = stream->Read(std::span<char>(got.data(), got.size()));  // part of the first piece
+      if (!first) return res.Respond(HttpResponse::Text(400, first.error().message(), "text/plain"));
+      got.resize(*first);
+      int pieces = 0;
+      for (;;) {
+        auto piece = stream->TakePiece();
+        if (!piece) return res.Respond(HttpResponse::Text(400, piece.error().message(), "text/plain"));
+        if (piece->empty()) break;
+        ++pieces;
+        got += *piece;
+        stream->ReturnPiece(std::move(*piece));
+      }
+      res.Respond(HttpResponse::Text(pieces > 0 ? 200 : 500, got, "text/plain"));
+    });
+  });
+  Start(std::move(r));
+  std::string body(3 << 20, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 7 + i / 4093) & 0xff);
+  for (int round = 0; round < 2; ++round) {  // twice on one connection: the second reuses pieces
+    auto c = RawConnection::Connect(server_->address());
+    ASSERT_TRUE(c && c->Send("PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\n\r\n" + body));
+    auto a = c->ReadResponse(30s);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->status, 200) << a->body.substr(0, 200);
+    EXPECT_TRUE(a->body == body) << "got " << a->body.size() << " bytes of " << body.size();
+  }
+  std::vector<std::thread> done;
+  {
+    std::lock_guard lock(mu);
+    done.swap(readers);
+  }
+  for (auto& t : done) t.join();
+}
+
 // A request refused before its body was read (an S3 PUT whose If-Match fails):
 // the connection closes, but lingers reading what the client still sends, so
 // the client sees the answer and then the end of the stream, never a reset

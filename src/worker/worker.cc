@@ -1812,7 +1812,16 @@ class Worker::Impl {
       // On threads of their own: an append waits for its body to arrive, and
       // must not hold the threads that reads need.
       return append_pool_.Post([this, id, offset = *offset, body = req.body_stream, res] {
-        auto n = wb_->AppendFrom(id, offset, [&](std::span<char> out) { return body->Read(out); });
+        // Each piece as the connection read it goes to the data file, and back for reuse.
+        std::string held;
+        auto n = wb_->AppendFrom(id, offset, [&]() -> Result<std::string_view> {
+          if (held.capacity() > 0) body->ReturnPiece(std::move(held));
+          auto piece = body->TakePiece();
+          if (!piece) return Err(piece.error());
+          held = std::move(*piece);
+          return std::string_view(held);
+        });
+        if (held.capacity() > 0) body->ReturnPiece(std::move(held));
         res.Respond(n ? JsonAnswer(ObjectJson("id", id, "size", offset + *n)) : ErrorAnswer(n.error()));
       });
     }

@@ -447,11 +447,7 @@ Status WritebackJournal::Append(const std::string& id, uint64_t offset, std::str
   return AppendPiece(**o, data);
 }
 
-Result<uint64_t> WritebackJournal::AppendFrom(const std::string& id, uint64_t offset, const BodySource& read) {
-  // One buffer per thread, reused: a fresh one per append cost page faults
-  // for every MiB received (a third of a holder's CPU in a checkpoint save).
-  static constexpr size_t kBuffer = 1 << 20;
-  thread_local const std::unique_ptr<char[]> buf(new char[kBuffer]);
+Result<uint64_t> WritebackJournal::AppendFrom(const std::string& id, uint64_t offset, const BodySource& next) {
   auto o = OpenForAppend(id, 0);
   if (!o) return Err(o.error());
   OpenWrite& w = **o;
@@ -460,33 +456,19 @@ Result<uint64_t> WritebackJournal::AppendFrom(const std::string& id, uint64_t of
   if (offset != w.size) return Err(AppendOrder(w.path, offset, w.size));
   uint64_t taken = 0;
   for (;;) {
-    // Fill the buffer as far as the body has arrived, then write it: fewer,
-    // larger writes than one per piece the connection read.
-    size_t have = 0;
-    bool end = false;
-    while (have < kBuffer) {
-      auto n = read(std::span<char>(buf.get() + have, kBuffer - have));
-      if (!n) {
-        w.failed = true;
-        return Err(n.error().code(), "write-back append to " + w.path + " stopped after " +
-                                         std::to_string(taken + have) + " bytes (" + n.error().message() +
-                                         "); begin the write again");
-      }
-      if (*n == 0) {
-        end = true;
-        break;
-      }
-      have += *n;
+    auto piece = next();
+    if (!piece) {
+      w.failed = true;
+      return Err(piece.error().code(), "write-back append to " + w.path + " stopped after " + std::to_string(taken) +
+                                           " bytes (" + piece.error().message() + "); begin the write again");
     }
-    if (have > 0) {
-      if (auto busy = OpenForAppend(id, have); !busy) {
-        w.failed = true;
-        return Err(busy.error());
-      }
-      SHOAL_RETURN_IF_ERROR(AppendPiece(w, std::string_view(buf.get(), have)));
-      taken += have;
+    if (piece->empty()) return taken;
+    if (auto busy = OpenForAppend(id, piece->size()); !busy) {
+      w.failed = true;
+      return Err(busy.error());
     }
-    if (end) return taken;
+    SHOAL_RETURN_IF_ERROR(AppendPiece(w, *piece));
+    taken += piece->size();
   }
 }
 

@@ -102,12 +102,12 @@ class WritebackJournal {
   // The protocol (every argument is the client's claim, checked here).
   Status Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders);
   Status Append(const std::string& id, uint64_t offset, std::string_view data);
-  // The same, with the bytes read from `read` (a request body) until it
-  // returns 0, each piece written as it arrives into one reused buffer per
-  // thread: no copy of the whole body is ever made. The bytes taken, or why
-  // not; a body that stops part-way fails the write (begin again).
-  using BodySource = std::function<Result<size_t>(std::span<char> out)>;
-  Result<uint64_t> AppendFrom(const std::string& id, uint64_t offset, const BodySource& read);
+  // The same, with the bytes taken from `next` (a request body) piece by
+  // piece until it gives an empty one, each written as it comes (a piece
+  // stays valid until the next call): no copy of the body is made. The
+  // bytes taken, or why not; a body that stops part-way fails the write.
+  using BodySource = std::function<Result<std::string_view>()>;
+  Result<uint64_t> AppendFrom(const std::string& id, uint64_t offset, const BodySource& next);
   Result<WritebackCommit> Commit(const std::string& id, uint64_t size, uint64_t xxh3);
   // A whole small file at once (begin, append and commit): its bytes go into
   // the journal record itself, so it costs one fdatasync. At most kMaxInline.

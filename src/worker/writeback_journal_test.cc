@@ -98,21 +98,20 @@ TEST_F(WritebackJournalTest, AnAppendReadFromABodyInOddPiecesKeepsEveryByteAndCo
   journal_->Pause(true);  // keep the data file to compare
   ASSERT_TRUE(journal_->Begin(kIdA, "/m/ckpt.pt", holders_).ok());
   const std::string bytes = Bytes((3 << 20) + 12345, 1);
-  // The body arrives in pieces of every awkward size, across the journal's buffer.
+  // The body arrives in pieces of every awkward size.
   const size_t sizes[] = {1, 4095, (1 << 20) + 3, 7, 2 << 20, 1 << 19};
   size_t at = 0, next = 0;
-  auto source = [&](std::span<char> out) -> Result<size_t> {
-    if (at == bytes.size()) return size_t{0};
-    size_t n = std::min({out.size(), sizes[next++ % std::size(sizes)], bytes.size() - at});
-    std::memcpy(out.data(), bytes.data() + at, n);
+  auto source = [&]() -> Result<std::string_view> {
+    size_t n = std::min(sizes[next++ % std::size(sizes)], bytes.size() - at);
+    std::string_view piece(bytes.data() + at, n);
     at += n;
-    return n;
+    return piece;  // empty at the end
   };
   auto first = journal_->AppendFrom(kIdA, 0, source);
   ASSERT_TRUE(first) << first.error().ToString();
   EXPECT_EQ(*first, bytes.size());
   // A second append continues at the end; a wrong offset is refused and names the expected one.
-  auto wrong = journal_->AppendFrom(kIdA, 5, [](std::span<char>) -> Result<size_t> { return size_t{0}; });
+  auto wrong = journal_->AppendFrom(kIdA, 5, []() -> Result<std::string_view> { return std::string_view(); });
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message().find("expected is at " + std::to_string(bytes.size())), std::string::npos)
       << wrong.error().message();
@@ -126,12 +125,11 @@ TEST_F(WritebackJournalTest, ABodyThatStopsPartWayFailsTheWriteAndSaysWhere) {
   ASSERT_TRUE(journal_->Begin(kIdA, "/m/ckpt.pt", holders_).ok());
   const std::string bytes = Bytes(3 << 20, 2);
   size_t at = 0;
-  auto source = [&](std::span<char> out) -> Result<size_t> {
+  auto source = [&]() -> Result<std::string_view> {
     if (at >= (2 << 20) + 100) return Err(Code::kUnavailable, "the client left before sending the request body");
-    size_t n = std::min<size_t>(out.size(), 65536);
-    std::memcpy(out.data(), bytes.data() + at, n);
-    at += n;
-    return n;
+    std::string_view piece(bytes.data() + at, 65536);
+    at += piece.size();
+    return piece;
   };
   auto r = journal_->AppendFrom(kIdA, 0, source);
   ASSERT_FALSE(r);
