@@ -193,6 +193,8 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
   if (opts.IsDefined() && !opts.IsNull()) {
     if (!opts.IsMap()) return r.Fail(opts, key + ".options", "expected a mapping of option: value");
     for (const auto& kv : opts) {
+      if (!kv.first.IsScalar())
+        return r.Fail(kv.first, key + ".options", "a key must be a plain name, not a list or mapping");
       const std::string name = kv.first.as<std::string>();
       if (!kv.second.IsScalar()) return r.Fail(kv.second, key + ".options." + name, "expected a string");
       const std::string written = kv.second.as<std::string>();
@@ -627,6 +629,7 @@ Status StringMap(const Reader& r, const YAML::Node& n, const std::string& key, b
       if (!e) return r.Fail(kv.second, key, e.error().message());
       v = *e;
     }
+    if (!kv.first.IsScalar()) return r.Fail(kv.first, key, "a key must be a plain name, not a list or mapping");
     (*out)[kv.first.as<std::string>()] = v;
   }
   return {};
@@ -775,6 +778,7 @@ Status ParseS3Users(const Reader& r, const YAML::Node& n, std::map<std::string, 
   if (!n.IsMap()) return r.Fail(n, "s3.users", "expected a mapping of user: {access_key, secret_key, groups}");
   std::set<std::string> keys;
   for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) return r.Fail(kv.first, "s3.users", "a key must be a plain name, not a list or mapping");
     const std::string name = kv.first.as<std::string>();
     const std::string key = "s3.users." + name;
     if (!IsHeaderSafeName(name)) return r.Fail(kv.first, key, "a user name is 1-256 letters, digits or ._@-+=$\\");
@@ -839,6 +843,7 @@ Status ParseRules(const Reader& r, const YAML::Node& n, std::vector<PathRule>* r
     if (!item.IsMap()) return r.Fail(item, key, "expected a mapping such as {path: /data/val, pin: true}");
     PathRule rule;
     for (const auto& kv : item) {
+      if (!kv.first.IsScalar()) return r.Fail(kv.first, key, "a key must be a plain name, not a list or mapping");
       const auto field = kv.first.as<std::string>();
       if (!kv.second.IsScalar()) return r.Fail(kv.second, key + "." + field, "expected a single value");
       const auto value = kv.second.as<std::string>();

@@ -503,3 +503,25 @@ TEST(Config, EgressPriceIsPerMountWithADefaultByStore) {
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+// A key that is a mapping or a list (YAML's "? key" form) where a name is
+// expected is a clear error, not an exception out of the parser (fuzz finding
+// of config's long run, kept as fuzz/crashes/config/non-scalar-option-name).
+TEST(Config, KeysThatAreNotPlainNamesAreRefusedWhereTheyStand) {
+  const char* cases[] = {
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      ? {endpoint: x}\n      : y\n",
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      ? [a, b]\n      : y\n",
+  };
+  for (const char* text : cases) {
+    auto c = ParseConfig(text, "t.yaml");
+    ASSERT_FALSE(c) << text;
+    EXPECT_NE(c.error().message().find("a key must be a plain name"), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("options"), std::string::npos) << c.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace shoal
