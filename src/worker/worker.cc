@@ -1811,17 +1811,21 @@ class Worker::Impl {
       if (!offset) return res.Respond(ErrorAnswer(offset.error()));
       // On threads of their own: an append waits for its body to arrive, and
       // must not hold the threads that reads need.
+      if (!req.body_stream) {  // the route table streams it; anything else is a bug here
+        return res.Respond(ErrorAnswer(Status(Code::kInternal, "write-back append without a streamed body")));
+      }
       return append_pool_.Post([this, id, offset = *offset, body = req.body_stream, res] {
-        // Each piece as the connection read it goes to the data file, and back for reuse.
+        // Each piece as the connection read it goes to the data file, and back for reuse
+        // (ReturnPiece keeps only full-size pieces, so the first, empty one is dropped).
         std::string held;
         auto n = wb_->AppendFrom(id, offset, [&]() -> Result<std::string_view> {
-          if (held.capacity() > 0) body->ReturnPiece(std::move(held));
+          body->ReturnPiece(std::move(held));
           auto piece = body->TakePiece();
           if (!piece) return Err(piece.error());
           held = std::move(*piece);
           return std::string_view(held);
         });
-        if (held.capacity() > 0) body->ReturnPiece(std::move(held));
+        body->ReturnPiece(std::move(held));
         res.Respond(n ? JsonAnswer(ObjectJson("id", id, "size", offset + *n)) : ErrorAnswer(n.error()));
       });
     }
