@@ -132,6 +132,24 @@ Result<std::string> ExpandEnvReferences(const std::string& text) {
 
 namespace {
 
+// Every under-store option is a plain name from its scheme's table; anything
+// else (control bytes, quotes, non-ASCII) would not read back equal through
+// ToYaml, and can only be a typo or a damaged file.
+bool IsPlainOptionName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+  });
+}
+
+// A name as an error message can show it: at most 64 bytes, others as '?'.
+std::string Printable(std::string_view name) {
+  std::string out;
+  for (char c : name.substr(0, 64)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return name.size() > 64 ? out + "..." : out;
+}
+
 std::string NormaliseMountPath(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;
@@ -196,6 +214,10 @@ Status ParseMount(const Reader& r, const YAML::Node& m, size_t i, MountConfig* o
       if (!kv.first.IsScalar())
         return r.Fail(kv.first, key + ".options", "a key must be a plain name, not a list or mapping");
       const std::string name = kv.first.as<std::string>();
+      if (!IsPlainOptionName(name)) {
+        return r.Fail(kv.first, key + ".options",
+                      "an option name is letters, digits, '_', '-' and '.', not '" + Printable(name) + "'");
+      }
       if (!kv.second.IsScalar()) return r.Fail(kv.second, key + ".options." + name, "expected a string");
       const std::string written = kv.second.as<std::string>();
       auto value = ExpandEnvReferences(written);

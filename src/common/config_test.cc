@@ -523,5 +523,33 @@ TEST(Config, KeysThatAreNotPlainNamesAreRefusedWhereTheyStand) {
   }
 }
 
+TEST(Config, OptionNamesOtherThanPlainNamesAreRefusedAndPlainOnesReadBackEqual) {
+  // fuzz/crashes/config/toyaml-option-names-not-read-back-equal: a name of
+  // control and non-UTF-8 bytes came back quoted and escaped through ToYaml.
+  const std::string bad[] = {
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      endpo\xff\xffint: http://x\n",
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      \"e\\x1edpoint\": http://x\n",
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      \"end point\": http://x\n",
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      \"\": http://x\n",
+  };
+  for (const std::string& text : bad) {
+    auto c = ParseConfig(text, "t.yaml");
+    ASSERT_FALSE(c) << text;
+    EXPECT_NE(c.error().message().find("an option name is letters, digits"), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("t.yaml"), std::string::npos) << c.error().message();
+  }
+  auto c = ParseConfig(
+      "mounts:\n  - path: /s3\n    ufs: s3://b/p/\n    options:\n      endpoint: http://127.0.0.1:9000\n"
+      "      max_retries: '3'\n      region: us-east-1\n",
+      "t.yaml");
+  ASSERT_TRUE(c) << c.error().message();
+  const std::string yaml = ToYaml(*c);
+  auto again = ParseConfig(yaml, "ToYaml");
+  ASSERT_TRUE(again) << again.error().message() << "\n" << yaml;
+  EXPECT_EQ(ToYaml(*again), yaml);
+  EXPECT_EQ(again->mounts.at(0).options, c->mounts.at(0).options);
+  EXPECT_EQ(again->mounts.at(0).options.size(), 3u);
+}
+
 }  // namespace
 }  // namespace shoal
