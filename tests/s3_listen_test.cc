@@ -42,7 +42,8 @@ class S3ListenTest : public ::testing::Test {
  protected:
   // A 2-worker cluster over a fresh directory, each worker with an S3
   // listener in `mode`; kKeys small files k/NN.bin in the store.
-  void StartCluster(const std::string& mode, std::chrono::milliseconds body_read_timeout = std::chrono::seconds(30)) {
+  void StartCluster(const std::string& mode, std::chrono::milliseconds body_read_timeout = std::chrono::seconds(30),
+                    WriteMode write_mode = WriteMode::kCacheThrough) {
     dir_ = MakeTempDir("s3listen");
     ASSERT_FALSE(dir_.empty());
     for (int i = 0; i < kKeys; ++i) {
@@ -51,6 +52,7 @@ class S3ListenTest : public ::testing::Test {
     ShoalCluster::Options o;
     o.workers = 2;
     o.mounts = {FileMount(Ufs())};
+    o.mounts[0].write_mode = write_mode;
     S3Config s3;
     s3.credentials = {{kAccessKey, kSecretKey}};
     s3.mode = mode;
@@ -151,6 +153,96 @@ TEST_F(S3ListenTest, EveryWorkerServesEveryKeyGetAndPut) {
   auto ls = Aws(1, {"s3", "ls", "s3://data/k/"});
   ASSERT_EQ(ls.exit_code, 0) << ls.out;
   EXPECT_EQ(CountLines(ls.out, ".bin"), kKeys) << ls.out;
+}
+
+// On a write-back mount the endpoint answers as S3 does while the holders
+// keep the object: PutObject's ETag is the MD5 (s3cmd compares them), the
+// Content-Type and x-amz-meta-* come back on HEAD, a multipart object's parts
+// are readable with ?partNumber, a retried Complete answers the same ETag;
+// and the upload takes all of it to the store.
+TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
+  StartCluster("proxy", std::chrono::seconds(30), WriteMode::kWriteBack);
+  auto pause = [&](bool on) {
+    for (const auto& a : cluster_->addresses()) {
+      auto r = RunCmd({"/usr/bin/curl", "-sS", "--fail", "-X", "POST",
+                       "http://" + a + "/v1/wb/pause?on=" + std::string(on ? "1" : "0")},
+                      {});
+      ASSERT_EQ(r.exit_code, 0) << r.out;
+    }
+  };
+  pause(true);
+  const std::string script =
+      "import boto3, hashlib, os, sys\n"
+      "from botocore.config import Config\n"
+      "s3 = boto3.client('s3', endpoint_url=sys.argv[1], config=Config(signature_version='s3v4'))\n"
+      "phase = sys.argv[2]\n"
+      "def check(ok, what):\n"
+      "    if not ok: sys.exit('FAILED: ' + what)\n"
+      "body = bytes(range(256)) * 400\n"
+      "parts = [os.urandom(5 << 20), os.urandom(1 << 20)] if phase == 'pending' else None\n"
+      "if phase == 'pending':\n"
+      "    r = s3.put_object(Bucket='data', Key='wb/put.bin', Body=body, ContentType='text/x-shoal',\n"
+      "                      Metadata={'k': 'v'}, CacheControl='max-age=60')\n"
+      "    check(r['ETag'].strip('\"') == hashlib.md5(body).hexdigest(), 'PutObject ETag %s' % r['ETag'])\n"
+      "    open(sys.argv[3] + '/mp.bin', 'wb').write(b''.join(parts))\n"
+      "    up = s3.create_multipart_upload(Bucket='data', Key='wb/mp.bin', ContentType='application/x-mp',\n"
+      "                                    Metadata={'m': '1'})\n"
+      "    done = []\n"
+      "    for i, p in enumerate(parts, 1):\n"
+      "        e = s3.upload_part(Bucket='data', Key='wb/mp.bin', UploadId=up['UploadId'], PartNumber=i, Body=p)\n"
+      "        done.append({'ETag': e['ETag'], 'PartNumber': i})\n"
+      "    mp = {'Parts': done}\n"
+      "    a = s3.complete_multipart_upload(Bucket='data', Key='wb/mp.bin', UploadId=up['UploadId'], "
+      "MultipartUpload=mp)\n"
+      "    b = s3.complete_multipart_upload(Bucket='data', Key='wb/mp.bin', UploadId=up['UploadId'], "
+      "MultipartUpload=mp)\n"
+      "    want = hashlib.md5(b''.join(hashlib.md5(p).digest() for p in parts)).hexdigest() + '-2'\n"
+      "    check(a['ETag'] == b['ETag'] and a['ETag'].strip('\"') == want, 'Complete ETags %s %s, want %s' % "
+      "(a['ETag'], b['ETag'], want))\n"
+      "    open(sys.argv[3] + '/mp.etag', 'w').write(want)\n"
+      "want_mp = open(sys.argv[3] + '/mp.etag').read()\n"
+      "mp_bytes = open(sys.argv[3] + '/mp.bin', 'rb').read()\n"
+      "h = s3.head_object(Bucket='data', Key='wb/put.bin')\n"
+      "check(h['ContentType'] == 'text/x-shoal' and h['Metadata'] == {'k': 'v'} and h.get('CacheControl') == "
+      "'max-age=60',\n"
+      "      phase + ' HEAD put.bin: %s %s %s' % (h['ContentType'], h['Metadata'], h.get('CacheControl')))\n"
+      "g = s3.get_object(Bucket='data', Key='wb/put.bin')\n"
+      "check(g['Body'].read() == body and g['ContentType'] == 'text/x-shoal', phase + ' GET put.bin')\n"
+      "h = s3.head_object(Bucket='data', Key='wb/mp.bin')\n"
+      "check(h['ContentType'] == 'application/x-mp' and h['Metadata'] == {'m': '1'}, phase + ' HEAD mp.bin: %s' % h)\n"
+      "p2 = s3.get_object(Bucket='data', Key='wb/mp.bin', PartNumber=2)\n"
+      "check(p2['Body'].read() == mp_bytes[5 << 20:] and p2.get('PartsCount') == 2, phase + ' GET partNumber=2')\n"
+      "if phase == 'uploaded':\n"
+      "    check(h['ETag'].strip('\"') == want_mp, 'uploaded mp.bin ETag %s, want %s' % (h['ETag'], want_mp))\n"
+      "    h = s3.head_object(Bucket='data', Key='wb/put.bin')\n"
+      "    check(h['ETag'].strip('\"') == hashlib.md5(body).hexdigest(), 'uploaded put.bin ETag %s' % h['ETag'])\n"
+      "print('write-back ' + phase + ': ok')\n";
+  auto pending = RunCmd({"/usr/bin/python3", "-c", script, "http://" + endpoints_[0], "pending", dir_}, AwsEnv());
+  ASSERT_EQ(pending.exit_code, 0) << pending.out;
+  EXPECT_NE(pending.out.find("write-back pending: ok"), std::string::npos) << pending.out;
+  EXPECT_FALSE(fs::exists(Ufs() + "/wb/put.bin")) << "uploads are paused: the holders have it";
+  // s3cmd's default put compares the ETag with the MD5 and uploads again when they differ.
+  const std::string local = dir_ + "/s3cmd.bin";
+  ASSERT_TRUE(WriteFile(local, RandomBytes(300000, 33)).ok());
+  const std::string cfg = dir_ + "/s3cfg";
+  ASSERT_TRUE(WriteFile(cfg, "[default]\naccess_key = " + std::string(kAccessKey) + "\nsecret_key = " + kSecretKey +
+                                 "\nhost_base = " + endpoints_[1] + "\nhost_bucket = " + endpoints_[1] +
+                                 "\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n")
+                  .ok());
+  auto put = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "put", local, "s3://data/wb/s3cmd.bin"}, {});
+  ASSERT_EQ(put.exit_code, 0) << put.out;
+  EXPECT_EQ(put.out.find("MD5"), std::string::npos) << put.out;
+  pause(false);
+  for (const char* name : {"put.bin", "mp.bin", "s3cmd.bin"}) {
+    const std::string f = Ufs() + "/wb/" + name;
+    for (int i = 0; i < 400 && !fs::exists(f); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(fs::exists(f)) << name << " was not uploaded";
+  }
+  EXPECT_TRUE(Slurp(Ufs() + "/wb/mp.bin") == Slurp(dir_ + "/mp.bin"));
+  EXPECT_TRUE(Slurp(Ufs() + "/wb/s3cmd.bin") == Slurp(local));
+  auto uploaded = RunCmd({"/usr/bin/python3", "-c", script, "http://" + endpoints_[1], "uploaded", dir_}, AwsEnv());
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.out;
+  EXPECT_NE(uploaded.out.find("write-back uploaded: ok"), std::string::npos) << uploaded.out;
 }
 
 TEST_F(S3ListenTest, LargeSinglePutIsStreamedWithBoundedMemory) {

@@ -580,6 +580,89 @@ TEST_F(WritebackTest, AHolderThatDiesMidStreamFallsBackToThroughAndLosesNothing)
   EXPECT_BYTES(ReadVia(*reader_, "/wb/die/mid.bin"), data);
 }
 
+// A file given metadata, an ETag and a mode is written back, not through:
+// its holders keep them with its bytes (in the journal, through a restart),
+// answer them for the pending version, and upload them with it.
+TEST_P(WritebackRoundTrip, MetadataETagAndModeAreKeptWithThePendingWriteAndUploadedWithIt) {
+  Start(GetParam());
+  const bool file = GetParam() == "file";
+  CreateOptions o;
+  o.content_type = "application/x-checkpoint";
+  o.metadata = {{"epoch", "12"}, {"rank", "3"}};
+  o.headers = {{"cache-control", "max-age=60"}};
+  o.etag = "0123456789abcdef0123456789abcdef-2";
+  o.mode = 0640;
+  const std::string small = Bytes(9'000, 61), big = Bytes(6 * 1024 * 1024 + 3, 62);  // a put; a stream
+  PauseAll(true);
+  std::map<std::string, std::string> version;
+  for (const auto& [name, data] : {std::pair{std::string("small"), small}, {"big", big}}) {
+    auto w = writer_->Create("/wb/meta/" + name, o);
+    ASSERT_TRUE(w) << w.error().ToString();
+    ASSERT_TRUE((*w)->Write(std::span<const char>(data.data(), data.size())).ok());
+    auto st = (*w)->Close();
+    ASSERT_TRUE(st) << st.error().ToString();
+    EXPECT_TRUE(st->version.starts_with("wb-")) << name << " was written through: " << st->version;
+    version[name] = st->version;
+  }
+  EXPECT_EQ(writer_->stats().write_back_fallbacks, 0u);
+  auto check_pending = [&](Client& c, const std::string& name) {
+    auto st = c.Stat("/wb/meta/" + name);
+    ASSERT_TRUE(st) << st.error().ToString();
+    EXPECT_EQ(st->version, version[name]);
+    EXPECT_EQ(st->mode, 0640u) << name;
+    auto m = ReadObjectMetadata(c, "/wb/meta/" + name, st->version);
+    ASSERT_TRUE(m) << m.error().ToString();
+    EXPECT_EQ(m->content_type, o.content_type) << name;
+    EXPECT_EQ(m->user, o.metadata) << name;
+    EXPECT_EQ(m->headers, o.headers) << name;
+  };
+  check_pending(*reader_, "small");
+  check_pending(*reader_, "big");
+  EXPECT_FALSE(store_->Stat("meta/small"));
+  // The holders restart with the writes still pending (uploads were held):
+  // what they upload then has its options from their journals alone.
+  for (size_t i = 0; i < cluster_->workers().size(); ++i) ASSERT_TRUE(cluster_->Restart(i).ok());
+  ASSERT_TRUE(Drained());
+  for (const auto& [name, data] : {std::pair{std::string("small"), small}, {"big", big}}) {
+    SCOPED_TRACE(name);
+    EXPECT_BYTES(ReadStore(*store_, "meta/" + name), data);
+    auto m = store_->Metadata("meta/" + name);
+    ASSERT_TRUE(m) << m.error().ToString();
+    EXPECT_EQ(m->content_type, o.content_type);
+    EXPECT_EQ(m->user, o.metadata);
+    EXPECT_EQ(m->headers, o.headers);
+    auto info = store_->Stat("meta/" + name);
+    ASSERT_TRUE(info) << info.error().ToString();
+    if (file) {
+      EXPECT_EQ(info->etag, o.etag) << "file:// keeps the ETag the writer gave";
+      EXPECT_EQ(info->mode, 0640u);
+    }
+    // After the upload the same answer comes from the store's version.
+    auto st = reader_->Stat("/wb/meta/" + name);
+    ASSERT_TRUE(st) << st.error().ToString();
+    EXPECT_FALSE(st->version.starts_with("wb-")) << st->version;
+    auto after = ReadObjectMetadata(*reader_, "/wb/meta/" + name, st->version);
+    ASSERT_TRUE(after) << after.error().ToString();
+    EXPECT_EQ(after->content_type, o.content_type);
+  }
+}
+
+// Options a holder must not keep are refused at the door, and nothing is left.
+TEST_F(WritebackTest, BadWriteOptionsAreRefusedByTheHolderAndLeaveNothing) {
+  Start("file");
+  const std::string id(32, 'a');
+  const std::string holders = PercentEncode(FormatWorkerEntry(cluster_->workers()[0]), true);
+  const std::string sum = std::to_string(XXH3_64bits("x", 1));
+  for (const char* attrs : {"%7Bnope", "%7B%22headers%22%3A%5B%5B%22x-evil%22%2C%22v%22%5D%5D%7D", "%5B%5D"}) {
+    auto [code, body] = Post(
+        cluster_->addresses()[0],
+        "/v1/wb/put?id=" + id + "&path=/wb/bad&holders=" + holders + "&size=1&xxh3=" + sum + "&attrs=" + attrs, "x");
+    EXPECT_EQ(code, 400) << attrs << ": " << body;
+    EXPECT_NE(body.find("write options"), std::string::npos) << body;
+  }
+  EXPECT_FALSE(reader_->Stat("/wb/bad"));
+}
+
 // After the upload the primary keeps the bytes cached under the store's
 // version: reading the file again costs the store nothing. (Here the workers
 // know no ring, so only files of one shard; peer_fetch_test covers more.)

@@ -169,9 +169,9 @@ struct CreateOptions {
   bool overwrite = true;
   // Kept with the file where its store keeps metadata (S3 and GCS user
   // metadata, Azure metadata, an extended attribute on file://); the S3
-  // endpoint answers them as Content-Type and x-amz-meta-*. A file given
-  // either is written through on a write-back mount (the holders keep bytes
-  // only). Values must not hold line breaks.
+  // endpoint answers them as Content-Type and x-amz-meta-*. On a write-back
+  // mount the holders keep them (and the ETag and mode below) with the bytes
+  // until the upload. Values must not hold line breaks.
   std::string content_type;
   std::vector<std::pair<std::string, std::string>> metadata;  // lower-case names, without x-amz-meta-
   // Standard headers kept the same way: cache-control, content-disposition,

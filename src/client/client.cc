@@ -16,6 +16,7 @@
 #include "security/token.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/uri.h"
+#include "ufs/write_options_codec.h"
 
 namespace shoal {
 
@@ -157,6 +158,33 @@ Result<ObjectMetadata> ClientImpl::MetadataFromStore(std::string_view path) {
   auto m = (*store)->Metadata(rp->key);
   if (!m && m.error().code() == Code::kNotFound) return Err(Code::kNotFound, "no such file: " + rp->ns_path);
   return m;
+}
+
+Result<ObjectMetadata> ClientImpl::MetadataOf(std::string_view path, std::string_view version) {
+  if (!version.starts_with("wb-")) return MetadataFromStore(path);
+  auto rp = mounts_.Resolve(path);
+  if (!rp) return Err(rp.error());
+  // The stat owner is the write's first holder: its stat of the pending
+  // write carries the options the write will be uploaded with.
+  const Deadline deadline = NewDeadline();
+  const std::string target = "/v1/stat?path=" + PercentEncode(rp->ns_path, true);
+  auto body = router_.Route<std::string>(
+      HashRing::MetaKey(rp->ns_path), deadline, "stat " + rp->ns_path,
+      [&](const WorkerEntry& w) -> WorkerAttempt<std::string> {
+        auto r = caller_.Call(w, "GET", target, deadline, rp->ns_path);
+        if (r.worker_failed) return WorkerFailed<std::string>(r.status);
+        if (!r.status.ok()) return {Err(r.status)};
+        return {std::move(r.body)};
+      },
+      [&]() -> Result<std::string> {
+        return Err(Code::kUnavailable, "no worker answers for the pending write of " + rp->ns_path);
+      });
+  if (!body) return Err(body.error());
+  Json j = Json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("version") || j["version"] != version) return MetadataFromStore(path);  // uploaded
+  auto o = DecodeWriteOptions(j.contains("attrs") ? j["attrs"].dump() : std::string());
+  if (!o) return Err(Code::kIo, "the metadata of " + rp->ns_path + " from its worker: " + o.error().message());
+  return std::move(o->metadata);
 }
 
 Result<FileStatus> ClientImpl::StatFromStore(const ResolvedPath& rp, Deadline deadline) {
@@ -855,8 +883,8 @@ std::vector<MountInfo> Client::Mounts() const {
   return out;
 }
 
-Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path) {
-  return detail::ClientAccess::Impl(client).MetadataFromStore(path);
+Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path, std::string_view version) {
+  return detail::ClientAccess::Impl(client).MetadataOf(path, version);
 }
 
 bool WrittenBack(Client& client, std::string_view path) {

@@ -65,6 +65,7 @@ class ClientImpl {
   Result<FileStatus> Stat(std::string_view path);
   // ReadObjectMetadata (client_internal.h).
   Result<ObjectMetadata> MetadataFromStore(std::string_view path);
+  Result<ObjectMetadata> MetadataOf(std::string_view path, std::string_view version);
   // Stat plus the first bytes, in one round trip to the path's owner.
   Result<OpenedFile> Open(std::string_view path, uint64_t prefetch);
   // OpenCachedOnly (client_internal.h): from a worker on this host, at once, or kUnavailable.

@@ -48,12 +48,13 @@ Result<std::unique_ptr<File>> OpenCachedOnly(Client& client, std::string_view pa
 // The metadata the writer of the file at `path` gave it (CreateOptions'
 // content_type and metadata), from its mount's under-store within
 // client.timeout: an extended attribute on file://, a HEAD on object stores.
+// Of a pending write-back `version` ("wb-..."), from its holders, which
+// keep it until the upload (then from the store).
 // kNotFound when no file is there.
-Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path);
+Result<ObjectMetadata> ReadObjectMetadata(Client& client, std::string_view path, std::string_view version = {});
 
 // True when a file created at `path` is written back (its mount's or rule's
-// write_mode): the holders keep its bytes only, so a file given metadata is
-// written through instead (CreateOptions).
+// write_mode): its holders keep its bytes and options until the upload.
 bool WrittenBack(Client& client, std::string_view path);
 
 // Writer::Write of `length` bytes of the file `fd` from `offset` (the S3

@@ -58,12 +58,14 @@ WorkerReply ClientImpl::CallWorker(const WorkerEntry& w, std::string_view method
 
 // ---- WritebackStream -------------------------------------------------------
 
-WritebackStream::WritebackStream(ClientImpl& client, ResolvedPath rp, std::vector<WorkerEntry> holders, int spill_fd)
+WritebackStream::WritebackStream(ClientImpl& client, ResolvedPath rp, std::vector<WorkerEntry> holders, int spill_fd,
+                                 std::string attrs)
     : client_(client),
       rp_(std::move(rp)),
       holders_(std::move(holders)),
       spill_fd_(spill_fd),
       id_(NewWriteId()),
+      attrs_param_(attrs.empty() ? std::string() : "&attrs=" + PercentEncode(attrs, true)),
       sent_(holders_.size(), 0) {
   committed_.reserve(holders_.size());
   for (size_t i = 0; i < holders_.size(); ++i) committed_.push_back(Err(Code::kInternal, "not committed"));
@@ -119,7 +121,7 @@ void WritebackStream::Run(size_t h) {
     Fail(why);
   };
   if (auto r = call("/v1/wb/begin" + q + "&path=" + PercentEncode(rp_.ns_path, true) +
-                        "&holders=" + PercentEncode(ClientImpl::WritebackHoldersText(holders_), true),
+                        "&holders=" + PercentEncode(ClientImpl::WritebackHoldersText(holders_), true) + attrs_param_,
                     {});
       !r) {
     return fail(r.error());
@@ -190,7 +192,7 @@ Result<FileStatus> WritebackStream::Put(const WorkerEntry& w, uint64_t size, uin
   }
   const std::string target = "/v1/wb/put?id=" + id_ + "&path=" + PercentEncode(rp_.ns_path, true) +
                              "&holders=" + PercentEncode(ClientImpl::WritebackHoldersText(holders_), true) +
-                             "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3);
+                             "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3) + attrs_param_;
   auto r = client_.CallWorker(w, "POST", target, client_.NewDeadline(), rp_.ns_path, body);
   if (!r.status.ok()) return Err(r.status.WithContext("worker " + WorkerName(w)));
   return ParseCommitted(w, r.body, size);

@@ -44,8 +44,10 @@ class WritebackStream {
   static constexpr uint64_t kInlineMax = 256 << 10;
 
   // Holders: WritebackHolders(rp), not empty. `spill_fd` must stay open until
-  // the stream is destroyed.
-  WritebackStream(ClientImpl& client, ResolvedPath rp, std::vector<WorkerEntry> holders, int spill_fd);
+  // the stream is destroyed. `attrs`: the write's options for the store
+  // (EncodeWriteOptions), which the holders keep and upload with.
+  WritebackStream(ClientImpl& client, ResolvedPath rp, std::vector<WorkerEntry> holders, int spill_fd,
+                  std::string attrs = {});
   ~WritebackStream();  // Abort unless committed
   WritebackStream(const WritebackStream&) = delete;
   WritebackStream& operator=(const WritebackStream&) = delete;
@@ -72,6 +74,7 @@ class WritebackStream {
   const std::vector<WorkerEntry> holders_;
   const int spill_fd_;
   const std::string id_;
+  const std::string attrs_param_;  // "&attrs=..." or ""
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -49,6 +49,7 @@
 #include "client/client_internal.h"
 #include "client/writeback_stream.h"
 #include "ufs/http/call_deadline.h"
+#include "ufs/write_options_codec.h"
 
 namespace shoal {
 namespace {
@@ -164,7 +165,7 @@ class WriterImpl final : public Writer {
         out_(std::move(out)),
         options_(std::move(options)),
         spill_(client_.WriteModeFor(rp_) != WriteMode::kThrough ? SpillFile::Open(rp_.ns_path) : std::nullopt) {
-    if (client_.WriteModeFor(rp_) == WriteMode::kWriteBack && !out_) {  // else written through (metadata)
+    if (client_.WriteModeFor(rp_) == WriteMode::kWriteBack && !out_) {  // else written through (see Create)
       hash_ = XXH3_createState();
       XXH3_64bits_reset(hash_);
       write_back_ = true;
@@ -175,7 +176,9 @@ class WriterImpl final : public Writer {
       if (holders.empty()) {
         write_back_ = false, why_through_ = "no live worker to hold it";
       } else {
-        stream_ = std::make_unique<detail::WritebackStream>(client_, rp_, std::move(holders), spill_->fd());
+        // Create checked that the options encode.
+        stream_ = std::make_unique<detail::WritebackStream>(client_, rp_, std::move(holders), spill_->fd(),
+                                                            EncodeWriteOptions(options_).value_or(std::string()));
       }
     }
   }
@@ -467,9 +470,10 @@ Result<std::unique_ptr<Writer>> ClientImpl::Create(std::string_view path, const 
   }
   if (rp->key.empty()) return Err(Code::kIsDirectory, "cannot create " + rp->ns_path + ": it is the root of a mount");
   CallDeadline bound(NewDeadline());
-  // A file with metadata is written through: the holders keep bytes only.
-  if (WriteModeFor(*rp) == WriteMode::kWriteBack && options.content_type.empty() && options.metadata.empty() &&
-      options.headers.empty()) {
+  // The holders keep the file's metadata, ETag and mode with its bytes and
+  // upload them together; only metadata a journal cannot carry (not UTF-8,
+  // over kMaxWriteOptionsText) makes it go through.
+  if (WriteModeFor(*rp) == WriteMode::kWriteBack && EncodeWriteOptions(WriteOptionsOf(options))) {
     // write-back with overwrite (the default) asks nothing: a checkpoint or a
     // small put costs no round trip to the store before its bytes go to the
     // holders. (A key that is also a directory prefix is an object store's

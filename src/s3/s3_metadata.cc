@@ -73,6 +73,8 @@ std::string EncodePartSizes(const std::vector<uint64_t>& sizes) {
 }
 
 std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t parts, uint64_t object_size) {
+  const bool any_count = parts == 0;
+  if (any_count) parts = kMaxPartsKept;
   auto kept = std::find_if(m.user.begin(), m.user.end(), [](const auto& kv) { return kv.first == kPartSizesName; });
   if (kept == m.user.end() || kept->second.empty() || kept->second.size() > kMaxPartSizesText) return std::nullopt;
   std::vector<uint64_t> sizes;
@@ -98,7 +100,7 @@ std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t
     sizes.insert(sizes.end(), *run, *size);
     total += *size * *run;
   }
-  if (sizes.size() != parts || total != object_size) return std::nullopt;
+  if ((!any_count && sizes.size() != parts) || total != object_size) return std::nullopt;
   return sizes;
 }
 
@@ -134,7 +136,7 @@ std::string MetadataCache::Key(const FileStatus& st) {
 
 ObjectMetadata MetadataCache::Get(Client& client, const FileStatus& st) {
   if (auto kept = Peek(st)) return std::move(*kept);
-  auto read = ReadObjectMetadata(client, st.path);
+  auto read = ReadObjectMetadata(client, st.path, st.version);
   if (!read) {
     // The bytes may well be served from the cache while the store is down.
     spdlog::warn("s3: {}: answered without its Content-Type and x-amz-meta-* headers: {}", st.path,

@@ -39,8 +39,10 @@ inline constexpr std::string_view kPartSizesName = "shoal-part-sizes";
 // bytes, else "" (such an object answers partNumber with NotImplemented).
 inline constexpr size_t kMaxPartSizesText = 512;
 std::string EncodePartSizes(const std::vector<uint64_t>& sizes);
-// The sizes kept in `m`, if they are there, well formed, `parts` of them and
-// adding up to `object_size`; nullopt otherwise.
+// The sizes kept in `m`, if they are there, well formed, `parts` of them
+// (0: any number up to S3's 10,000, for a write-back file whose version is
+// not yet its ETag) and adding up to `object_size`; nullopt otherwise.
+inline constexpr size_t kMaxPartsKept = 10000;
 std::optional<std::vector<uint64_t>> PartSizesOf(const ObjectMetadata& m, size_t parts, uint64_t object_size);
 
 // Into the options of Client::Create (never the part sizes: only a Complete

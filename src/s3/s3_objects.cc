@@ -305,7 +305,12 @@ S3Result<Range> PartRange(const FileStatus& st, const ObjectMetadata& meta, cons
   if (!n) return std::unexpected(n.error());
   if (has_range) return S3Err(400, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
   const std::string etag = ETagOf(st);
-  const size_t parts = PartsInEtag(etag.substr(1, etag.size() - 2));
+  size_t parts = PartsInEtag(etag.substr(1, etag.size() - 2));
+  if (parts == 0 && st.version.starts_with("wb-")) {
+    // A write-back file has its holders' version until the upload; its
+    // Complete's part sizes are kept with it.
+    if (auto kept = PartSizesOf(meta, 0, st.size)) parts = kept->size();
+  }
   if (parts == 0) {
     if (*n != 1 || st.size == 0) {
       return S3Err(400, "InvalidPart",

@@ -153,10 +153,12 @@ Status CopyInto(Writer& w, const std::function<Result<size_t>(std::span<char>)>&
   return CopyIntoStream(read, [&](std::span<const char> piece) { return w.Write(piece); });
 }
 
-net::HttpResponse WithETag(net::HttpResponse r, const FileStatus& st) {
-  r.headers.emplace_back("ETag", ETagOf(st));
+net::HttpResponse WithETag(net::HttpResponse r, std::string etag) {
+  r.headers.emplace_back("ETag", std::move(etag));
   return r;
 }
+
+net::HttpResponse WithETag(net::HttpResponse r, const FileStatus& st) { return WithETag(std::move(r), ETagOf(st)); }
 
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -344,7 +346,10 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
   auto w = client_.Create(r.path, options);
   if (!w) return std::unexpected(CreateError(r, w.error()));
   FillCacheAfterClose(**w);
-  PayloadReader in(*r.http, *r.auth, kMaxSinglePut, /*need_md5=*/false);  // else the store makes the ETag
+  // Else the store makes the ETag; a write-back file has the holders'
+  // version until its upload, so its answer is the MD5 the store will give.
+  const bool written_back = options.etag.empty() && WrittenBack(client_, r.path);
+  PayloadReader in(*r.http, *r.auth, kMaxSinglePut, /*need_md5=*/written_back);
   auto buf = std::make_unique_for_overwrite<char[]>(kUploadPiece);
   for (;;) {
     auto n = in.Read(std::span<char>(buf.get(), kUploadPiece));
@@ -360,6 +365,9 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
   auto done = (*w)->Close();
   metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));
+  const bool pending = done->version.starts_with("wb-");
+  if (pending && !options.etag.empty()) return WithETag(net::HttpResponse{}, "\"" + options.etag + "\"");
+  if (pending && written_back) return WithETag(net::HttpResponse{}, "\"" + in.Md5Hex() + "\"");
   return WithETag(net::HttpResponse{}, *done);
 }
 
@@ -654,9 +662,9 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
   SetCreateMetadata(MetadataOfJson(ReadSmallFile(*dir + "/" + kMetadataFile)), &options);
   options.etag = MultipartEtag(md5s);
   // Where each part lies, for GET ?partNumber=N (a store's own multipart
-  // parts, on an object store, need not be these). Not on a write-back
-  // mount: metadata would make the object go through, not back.
-  if (std::string kept = EncodePartSizes(sizes); !kept.empty() && !WrittenBack(client_, r.path)) {
+  // parts, on an object store, need not be these). A write-back file's
+  // holders keep them with its bytes until the upload.
+  if (std::string kept = EncodePartSizes(sizes); !kept.empty()) {
     options.metadata.emplace_back(std::string(kPartSizesName), std::move(kept));
   }
   auto w = client_.Create(r.path, options);
@@ -681,11 +689,14 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
   auto done = (*w)->Close();
   metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));
+  // A write-back file has the holders' version until its upload: its answer
+  // is the multipart ETag (which file:// keeps; an object store makes its own).
+  const std::string etag = done->version.starts_with("wb-") ? "\"" + options.etag + "\"" : ETagOf(*done);
   const std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult" +
                           std::string(kS3Xmlns) + ">" + Tag("Bucket", r.bucket) + Tag("Key", r.key) +
-                          Tag("ETag", ETagOf(*done)) + "</CompleteMultipartUploadResult>";
+                          Tag("ETag", etag) + "</CompleteMultipartUploadResult>";
   // Kept for a retried Complete; the parts go now.
-  if (Status st = WriteStagingFile(completed, ETagOf(*done) + "\n" + xml); !st.ok()) {
+  if (Status st = WriteStagingFile(completed, etag + "\n" + xml); !st.ok()) {
     spdlog::warn("s3: upload {} of {}: a retried Complete will answer NoSuchUpload: {}", id, r.path, st.message());
   }
   std::error_code ec;
@@ -693,7 +704,7 @@ S3Result<net::HttpResponse> ObjectWrites::CompleteUpload(const WriteRequest& r) 
     if (e.path().filename() != kCompletedFile && e.path().filename() != "target") fs::remove(e.path(), ec);
   }
   net::HttpResponse res = net::HttpResponse::Text(200, xml, "application/xml");
-  res.headers.emplace_back("ETag", ETagOf(*done));
+  res.headers.emplace_back("ETag", etag);
   return res;
 }
 

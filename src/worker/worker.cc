@@ -1725,9 +1725,19 @@ class Worker::Impl {
 
   // ---- write-back (worker/writeback_journal.h, docs/protocol.md) ----------
 
+  // A pending write's stat, with the options it will be uploaded with
+  // ("attrs": its content type and metadata, for the S3 endpoint's HEAD).
   static Json PendingJson(const WritebackCommit& c) {
-    return Json{{"path", c.path},         {"is_dir", false},        {"size", c.size},
-                {"mtime_ns", c.mtime_ns}, {"version", c.version()}, {"pending", true}};
+    Json j{{"path", c.path},         {"is_dir", false},        {"size", c.size},
+           {"mtime_ns", c.mtime_ns}, {"version", c.version()}, {"pending", true}};
+    if (!c.attrs.empty()) {
+      Json attrs = Json::parse(c.attrs, nullptr, /*allow_exceptions=*/false);
+      if (attrs.is_object()) {
+        if (attrs.contains("mode") && attrs["mode"].is_number_unsigned()) j["mode"] = attrs["mode"];
+        j["attrs"] = std::move(attrs);
+      }
+    }
+    return j;
   }
 
   // [offset, end) of pending write `id` of `rp`, whose size the request claims.
@@ -1790,21 +1800,24 @@ class Worker::Impl {
       auto h = q.Get("holders");
       auto holders = WritebackJournal::ParseHolders(h ? *h : "");
       if (!holders) return res.Respond(ErrorAnswer(holders.error()));
+      auto a = q.Get("attrs");  // the write's options for the store, checked by the journal
+      std::string attrs = a ? *a : std::string();
       if (op == "put") {  // begin, append and commit of a small file at once
         auto size = q.Number("size");
         auto sum = q.Number("xxh3");
         if (!size) return res.Respond(ErrorAnswer(size.error()));
         if (!sum) return res.Respond(ErrorAnswer(sum.error()));
         return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), body = req.body,
-                           size = *size, sum = *sum, res] {
-          auto c = wb_->Put(id, path, holders, body, size, sum);
+                           size = *size, sum = *sum, attrs = std::move(attrs), res] {
+          auto c = wb_->Put(id, path, holders, body, size, sum, attrs);
           res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
         });
       }
-      return pool_.Post([this, id, path = parsed->second.ns_path, holders = std::move(*holders), res] {
-        Status st = wb_->Begin(id, path, holders);
-        res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "path", path)) : ErrorAnswer(st));
-      });
+      return pool_.Post(
+          [this, id, path = parsed->second.ns_path, holders = std::move(*holders), attrs = std::move(attrs), res] {
+            Status st = wb_->Begin(id, path, holders, attrs);
+            res.Respond(st.ok() ? JsonAnswer(ObjectJson("id", id, "path", path)) : ErrorAnswer(st));
+          });
     }
     if (op == "append") {
       auto offset = q.Number("offset");

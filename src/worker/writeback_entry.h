@@ -18,6 +18,7 @@ struct WritebackJournal::OpenWrite {
   int fd = -1;
   std::string path;
   std::vector<WorkerEntry> holders;
+  std::string attrs;  // WritebackCommit::attrs
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   std::chrono::steady_clock::time_point last_used;

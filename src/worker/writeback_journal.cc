@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/metrics.h"
+#include "ufs/write_options_codec.h"
 #include "worker/writeback_entry.h"
 #include "worker/writeback_records.h"
 
@@ -40,6 +41,13 @@ Status WriteAll(int fd, const char* p, size_t n, uint64_t at, const std::string&
     at += static_cast<uint64_t>(w);
   }
   return {};
+}
+
+// A client's attrs, checked and written the one way the journal keeps them.
+Result<std::string> CanonicalAttrs(const std::string& path, std::string_view attrs) {
+  auto o = DecodeWriteOptions(attrs);
+  if (!o) return Err(o.error().WithContext("write-back of " + path));
+  return EncodeWriteOptions(*o);
 }
 
 int64_t WallNs() {
@@ -290,8 +298,10 @@ Status WritebackJournal::CheckNewWrite(const std::string& id, const std::string&
   return {};
 }
 
-Status WritebackJournal::Begin(const std::string& id, const std::string& path,
-                               const std::vector<WorkerEntry>& holders) {
+Status WritebackJournal::Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders,
+                               std::string_view attrs) {
+  auto canonical = CanonicalAttrs(path, attrs);
+  if (!canonical) return canonical.error();
   auto o = std::make_shared<OpenWrite>();
   const std::string data = options_.dir + "/" + id + ".data";
   {
@@ -301,6 +311,7 @@ Status WritebackJournal::Begin(const std::string& id, const std::string& path,
     if (o->fd < 0) return Errno("cannot create write-back data file " + data);
     o->path = path;
     o->holders = holders;
+    o->attrs = std::move(*canonical);
     o->mtime_ns = WallNs();
     o->last_used = Clock::now();
     o->hash = XXH3_createState();
@@ -319,7 +330,9 @@ Status WritebackJournal::Begin(const std::string& id, const std::string& path,
 
 Result<WritebackCommit> WritebackJournal::Put(const std::string& id, const std::string& path,
                                               const std::vector<WorkerEntry>& holders, std::string_view data,
-                                              uint64_t size, uint64_t xxh3) {
+                                              uint64_t size, uint64_t xxh3, std::string_view attrs) {
+  auto canonical = CanonicalAttrs(path, attrs);
+  if (!canonical) return Err(canonical.error());
   if (data.size() > kMaxInline) {
     return Err(Code::kInvalidArgument, "write-back put of " + path + ": " + std::to_string(data.size()) +
                                            " bytes; a put takes at most " + std::to_string(kMaxInline) +
@@ -341,6 +354,7 @@ Result<WritebackCommit> WritebackJournal::Put(const std::string& id, const std::
   c.xxh3 = xxh3;
   c.mtime_ns = WallNs();
   c.holders = holders;
+  c.attrs = std::move(*canonical);
   {
     std::lock_guard lock(mu_);
     SHOAL_RETURN_IF_ERROR(CheckNewWrite(id, path, holders, data.size()));
@@ -499,6 +513,7 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
   c.xxh3 = xxh3;
   c.mtime_ns = o->mtime_ns;
   c.holders = o->holders;
+  c.attrs = o->attrs;
   // The data file's name was made durable at begin.
   if (::fdatasync(o->fd) != 0) {
     o->failed = true;

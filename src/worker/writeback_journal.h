@@ -51,6 +51,9 @@ struct WritebackCommit {
   uint64_t xxh3 = 0;                 // XXH3-64 of the bytes
   int64_t mtime_ns = 0;              // wall clock at the first holder's begin (the client's claim is not trusted: ours)
   std::vector<WorkerEntry> holders;  // primary first
+  // The write's options for the store (content type, metadata, ETag, mode)
+  // as EncodeWriteOptions wrote them; "" for none.
+  std::string attrs;
   std::string version() const { return std::string(kWritebackVersionPrefix) + id; }
 };
 
@@ -100,7 +103,10 @@ class WritebackJournal {
   ~WritebackJournal();
 
   // The protocol (every argument is the client's claim, checked here).
-  Status Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders);
+  // `attrs`: the write's options for the store (EncodeWriteOptions' text,
+  // checked here), kept with the write and given to its upload.
+  Status Begin(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders,
+               std::string_view attrs = {});
   Status Append(const std::string& id, uint64_t offset, std::string_view data);
   // The same, with the bytes taken from `next` (a request body) piece by
   // piece until it gives an empty one, each written as it comes (a piece
@@ -113,7 +119,7 @@ class WritebackJournal {
   // the journal record itself, so it costs one fdatasync. At most kMaxInline.
   static constexpr uint64_t kMaxInline = 512 << 10;
   Result<WritebackCommit> Put(const std::string& id, const std::string& path, const std::vector<WorkerEntry>& holders,
-                              std::string_view data, uint64_t size, uint64_t xxh3);
+                              std::string_view data, uint64_t size, uint64_t xxh3, std::string_view attrs = {});
   void Abort(const std::string& id);
   // From the primary: the upload of `id` is done; drop the copy. OK when unknown.
   Status Done(const std::string& id);

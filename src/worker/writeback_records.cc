@@ -1,5 +1,7 @@
 #include "worker/writeback_records.h"
 
+#include "ufs/write_options_codec.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -53,6 +55,7 @@ std::string CommitPayload(const WritebackCommit& c, std::optional<std::string_vi
   for (const auto& h : c.holders) holders.push_back(FormatWorkerEntry(h));
   Json j{{"t", "commit"},          {"id", c.id},        {"path", c.path}, {"size", c.size}, {"xxh3", c.xxh3},
          {"mtime_ns", c.mtime_ns}, {"holders", holders}};
+  if (!c.attrs.empty()) j["attrs"] = c.attrs;  // JSON text: UTF-8, checked at begin
   if (!inline_bytes) return j.dump();
   j["inline"] = inline_bytes->size();
   std::string payload = j.dump();
@@ -104,6 +107,10 @@ Replayed Parse(std::string_view bytes) {
           auto e = ParseWorkerEntry(h.get<std::string>());
           if (!e) throw std::runtime_error(e.error().message());
           c.holders.push_back(*e);
+        }
+        if (j.contains("attrs")) {
+          c.attrs = j.at("attrs").get<std::string>();
+          if (auto o = DecodeWriteOptions(c.attrs); !o) throw std::runtime_error(o.error().message());
         }
         if (j.contains("inline")) {
           if (j.at("inline").get<uint64_t>() != inline_bytes.size() || c.size != inline_bytes.size()) {

@@ -4,7 +4,8 @@
 //
 // journal.log is a sequence of records: u32 payload length (little endian),
 // u64 XXH3-64 of the payload, the payload. A payload is JSON, a commit
-// {"t":"commit","id","path","size","xxh3","mtime_ns","holders"} or a done
+// {"t":"commit","id","path","size","xxh3","mtime_ns","holders"} (and "attrs",
+// the write's options as EncodeWriteOptions' text, when it has any) or a done
 // {"t":"done","id"}; a put's commit also says "inline": N and carries the
 // file's N bytes after the JSON and a NUL.
 //

@@ -29,6 +29,7 @@
 #include "common/metrics.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/under_store.h"
+#include "ufs/write_options_codec.h"
 #include "worker/writeback_entry.h"
 
 namespace shoal {
@@ -234,7 +235,8 @@ Status WritebackJournal::Upload(const Entry& e) {
   const std::string data = options_.dir + "/" + c.id + ".data";
   int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(Code::kIo, "cannot open write-back data " + data + ": " + std::strerror(errno));
-  auto out = (*store)->OpenWriter(key);
+  auto options = DecodeWriteOptions(c.attrs);  // checked when the write began
+  auto out = options ? (*store)->OpenWriter(key, *options) : Err(options.error());
   if (!out) {
     ::close(fd);
     return out.error();
