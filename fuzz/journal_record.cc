@@ -12,6 +12,7 @@
 #include <map>
 
 #include "fuzz_check.h"
+#include "ufs/write_options_codec.h"
 #include "worker/writeback_records.h"
 
 namespace {
@@ -76,6 +77,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       c.mtime_ns = in.Int<int64_t>();
       c.holders.push_back({"w" + std::to_string(b % 3), "127.0.0.1:" + std::to_string(9000 + b % 7)});
       if (!wr::Recordable(c.path, c.holders).ok()) continue;  // refused at begin: never recorded
+      if ((b >> 6) & 1) {  // options for the store, as WritebackJournal::Begin keeps them
+        WriteOptions o;
+        o.metadata.content_type = std::string(in.Bytes(16));
+        o.metadata.user.emplace_back(std::string(in.Bytes(8)), std::string(in.Bytes(16)));
+        o.etag = std::string(in.Bytes(34));
+        o.mode = in.Int<uint16_t>() & 07777;
+        auto text = EncodeWriteOptions(o);
+        auto checked = text ? DecodeWriteOptions(*text) : Err(text.error());
+        if (!checked) continue;  // refused at begin
+        c.attrs = EncodeWriteOptions(*checked).value_or("");
+      }
       bool put = (b >> 5) & 1;
       file += wr::EncodeRecord(put ? wr::CommitPayload(c, bytes) : wr::CommitPayload(c));
       auto it = std::find_if(live.begin(), live.end(), [&](const auto& l) { return l.id == id; });
@@ -120,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& a = r.commits[i];
     const auto& b = want[i];
     FUZZ_CHECK(a.id == b.id && a.path == b.path && a.size == b.size && a.xxh3 == b.xxh3 && a.mtime_ns == b.mtime_ns &&
-                   a.holders == b.holders,
+                   a.holders == b.holders && a.attrs == b.attrs,
                "pending write %zu (%s) does not replay as committed", i, b.id.c_str());
   }
   FUZZ_CHECK(r.inline_data == (good == 0 ? std::map<std::string, std::string>() : inlines[good - 1]),
