@@ -615,6 +615,7 @@ TEST_P(WritebackRoundTrip, MetadataETagAndModeAreKeptWithThePendingWriteAndUploa
     EXPECT_EQ(m->content_type, o.content_type) << name;
     EXPECT_EQ(m->user, o.metadata) << name;
     EXPECT_EQ(m->headers, o.headers) << name;
+    EXPECT_EQ(m->etag, o.etag) << name;
   };
   check_pending(*reader_, "small");
   check_pending(*reader_, "big");

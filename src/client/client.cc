@@ -184,6 +184,7 @@ Result<ObjectMetadata> ClientImpl::MetadataOf(std::string_view path, std::string
   if (!j.is_object() || !j.contains("version") || j["version"] != version) return MetadataFromStore(path);  // uploaded
   auto o = DecodeWriteOptions(j.contains("attrs") ? j["attrs"].dump() : std::string());
   if (!o) return Err(Code::kIo, "the metadata of " + rp->ns_path + " from its worker: " + o.error().message());
+  o->metadata.etag = std::move(o->etag);
   return std::move(o->metadata);
 }
 

@@ -74,6 +74,13 @@ Status WriteFromFile(Writer& w, int fd, uint64_t offset, uint64_t length);
 // fetches those pages from the store. No effect on other writers.
 void FillCacheAfterClose(Writer& w);
 
+// The ETag `w`'s file keeps (CreateOptions::etag), known only once its bytes
+// are written (the S3 endpoint's MD5 of a PutObject body), given before
+// Close. A write-back file's holders keep it for its upload (file:// keeps
+// it; object stores make their own, the same MD5 for a whole put). No
+// effect on a file written through, whose store makes its own.
+void SetETagBeforeClose(Writer& w, std::string etag);
+
 namespace detail {
 // The one door from a Client to its implementation (a friend of Client).
 struct ClientAccess {

@@ -152,12 +152,14 @@ void WritebackStream::Run(size_t h) {
     cv_.notify_all();
   }
   uint64_t size, xxh3;
+  std::string attrs;
   {
     std::lock_guard lock(mu_);
     size = size_;
     xxh3 = xxh3_;
+    attrs = commit_attrs_param_;
   }
-  auto r = call("/v1/wb/commit" + q + "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3), {});
+  auto r = call("/v1/wb/commit" + q + "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3) + attrs, {});
   if (!r) return fail(r.error());
   auto st = ParseCommitted(w, *r, size);
   std::lock_guard lock(mu_);
@@ -192,13 +194,13 @@ Result<FileStatus> WritebackStream::Put(const WorkerEntry& w, uint64_t size, uin
   }
   const std::string target = "/v1/wb/put?id=" + id_ + "&path=" + PercentEncode(rp_.ns_path, true) +
                              "&holders=" + PercentEncode(ClientImpl::WritebackHoldersText(holders_), true) +
-                             "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3) + attrs_param_;
+                             "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3) + commit_attrs_param_;
   auto r = client_.CallWorker(w, "POST", target, client_.NewDeadline(), rp_.ns_path, body);
   if (!r.status.ok()) return Err(r.status.WithContext("worker " + WorkerName(w)));
   return ParseCommitted(w, r.body, size);
 }
 
-Result<FileStatus> WritebackStream::Commit(uint64_t size, uint64_t xxh3) {
+Result<FileStatus> WritebackStream::Commit(uint64_t size, uint64_t xxh3, std::optional<std::string> attrs) {
   std::vector<Result<FileStatus>> answers;
   {
     std::unique_lock lock(mu_);
@@ -206,6 +208,9 @@ Result<FileStatus> WritebackStream::Commit(uint64_t size, uint64_t xxh3) {
     ready_ = size;
     size_ = size;
     xxh3_ = xxh3;
+    commit_attrs_param_ = !attrs           ? attrs_param_
+                          : attrs->empty() ? std::string()
+                                           : "&attrs=" + PercentEncode(*attrs, true);
     closing_ = true;
     if (threads_.empty() && size > kInlineMax) StartThreads();
     cv_.notify_all();

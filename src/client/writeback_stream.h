@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,8 +57,9 @@ class WritebackStream {
   // holder failed (or lagged past client.timeout): fall back to through.
   Status Offer(uint64_t written);
   // Every byte sent, then the commit on every holder; the primary's status.
+  // `attrs`: options that replace those given at construction.
   // On failure the holders have been told to drop the write.
-  Result<FileStatus> Commit(uint64_t size, uint64_t xxh3);
+  Result<FileStatus> Commit(uint64_t size, uint64_t xxh3, std::optional<std::string> attrs = std::nullopt);
   // Stops the holder threads and tells every holder to drop the write.
   void Abort();
 
@@ -81,6 +83,7 @@ class WritebackStream {
   uint64_t ready_ = 0;  // bytes of the spill the holders may send
   bool closing_ = false;
   uint64_t size_ = 0, xxh3_ = 0;  // once closing_
+  std::string commit_attrs_param_;  // once closing_: "&attrs=..." for the commit (or put), or ""
   Status failed_;                 // the first failure (or an abort)
   bool begun_ = false;            // any holder may have something: abort on failure
   bool finished_ = false;         // committed, or aborted and told

@@ -297,10 +297,20 @@ class WriterImpl final : public Writer {
     }
   }
 
+  // SetETagBeforeClose (client_internal.h).
+  void SetETag(std::string etag) {
+    if (etag.empty() || etag.find_first_of(" \r\n") != std::string::npos) return;
+    options_.etag = std::move(etag);
+    options_changed_ = true;
+  }
+
   Result<FileStatus> Close() override {
     if (state_ != State::kOpen) return Err(NotOpen("close"));
     if (write_back_) {
-      auto held = stream_->Commit(size_, XXH3_64bits_digest(hash_));
+      // Options changed since the holders began: they keep the new ones (Create checked the rest encodes).
+      std::optional<std::string> attrs;
+      if (options_changed_) attrs = EncodeWriteOptions(options_).value_or(std::string());
+      auto held = stream_->Commit(size_, XXH3_64bits_digest(hash_), attrs);
       if (held) {
         state_ = State::kClosed;
         stream_.reset();
@@ -391,6 +401,7 @@ class WriterImpl final : public Writer {
   ResolvedPath rp_;
   std::unique_ptr<ObjectWriter> out_;
   WriteOptions options_;            // for the store writer
+  bool options_changed_ = false;    // SetETag, after the holders began
   std::optional<SpillFile> spill_;  // cache-through: the bytes written, for the push after Close
   // write-back: still on (else written through); the hash of the bytes; why it was given up.
   bool write_back_ = false;
@@ -604,6 +615,10 @@ Status WriteFromFile(Writer& w, int fd, uint64_t offset, uint64_t length) {
 
 void FillCacheAfterClose(Writer& w) {
   if (auto* impl = dynamic_cast<WriterImpl*>(&w)) impl->FillCacheAfterClose();
+}
+
+void SetETagBeforeClose(Writer& w, std::string etag) {
+  if (auto* impl = dynamic_cast<WriterImpl*>(&w)) impl->SetETag(std::move(etag));
 }
 
 }  // namespace shoal

@@ -274,6 +274,12 @@ std::string IsoDate(int64_t unix_ns) {
   return std::string(buf) + ms;
 }
 
+std::string ETagOf(const FileStatus& st, const ObjectMetadata& meta) {
+  // A write-back file has its holders' version until the upload; its writer's ETag is kept with it.
+  if (!meta.etag.empty() && st.version.starts_with("wb-")) return '"' + meta.etag + '"';
+  return ETagOf(st);
+}
+
 std::string ETagOf(const FileStatus& st) {
   std::string v = st.version;
   v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
@@ -304,7 +310,7 @@ S3Result<Range> PartRange(const FileStatus& st, const ObjectMetadata& meta, cons
   auto n = ParsePartNumber(text);
   if (!n) return std::unexpected(n.error());
   if (has_range) return S3Err(400, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
-  const std::string etag = ETagOf(st);
+  const std::string etag = ETagOf(st, meta);
   size_t parts = PartsInEtag(etag.substr(1, etag.size() - 2));
   if (parts == 0 && st.version.starts_with("wb-")) {
     // A write-back file has its holders' version until the upload; its
@@ -345,7 +351,7 @@ S3Result<net::HttpResponse> ObjectResponse(const FileStatus& st, std::unique_ptr
   const bool head = http.method == "HEAD";
   if (st.is_dir) return S3Err(404, "NoSuchKey", req.path + " is a directory, not an object");
 
-  const std::string etag = ETagOf(st);
+  const std::string etag = ETagOf(st, meta);
   const int64_t mtime_s = st.mtime_ns / 1'000'000'000;
   auto header_time = [&](const char* name) -> std::optional<int64_t> {
     const std::string* h = http.Header(name);

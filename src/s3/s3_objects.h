@@ -59,5 +59,8 @@ std::string HttpDate(int64_t unix_ns);
 std::string IsoDate(int64_t unix_ns);
 // The quoted ETag of a version.
 std::string ETagOf(const FileStatus& status);
+// The same, or for a pending write-back version the ETag its writer gave
+// (`meta`, read for that version), which the file keeps once uploaded.
+std::string ETagOf(const FileStatus& status, const ObjectMetadata& meta);
 
 }  // namespace shoal::s3

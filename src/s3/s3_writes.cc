@@ -362,6 +362,7 @@ S3Result<net::HttpResponse> ObjectWrites::Put(const WriteRequest& r) {
       return std::unexpected(FromStatus(st));
     }
   }
+  if (written_back) SetETagBeforeClose(**w, in.Md5Hex());  // the holders keep it
   auto done = (*w)->Close();
   metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));

@@ -73,6 +73,9 @@ struct ObjectMetadata {
   // The standard headers an object keeps (kObjectHeaders): lower-case
   // names, each once, in kObjectHeaders' order.
   std::vector<std::pair<std::string, std::string>> headers;
+  // Of a pending write-back file only (Client metadata reads, never a
+  // store's): the ETag its writer gave, which it keeps once uploaded.
+  std::string etag;
   bool empty() const { return content_type.empty() && user.empty() && headers.empty(); }
 };
 

@@ -64,7 +64,9 @@ TEST(WriteOptionsCodec, UntrustedTextIsCheckedLikeACreate) {
   for (const char* text : bad) {
     auto o = DecodeWriteOptions(text);
     EXPECT_FALSE(o) << text;
-    if (!o) EXPECT_NE(o.error().message().find("write options"), std::string::npos) << o.error().message();
+    if (!o) {
+      EXPECT_NE(o.error().message().find("write options"), std::string::npos) << o.error().message();
+    }
   }
   EXPECT_FALSE(DecodeWriteOptions(std::string(kMaxWriteOptionsText + 1, ' ')));
 }

@@ -1847,8 +1847,10 @@ class Worker::Impl {
       auto sum = q.Number("xxh3");
       if (!size) return res.Respond(ErrorAnswer(size.error()));
       if (!sum) return res.Respond(ErrorAnswer(sum.error()));
-      return pool_.Post([this, id, size = *size, sum = *sum, res] {
-        auto c = wb_->Commit(id, size, sum);
+      auto a = q.Get("attrs");  // options that replace begin's (checked by the journal)
+      std::optional<std::string> attrs = a ? std::optional<std::string>(*a) : std::nullopt;
+      return pool_.Post([this, id, size = *size, sum = *sum, attrs = std::move(attrs), res] {
+        auto c = wb_->Commit(id, size, sum, attrs);
         res.Respond(c ? JsonAnswer(PendingJson(*c)) : ErrorAnswer(c.error()));
       });
     }

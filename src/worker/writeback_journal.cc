@@ -486,7 +486,8 @@ Result<uint64_t> WritebackJournal::AppendFrom(const std::string& id, uint64_t of
   }
 }
 
-Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t size, uint64_t xxh3) {
+Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t size, uint64_t xxh3,
+                                                 std::optional<std::string_view> attrs) {
   std::shared_ptr<OpenWrite> o;
   {
     std::lock_guard lock(mu_);
@@ -514,6 +515,11 @@ Result<WritebackCommit> WritebackJournal::Commit(const std::string& id, uint64_t
   c.mtime_ns = o->mtime_ns;
   c.holders = o->holders;
   c.attrs = o->attrs;
+  if (attrs) {
+    auto canonical = CanonicalAttrs(o->path, *attrs);
+    if (!canonical) return Err(canonical.error());
+    c.attrs = std::move(*canonical);
+  }
   // The data file's name was made durable at begin.
   if (::fdatasync(o->fd) != 0) {
     o->failed = true;

@@ -114,7 +114,10 @@ class WritebackJournal {
   // bytes taken, or why not; a body that stops part-way fails the write.
   using BodySource = std::function<Result<std::string_view>()>;
   Result<uint64_t> AppendFrom(const std::string& id, uint64_t offset, const BodySource& next);
-  Result<WritebackCommit> Commit(const std::string& id, uint64_t size, uint64_t xxh3);
+  // `attrs`, when given, replaces the options given at Begin (a writer that
+  // learned the ETag only from the bytes).
+  Result<WritebackCommit> Commit(const std::string& id, uint64_t size, uint64_t xxh3,
+                                 std::optional<std::string_view> attrs = std::nullopt);
   // A whole small file at once (begin, append and commit): its bytes go into
   // the journal record itself, so it costs one fdatasync. At most kMaxInline.
   static constexpr uint64_t kMaxInline = 512 << 10;
