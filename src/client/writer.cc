@@ -176,9 +176,8 @@ class WriterImpl final : public Writer {
       if (holders.empty()) {
         write_back_ = false, why_through_ = "no live worker to hold it";
       } else {
-        // Create checked that the options encode.
-        stream_ = std::make_unique<detail::WritebackStream>(client_, rp_, std::move(holders), spill_->fd(),
-                                                            EncodeWriteOptions(options_).value_or(std::string()));
+        stream_ =
+            std::make_unique<detail::WritebackStream>(client_, rp_, std::move(holders), spill_->fd(), HeldAttrs());
       }
     }
   }
@@ -297,6 +296,15 @@ class WriterImpl final : public Writer {
     }
   }
 
+  // The options the write-back holders keep: all but a mode the store would
+  // not keep (only file:// and hdfs:// do), which a pending stat would show.
+  // Create checked that they encode.
+  std::string HeldAttrs() const {
+    WriteOptions held = options_;
+    if (!rp_.mount->ufs.starts_with("file://") && !rp_.mount->ufs.starts_with("hdfs://")) held.mode = 0;
+    return EncodeWriteOptions(held).value_or(std::string());
+  }
+
   // SetETagBeforeClose (client_internal.h).
   void SetETag(std::string etag) {
     if (etag.empty() || etag.find_first_of(" \r\n") != std::string::npos) return;
@@ -309,7 +317,7 @@ class WriterImpl final : public Writer {
     if (write_back_) {
       // Options changed since the holders began: they keep the new ones (Create checked the rest encodes).
       std::optional<std::string> attrs;
-      if (options_changed_) attrs = EncodeWriteOptions(options_).value_or(std::string());
+      if (options_changed_) attrs = HeldAttrs();
       auto held = stream_->Commit(size_, XXH3_64bits_digest(hash_), attrs);
       if (held) {
         state_ = State::kClosed;
