@@ -200,6 +200,13 @@ TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
       "    check(a['ETag'] == b['ETag'] and a['ETag'].strip('\"') == want, 'Complete ETags %s %s, want %s' % "
       "(a['ETag'], b['ETag'], want))\n"
       "    open(sys.argv[3] + '/mp.etag', 'w').write(want)\n"
+      "    c = s3.copy_object(Bucket='data', Key='wb/copy.bin', CopySource={'Bucket': 'data', 'Key': 'wb/put.bin'},\n"
+      "                       CopySourceIfMatch=hashlib.md5(body).hexdigest())\n"
+      "    check(c['CopyObjectResult']['ETag'].strip('\"') == hashlib.md5(body).hexdigest(), 'CopyObject ETag %s' % "
+      "c)\n"
+      "h = s3.head_object(Bucket='data', Key='wb/copy.bin')\n"
+      "check(h['ETag'].strip('\"') == hashlib.md5(body).hexdigest() and h['ContentType'] == 'text/x-shoal',\n"
+      "      phase + ' HEAD copy.bin: %s' % h)\n"
       "want_mp = open(sys.argv[3] + '/mp.etag').read()\n"
       "mp_bytes = open(sys.argv[3] + '/mp.bin', 'rb').read()\n"
       "h = s3.head_object(Bucket='data', Key='wb/put.bin')\n"
@@ -238,7 +245,7 @@ TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
   ASSERT_EQ(head.exit_code, 0) << head.out;
   EXPECT_NE(head.out.find("\\\"" + md5.out.substr(0, 32) + "\\\""), std::string::npos) << head.out;
   pause(false);
-  for (const char* name : {"put.bin", "mp.bin", "s3cmd.bin"}) {
+  for (const char* name : {"put.bin", "mp.bin", "s3cmd.bin", "copy.bin"}) {
     const std::string f = Ufs() + "/wb/" + name;
     for (int i = 0; i < 400 && !fs::exists(f); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ASSERT_TRUE(fs::exists(f)) << name << " was not uploaded";

@@ -213,8 +213,12 @@ std::string MultipartEtag(const std::vector<std::string>& part_md5_hex) {
 // The x-amz-copy-source-if-* conditions on the source `st`. S3's rules: a
 // matching if-match overrides if-unmodified-since, and a failing
 // if-none-match overrides if-modified-since.
-S3Result<bool> CheckCopySource(const net::HttpRequest& http, const FileStatus& st) {
-  const std::string etag = ETagOf(st);
+S3Result<bool> CheckCopySource(const net::HttpRequest& http, const FileStatus& st, MetadataCache& metadata,
+                               Client& client) {
+  // A pending write-back source answers the ETag its writer gave, as HEAD does.
+  const bool conditional = http.Header("x-amz-copy-source-if-match") || http.Header("x-amz-copy-source-if-none-match");
+  const std::string etag =
+      conditional && st.version.starts_with("wb-") ? ETagOf(st, metadata.Get(client, st)) : ETagOf(st);
   const int64_t mtime_s = st.mtime_ns / 1'000'000'000;
   auto header_time = [&](const char* name) -> std::optional<int64_t> {
     const std::string* h = http.Header(name);
@@ -386,7 +390,7 @@ S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std:
   auto src = client_.OpenFile(source);
   if (!src) return std::unexpected(FromStatus(src.error()));
   const FileStatus st = (*src)->status();
-  if (auto ok = CheckCopySource(*r.http, st); !ok) return std::unexpected(ok.error());
+  if (auto ok = CheckCopySource(*r.http, st, metadata_, client_); !ok) return std::unexpected(ok.error());
   ObjectMetadata meta;
   if (replace) {
     auto given = MetadataFromHeaders(*r.http);
@@ -399,19 +403,26 @@ S3Result<net::HttpResponse> ObjectWrites::Copy(const WriteRequest& r, const std:
   SetCreateMetadata(meta, &options);
   auto w = client_.Create(r.path, options);
   if (!w) return std::unexpected(CreateError(r, w.error()));
+  // A write-back copy has the holders' version until its upload: its answer
+  // is the MD5 of the bytes, the ETag S3 gives a copy and the holders keep.
+  std::optional<StreamDigest> md5;
+  if (WrittenBack(client_, r.path)) md5.emplace(StreamDigest::Kind::kMd5);
   uint64_t off = 0;
   Status cs = CopyInto(**w, [&](std::span<char> buf) -> Result<size_t> {
     auto n = (*src)->Pread(off, buf);
     if (n) off += *n;
+    if (n && md5) md5->Update(buf.first(*n));
     return n;
   });
   if (!cs.ok()) return std::unexpected(FromStatus(cs));
+  const std::string md5_hex = md5 ? HexOf(md5->Bytes()) : std::string();
+  if (md5) SetETagBeforeClose(**w, md5_hex);
   auto done = (*w)->Close();
   metadata_.Forget(r.path);
   if (!done) return std::unexpected(FromStatus(done.error()));
+  const std::string etag = md5 && done->version.starts_with("wb-") ? "\"" + md5_hex + "\"" : ETagOf(*done);
   return XmlResponse(200, "<CopyObjectResult" + std::string(kS3Xmlns) + ">" +
-                              Tag("LastModified", IsoDate(done->mtime_ns)) + Tag("ETag", ETagOf(*done)) +
-                              "</CopyObjectResult>");
+                              Tag("LastModified", IsoDate(done->mtime_ns)) + Tag("ETag", etag) + "</CopyObjectResult>");
 }
 
 S3Result<net::HttpResponse> ObjectWrites::Delete(const WriteRequest& r) {
@@ -560,7 +571,7 @@ S3Result<net::HttpResponse> ObjectWrites::UploadPartCopy(const WriteRequest& r, 
   auto src = client_.OpenFile(source);
   if (!src) return std::unexpected(FromStatus(src.error()));
   const FileStatus st = (*src)->status();
-  if (auto ok = CheckCopySource(*r.http, st); !ok) return std::unexpected(ok.error());
+  if (auto ok = CheckCopySource(*r.http, st, metadata_, client_); !ok) return std::unexpected(ok.error());
   auto range = CopySourceRange(*r.http, st.size);
   if (!range) return std::unexpected(range.error());
   auto [off, end] = *range;
