@@ -297,13 +297,17 @@ S3Result<bool> ObjectWrites::CheckTargetConditions(const WriteRequest& r) {
   auto st = client_.Stat(r.path);
   if (!st && st.error().code() != Code::kNotFound) return std::unexpected(FromStatus(st.error()));
   const bool exists = st && !st->is_dir;
+  // A pending write-back object answers the ETag its writer gave, as HEAD does.
+  const std::string etag = !exists                          ? std::string()
+                           : st->version.starts_with("wb-") ? ETagOf(*st, metadata_.Get(client_, *st))
+                                                            : ETagOf(*st);
   if (if_match) {
     if (!exists) return S3Err(404, "NoSuchKey", "If-Match: there is no object " + r.key + " to match");
-    if (!EtagListMatches(*if_match, ETagOf(*st))) {
-      return S3Err(412, "PreconditionFailed", "If-Match " + *if_match + " does not match the ETag " + ETagOf(*st));
+    if (!EtagListMatches(*if_match, etag)) {
+      return S3Err(412, "PreconditionFailed", "If-Match " + *if_match + " does not match the ETag " + etag);
     }
   }
-  if (if_none_match && exists && EtagListMatches(*if_none_match, ETagOf(*st))) {
+  if (if_none_match && exists && EtagListMatches(*if_none_match, etag)) {
     return S3Err(412, "PreconditionFailed", "If-None-Match " + *if_none_match + ": the object " + r.key + " exists");
   }
   return true;
