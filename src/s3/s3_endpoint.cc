@@ -421,8 +421,18 @@ class S3Endpoint::Impl {
     body += Tag("IsTruncated", result->truncated ? "true" : "false");
     const bool owner = !v2 || get("fetch-owner") == "true";
     for (const auto& o : result->objects) {
-      body += "<Contents>" + Tag("Key", enc(o.path)) + Tag("LastModified", IsoDate(o.mtime_ns)) +
-              Tag("ETag", ETagOf(o)) + Tag("Size", std::to_string(o.size)) + Tag("StorageClass", "STANDARD");
+      // A pending write-back file: the ETag its writer gave, from its holders
+      // (one stat each, kept for the HEAD that often follows), as HEAD answers.
+      std::string etag = ETagOf(o);
+      if (o.version.starts_with("wb-")) {
+        FileStatus at = o;  // its path is the key here; the metadata is read by namespace path
+        if (auto path = KeyPath(root, o.path)) {
+          at.path = std::move(*path);
+          etag = ETagOf(at, metadata_.Get(*client_, at));
+        }
+      }
+      body += "<Contents>" + Tag("Key", enc(o.path)) + Tag("LastModified", IsoDate(o.mtime_ns)) + Tag("ETag", etag) +
+              Tag("Size", std::to_string(o.size)) + Tag("StorageClass", "STANDARD");
       if (owner) body += "<Owner>" + Tag("ID", "shoal") + Tag("DisplayName", "shoal") + "</Owner>";
       body += "</Contents>";
     }
