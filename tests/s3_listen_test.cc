@@ -257,6 +257,18 @@ TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
   auto put = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "put", local, "s3://data/wb/s3cmd.bin"}, {});
   ASSERT_EQ(put.exit_code, 0) << put.out;
   EXPECT_EQ(put.out.find("MD5"), std::string::npos) << put.out;
+  // s3cmd sync compares the listing's ETags with its files' MD5: a second
+  // sync while the first one's files are still pending finds nothing to do.
+  const std::string tree = dir_ + "/tree";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WriteFile(tree + "/f" + std::to_string(i), RandomBytes(1000 + 400000 * i, 40 + i)).ok());
+  }
+  auto sync = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "sync", tree + "/", "s3://data/wb/sync/"}, {});
+  ASSERT_EQ(sync.exit_code, 0) << sync.out;
+  auto again = RunCmd({"/usr/bin/s3cmd", "-c", cfg, "sync", "--dry-run", tree + "/", "s3://data/wb/sync/"}, {});
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(again.out.find("upload:"), std::string::npos) << "pending files look changed to s3cmd:\n" << again.out;
+  EXPECT_FALSE(fs::exists(Ufs() + "/wb/sync/f0")) << "uploads are paused: the holders have it";
   // A streamed (not inline) pending file: HEAD answers the MD5 the holders keep.
   auto md5 = RunCmd({"/usr/bin/md5sum", local}, {});
   ASSERT_EQ(md5.exit_code, 0) << md5.out;
