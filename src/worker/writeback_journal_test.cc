@@ -179,5 +179,49 @@ TEST_F(WritebackJournalTest, AWriteThatWaitedItsLongestIsUploadedWhileOthersStil
   journal_->Abort(kIdA);
 }
 
+// A write's options for the store: given at begin, replaced at commit (an
+// ETag known only from the bytes), kept through a restart (replay reads them
+// from the commit record) and given to the upload; bad ones refused at once.
+TEST_F(WritebackJournalTest, OptionsGivenAtBeginOrCommitSurviveAReplayAndReachTheStore) {
+  Open({});
+  journal_->Pause(true);
+  const std::string begin_attrs = R"({"content_type":"text/x-a","metadata":[["k","v"]]})";
+  const std::string commit_attrs =
+      R"({"content_type":"text/x-a","etag":"0123456789abcdef0123456789abcdef","metadata":[["k","v"]],"mode":416})";
+  ASSERT_TRUE(journal_->Begin(kIdA, "/m/a.bin", holders_, begin_attrs).ok());
+  const std::string a = Bytes(100000, 7);
+  ASSERT_TRUE(journal_->Append(kIdA, 0, a).ok());
+  auto c = journal_->Commit(kIdA, a.size(), XXH3_64bits(a.data(), a.size()), commit_attrs);
+  ASSERT_TRUE(c) << c.error().ToString();
+  const std::string b = Bytes(500, 8);
+  ASSERT_TRUE(journal_->Put(kIdB, "/m/b.bin", holders_, b, b.size(), XXH3_64bits(b.data(), b.size()),
+                            R"({"headers":[["cache-control","no-store"]]})"));
+  for (const char* bad : {"{", R"({"mode":99999})", R"({"metadata":[["k","a
+b"]]})"}) {
+    Status st = journal_->Begin(kIdB, "/m/c.bin", holders_, bad);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("/m/c.bin"), std::string::npos) << st.message();
+  }
+  // A restart: the options come back from journal.log alone.
+  journal_.reset();
+  Open({});
+  auto pending = journal_->Pending("/m/a.bin");
+  ASSERT_TRUE(pending);
+  EXPECT_NE(pending->attrs.find("\"mode\":416"), std::string::npos) << pending->attrs;
+  ASSERT_TRUE(WaitFor([&] { return journal_->State(kIdA) == "done" && journal_->State(kIdB) == "done"; }));
+  EXPECT_EQ(ReadAll((root_ / "store" / "a.bin").string()), a);
+  auto ma = store_->Metadata("a.bin");
+  ASSERT_TRUE(ma) << ma.error().ToString();
+  EXPECT_EQ(ma->content_type, "text/x-a");
+  EXPECT_EQ(ma->user, (std::vector<std::pair<std::string, std::string>>{{"k", "v"}}));
+  auto ia = store_->Stat("a.bin");
+  ASSERT_TRUE(ia);
+  EXPECT_EQ(ia->etag, "0123456789abcdef0123456789abcdef") << "the ETag given at commit";
+  EXPECT_EQ(ia->mode, 0640u);
+  auto mb = store_->Metadata("b.bin");
+  ASSERT_TRUE(mb);
+  EXPECT_EQ(mb->headers, (std::vector<std::pair<std::string, std::string>>{{"cache-control", "no-store"}}));
+}
+
 }  // namespace
 }  // namespace shoal
