@@ -157,7 +157,7 @@ void WritebackStream::Run(size_t h) {
     std::lock_guard lock(mu_);
     size = size_;
     xxh3 = xxh3_;
-    attrs = commit_attrs_param_;
+    if (commit_attrs_changed_) attrs = commit_attrs_param_.empty() ? "&attrs=" : commit_attrs_param_;
   }
   auto r = call("/v1/wb/commit" + q + "&size=" + std::to_string(size) + "&xxh3=" + std::to_string(xxh3) + attrs, {});
   if (!r) return fail(r.error());
@@ -208,6 +208,7 @@ Result<FileStatus> WritebackStream::Commit(uint64_t size, uint64_t xxh3, std::op
     ready_ = size;
     size_ = size;
     xxh3_ = xxh3;
+    commit_attrs_changed_ = attrs.has_value();
     commit_attrs_param_ = !attrs           ? attrs_param_
                           : attrs->empty() ? std::string()
                                            : "&attrs=" + PercentEncode(*attrs, true);

@@ -83,7 +83,8 @@ class WritebackStream {
   uint64_t ready_ = 0;  // bytes of the spill the holders may send
   bool closing_ = false;
   uint64_t size_ = 0, xxh3_ = 0;  // once closing_
-  std::string commit_attrs_param_;  // once closing_: "&attrs=..." for the commit (or put), or ""
+  std::string commit_attrs_param_;     // once closing_: "&attrs=..." for a put, or ""
+  bool commit_attrs_changed_ = false;  // once closing_: a commit sends them too (else the holders keep begin's)
   Status failed_;                 // the first failure (or an abort)
   bool begun_ = false;            // any holder may have something: abort on failure
   bool finished_ = false;         // committed, or aborted and told
