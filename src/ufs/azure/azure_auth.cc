@@ -398,6 +398,10 @@ int64_t ParseHttpDate(std::string_view s) {
   if (std::sscanf(str.c_str(), "%*3s, %d %3s %d %d:%d:%d", &day, mon, &year, &h, &m, &sec) != 6) return 0;
   auto pos = kMonths.find(mon);
   if (pos == std::string_view::npos || pos % 3) return 0;
+  // Years past these overflow the nanoseconds (1678-2262); no store means them.
+  if (year < 1900 || year > 2200 || day < 1 || day > 31 || h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 60) {
+    return 0;
+  }
   struct tm tm {};
   tm.tm_mday = day;
   tm.tm_mon = static_cast<int>(pos / 3);

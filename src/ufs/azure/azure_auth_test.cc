@@ -79,6 +79,20 @@ TEST(AzureDates, FormatAndParse) {
   EXPECT_EQ(ParseHttpDate("garbage"), 0);
 }
 
+// fuzz/crashes/store_xml/http-date-year-200: a List Blobs Last-Modified in
+// year 200 overflowed the nanoseconds (UBSan: signed overflow). Years outside
+// 1900-2200 and fields out of range read as unknown (0).
+TEST(AzureDates, OutOfRangeFieldsReadAsUnknown) {
+  for (const char* bad :
+       {"Sun, 11 Oct 0200 21:49:13 GMT", "Sun, 11 Oct 9999 21:49:13 GMT", "Sun, 11 Oct -2009 21:49:13 GMT",
+        "Sun, 00 Oct 2009 21:49:13 GMT", "Sun, 32 Oct 2009 21:49:13 GMT", "Sun, 11 Oct 2009 24:49:13 GMT",
+        "Sun, 11 Oct 2009 21:-1:13 GMT", "Sun, 11 Oct 2009 21:49:61 GMT",
+        "Sun, 11 Oct 2009 21:49:99999999999999999999 GMT"}) {
+    EXPECT_EQ(ParseHttpDate(bad), 0) << bad;
+  }
+  EXPECT_EQ(ParseHttpDate("Mon, 01 Jan 1900 00:00:00 GMT"), int64_t{-2208988800} * 1'000'000'000);
+}
+
 EnvLookup Env(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](const std::string& k) -> std::optional<std::string> {
     auto it = vars.find(k);

@@ -1,6 +1,7 @@
 #include "ufs/cloud/credential_cache.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -76,7 +77,12 @@ std::optional<WallClock::time_point> ParseIso8601(std::string_view text) {
       std::sscanf(head.c_str(), "%4d-%2d-%2d %2d:%2d:%2d", &y, &mo, &d, &h, &mi, &s) != 6) {
     return std::nullopt;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return std::nullopt;
+  // Years past these overflow system_clock's nanoseconds (1678-2262), and no
+  // store or token endpoint means them.
+  if (y < 1900 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
+      s > 60) {
+    return std::nullopt;
+  }
   std::string_view rest = text.substr(19);
   int64_t frac_ns = 0;
   if (!rest.empty() && rest.front() == '.') {
@@ -88,8 +94,11 @@ std::optional<WallClock::time_point> ParseIso8601(std::string_view text) {
   }
   long offset = 0;
   if (rest == "Z" || rest.empty()) {
-  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
+             std::isdigit(static_cast<unsigned char>(rest[1])) && std::isdigit(static_cast<unsigned char>(rest[2])) &&
+             std::isdigit(static_cast<unsigned char>(rest[4])) && std::isdigit(static_cast<unsigned char>(rest[5]))) {
     int oh = (rest[1] - '0') * 10 + (rest[2] - '0'), om = (rest[4] - '0') * 10 + (rest[5] - '0');
+    if (oh > 23 || om > 59) return std::nullopt;
     offset = (rest[0] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
   } else {
     return std::nullopt;

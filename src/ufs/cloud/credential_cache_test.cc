@@ -155,5 +155,21 @@ TEST(CredentialCache, Iso8601) {
   EXPECT_EQ(FormatExpiry(WallClock::time_point::max()), "never");
 }
 
+// fuzz/crashes/store_xml/iso8601-year-1012: an S3 listing's LastModified in
+// year 1012 overflowed the nanoseconds of system_clock (UBSan: signed
+// overflow). Years outside 1900-2200, negative fields and offsets that are
+// not digits are malformed.
+TEST(CredentialCache, Iso8601OutOfRangeOrMalformedFieldsAreRefused) {
+  for (const char* bad :
+       {"1012-05-17T12:34:56.250Z", "0001-01-01T00:00:00Z", "-999-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+        "2201-01-01T00:00:00Z", "2024-05-17T-1:34:56Z", "2024-05-17T12:-4:56Z", "2024-05-17T12:34:-6Z",
+        "2024-05-17T12:34:56+a0:00", "2024-05-17T12:34:56+24:00", "2024-05-17T12:34:56+00:60"}) {
+    EXPECT_FALSE(ParseIso8601(bad)) << bad;
+  }
+  EXPECT_TRUE(ParseIso8601("1900-01-01T00:00:00Z"));
+  EXPECT_TRUE(ParseIso8601("2200-12-31T23:59:59Z"));
+  EXPECT_TRUE(ParseIso8601("2024-05-17T12:34:56-05:30"));
+}
+
 }  // namespace
 }  // namespace shoal::cloud
