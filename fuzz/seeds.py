@@ -251,3 +251,38 @@ put("ranger_policies", "truncated", b"bob  /home/bob/x write\n" + _json.dumps(_d
 put("ranger_policies", "roles", b"carol  /r execute\n" + _json.dumps({"roleVersion": 2, "rangerRoles": _doc["rangerRoles"]}).encode())
 put("ranger_policies", "empty", b"")
 
+
+# cloud_answers: mode byte, then an answer (fuzz/cloud_answers.cc), from src/ufs/cloud/*_test.cc.
+OAUTH = {
+    "google": '{"access_token":"ya29.c.b0Aaek","expires_in":3599,"token_type":"Bearer"}',
+    "entra": '{"token_type":"Bearer","expires_in":"3599","ext_expires_in":3599,"access_token":"eyJ0eXAi.eyJhdWQi.sig"}',
+    "imds-azure": '{"access_token":"eyJ0eXAi","expires_on":"4102444800","resource":"https://storage.azure.com/"}',
+    "float": '{"access_token":"t","expires_in":3599.5}',
+    "huge": '{"access_token":"t","expires_in":1e300}',
+    "crlf": '{"access_token":"t\\r\\nX-Evil: 1","expires_in":60}',
+    "no-expiry": '{"access_token":"t"}',
+    "expired": '{"access_token":"t","expires_on":1}',
+}
+for k, v in OAUTH.items():
+    put("cloud_answers", "oauth-" + k, b"\0" + v.encode())
+AWS = {
+    "imds": '{"Code":"Success","LastUpdated":"2026-12-07T00:00:00Z","Type":"AWS-HMAC","AccessKeyId":"ASIAIMDS",'
+            '"SecretAccessKey":"imds-secret","Token":"imds-token","Expiration":"2030-01-01T00:00:00Z"}',
+    "failure": '{"Code":"AssumeRoleUnauthorizedAccess","Message":"denied"}',
+    "no-expiry": '{"AccessKeyId":"A","SecretAccessKey":"S"}',
+    "bad-expiry": '{"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"1012-01-01T00:00:00Z"}',
+}
+for k, v in AWS.items():
+    put("cloud_answers", "aws-" + k, b"\1" + v.encode())
+put("cloud_answers", "process", b"\2" + b'{"Version":1,"AccessKeyId":"AKIDPROC","SecretAccessKey":"s",'
+                                       b'"SessionToken":"t","Expiration":"2030-01-01T00:00:00+00:00"}')
+put("cloud_answers", "process-v2", b'\2{"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"}')
+STS = ('<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+       '<AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIASTS</AccessKeyId>'
+       '<SecretAccessKey>sts-secret</SecretAccessKey><SessionToken>sts-token</SessionToken>'
+       '<Expiration>2030-01-01T00:00:00.000Z</Expiration></Credentials></AssumeRoleWithWebIdentityResult>'
+       '</AssumeRoleWithWebIdentityResponse>')
+put("cloud_answers", "sts", b"\3" + STS.encode())
+put("cloud_answers", "sts-expired", b"\3" + STS.replace("2030", "2020").encode())
+put("cloud_answers", "sts-error", b"\3<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>")
+put("cloud_answers", "written", b"\4" + struct.pack("<i", 3600) + b"ya29.token")

@@ -61,7 +61,18 @@ class StaticProvider : public Provider {
   Secret secret_;
 };
 
-// The JSON both IMDS and the container endpoint answer, and credential_process prints.
+Status CheckNotExpired(std::string_view who, const Secret& s, WallClock::time_point now) {
+  if (s.expiring() && s.expires <= now) {
+    return Status(Code::kIo, std::string(who) + ": the credentials handed out expired at " + FormatExpiry(s.expires) +
+                                 " (this machine's clock says " + FormatExpiry(now) +
+                                 "): check the endpoint and the clock");
+  }
+  return Status::Ok();
+}
+Status CheckNotExpired(std::string_view who, const Secret& s) { return CheckNotExpired(who, s, WallClock::now()); }
+
+}  // namespace
+
 Result<Secret> ParseAwsJson(std::string_view who, std::string_view body, const char* token_key) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   auto str = [&](const char* k) {
@@ -71,7 +82,9 @@ Result<Secret> ParseAwsJson(std::string_view who, std::string_view body, const c
     return Err(Code::kIo, std::string(who) + ": the answer is not JSON (" + std::to_string(body.size()) + " bytes)");
   }
   if (auto code = str("Code"); !code.empty() && code != "Success") {
-    return Err(Code::kUnavailable, std::string(who) + ": the endpoint says Code " + code + " " + str("Message"));
+    std::string said = code + " " + str("Message");
+    if (said.size() > 200) said = said.substr(0, 200) + "...";
+    return Err(Code::kUnavailable, std::string(who) + ": the endpoint says Code " + said);
   }
   Secret s;
   s.access_key_id = str("AccessKeyId");
@@ -80,22 +93,50 @@ Result<Secret> ParseAwsJson(std::string_view who, std::string_view body, const c
   if (s.access_key_id.empty() || s.secret_access_key.empty()) {
     return Err(Code::kIo, std::string(who) + ": the answer lacks AccessKeyId or SecretAccessKey");
   }
+  if (auto st = CheckSecretFields(who, s); !st.ok()) return Err(st);
   if (auto e = str("Expiration"); !e.empty()) {
     auto t = ParseIso8601(e);
-    if (!t) return Err(Code::kIo, std::string(who) + ": Expiration '" + e + "' is not an ISO 8601 time");
+    if (!t) {
+      if (e.size() > 40) e = e.substr(0, 40) + "...";
+      return Err(Code::kIo, std::string(who) + ": Expiration '" + e + "' is not an ISO 8601 time");
+    }
     s.expires = *t;
   }
   return s;
 }
 
-Status CheckNotExpired(std::string_view who, const Secret& s) {
-  if (s.expiring() && s.expires <= WallClock::now()) {
-    return Status(Code::kIo, std::string(who) + ": the credentials handed out expired at " + FormatExpiry(s.expires) +
-                                 " (this machine's clock says " + FormatExpiry(WallClock::now()) +
-                                 "): check the endpoint and the clock");
+Result<Secret> ParseProcessOutput(std::string_view who, std::string_view out) {
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!j.is_object() || !j.contains("Version") || j["Version"] != 1) {
+    return Err(Code::kIo, std::string(who) +
+                              ": credential_process must print JSON with \"Version\": 1 (see the AWS docs on sourcing "
+                              "credentials with an external process)");
   }
-  return Status::Ok();
+  return ParseAwsJson(who, out, "SessionToken");
 }
+
+Result<Secret> ParseStsAnswer(std::string_view who, std::string_view body, WallClock::time_point now) {
+  Secret s;
+  s.access_key_id = XmlText(body, "AccessKeyId").value_or("");
+  s.secret_access_key = XmlText(body, "SecretAccessKey").value_or("");
+  s.session_token = XmlText(body, "SessionToken").value_or("");
+  auto exp = XmlText(body, "Expiration");
+  if (s.access_key_id.empty() || s.secret_access_key.empty() || s.session_token.empty() || !exp) {
+    return Err(Code::kIo, std::string(who) + ": STS answered without Credentials (" + std::to_string(body.size()) +
+                              " bytes that are not an STS answer)");
+  }
+  if (auto st = CheckSecretFields(who, s); !st.ok()) return Err(st);
+  auto t = ParseIso8601(*exp);
+  if (!t) {
+    if (exp->size() > 40) *exp = exp->substr(0, 40) + "...";
+    return Err(Code::kIo, std::string(who) + ": STS Expiration '" + *exp + "' is not an ISO 8601 time");
+  }
+  s.expires = *t;
+  if (auto st = CheckNotExpired(who, s, now); !st.ok()) return Err(st);
+  return s;
+}
+
+namespace {
 
 // ---- EC2 instance metadata (IMDSv2) ----
 
@@ -202,23 +243,6 @@ struct StsEndpoint {
   std::string region;  // for signing
 };
 
-Result<Secret> ParseStsAnswer(std::string_view who, const std::string& body) {
-  Secret s;
-  s.access_key_id = XmlText(body, "AccessKeyId").value_or("");
-  s.secret_access_key = XmlText(body, "SecretAccessKey").value_or("");
-  s.session_token = XmlText(body, "SessionToken").value_or("");
-  auto exp = XmlText(body, "Expiration");
-  if (s.access_key_id.empty() || s.secret_access_key.empty() || s.session_token.empty() || !exp) {
-    return Err(Code::kIo, std::string(who) + ": STS answered without Credentials (" + std::to_string(body.size()) +
-                              " bytes that are not an STS answer)");
-  }
-  auto t = ParseIso8601(*exp);
-  if (!t) return Err(Code::kIo, std::string(who) + ": STS Expiration '" + *exp + "' is not an ISO 8601 time");
-  s.expires = *t;
-  if (auto st = CheckNotExpired(who, s); !st.ok()) return Err(st);
-  return s;
-}
-
 std::string HostOf(const std::string& url) {
   auto start = url.find("://");
   start = start == std::string::npos ? 0 : start + 3;
@@ -255,7 +279,7 @@ class WebIdentityProvider : public Provider {
                          {"WebIdentityToken", TrimSpace(*token)}});
     auto body = CallTokenEndpoint("web-identity (STS AssumeRoleWithWebIdentity for " + role_arn_ + ")", c);
     if (!body) return Err(body.error());
-    return ParseStsAnswer("web-identity", *body);
+    return ParseStsAnswer("web-identity", *body, WallClock::now());
   }
 
  private:
@@ -296,7 +320,7 @@ class AssumeRoleProvider : public Provider {
     c.headers = std::move(signed_headers);
     auto body = CallTokenEndpoint("assume-role (STS AssumeRole for " + role_arn_ + ")", c);
     if (!body) return Err(body.error());
-    return ParseStsAnswer("assume-role", *body);
+    return ParseStsAnswer("assume-role", *body, WallClock::now());
   }
 
  private:
@@ -320,13 +344,7 @@ class ProcessProvider : public Provider {
   Result<Secret> Fetch() override {
     auto out = Run();
     if (!out) return Err(out.error());
-    auto j = nlohmann::json::parse(*out, nullptr, false);
-    if (!j.is_object() || !j.contains("Version") || j["Version"] != 1) {
-      return Err(Code::kIo, "process: credential_process of profile '" + profile_ +
-                                "' must print JSON with \"Version\": 1 (see the AWS docs on sourcing credentials "
-                                "with an external process)");
-    }
-    auto s = ParseAwsJson("process (profile '" + profile_ + "')", *out, "SessionToken");
+    auto s = ParseProcessOutput("process (profile '" + profile_ + "')", *out);
     if (!s) return s;
     if (auto st = CheckNotExpired("process", *s); !st.ok()) return Err(st);
     return s;

@@ -55,6 +55,16 @@ Result<Chosen> ResolveAwsCredentials(const AwsChainOptions& options, const Env& 
 inline constexpr std::string_view kAwsProviderNames =
     "auto, keys, environment, assume-role, web-identity, profile, container, instance-metadata, anonymous";
 
+// The answers the AWS providers read, exposed for tests and fuzz/cloud_answers.cc.
+// The JSON of the instance-metadata and container endpoints
+// (`token_key` "Token") and of credential_process ("SessionToken").
+Result<Secret> ParseAwsJson(std::string_view who, std::string_view body, const char* token_key);
+// What a credential_process printed: that JSON, with "Version": 1.
+Result<Secret> ParseProcessOutput(std::string_view who, std::string_view out);
+// STS's AssumeRole / AssumeRoleWithWebIdentity answer (XML): a secret that
+// has not expired at `now`.
+Result<Secret> ParseStsAnswer(std::string_view who, std::string_view body, WallClock::time_point now);
+
 // A provider of a fixed secret (keys written in a config, anonymous).
 std::unique_ptr<Provider> MakeStaticProvider(std::string name, std::string detail, Secret secret);
 

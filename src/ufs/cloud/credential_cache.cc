@@ -115,6 +115,28 @@ std::optional<WallClock::time_point> ParseIso8601(std::string_view text) {
          std::chrono::duration_cast<WallClock::duration>(std::chrono::nanoseconds(frac_ns));
 }
 
+Status CheckSecretFields(std::string_view who, const Secret& s) {
+  const std::pair<const char*, const std::string*> fields[] = {{"access key id", &s.access_key_id},
+                                                               {"secret access key", &s.secret_access_key},
+                                                               {"session token", &s.session_token},
+                                                               {"access token", &s.bearer_token}};
+  for (const auto& [name, value] : fields) {
+    if (value->size() > kMaxSecretField) {
+      return Status(Code::kIo, std::string(who) + ": the " + name + " handed out is " + std::to_string(value->size()) +
+                                   " bytes, more than any credential (" + std::to_string(kMaxSecretField) +
+                                   "): check what answers at that endpoint");
+    }
+    for (unsigned char c : *value) {
+      if (c <= 0x20 || c >= 0x7f) {
+        return Status(Code::kIo, std::string(who) + ": the " + name +
+                                     " handed out holds a space, a control or a non-ASCII byte, which no credential "
+                                     "has: check what answers at that endpoint");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 CredentialCache::CredentialCache(std::unique_ptr<Provider> provider, Options options)
     : provider_(std::move(provider)), options_(std::move(options)) {
   info_.provider = provider_->name();

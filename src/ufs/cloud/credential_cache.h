@@ -144,6 +144,15 @@ std::string FormatExpiry(WallClock::time_point t);
 // Parses "2026-12-07T01:02:03Z" (fractional seconds and "+00:00" allowed).
 std::optional<WallClock::time_point> ParseIso8601(std::string_view text);
 
+// The longest key, secret or token an endpoint may hand out (AWS session
+// tokens and Entra ID JWTs run to a few KiB).
+inline constexpr size_t kMaxSecretField = 16 << 10;
+// Every field of a Secret that an endpoint, a process or a file handed out
+// goes into request headers, so each must be visible ASCII (no space, no
+// control byte: a CR LF would add headers) and at most kMaxSecretField bytes.
+// kIo naming `who` and the field (never its value) otherwise.
+Status CheckSecretFields(std::string_view who, const Secret& s);
+
 // A chain: the providers of a scheme in precedence order. Each candidate says
 // whether it is configured here (and why not); the first configured one whose
 // fetch works wins. A configured provider that fails stops the chain (as the

@@ -6,6 +6,9 @@
 #include <thread>
 #include <vector>
 
+#include "ufs/cloud/aws_credentials.h"
+#include "ufs/cloud/token_http.h"
+
 namespace shoal::cloud {
 namespace {
 
@@ -169,6 +172,55 @@ TEST(CredentialCache, Iso8601OutOfRangeOrMalformedFieldsAreRefused) {
   EXPECT_TRUE(ParseIso8601("1900-01-01T00:00:00Z"));
   EXPECT_TRUE(ParseIso8601("2200-12-31T23:59:59Z"));
   EXPECT_TRUE(ParseIso8601("2024-05-17T12:34:56-05:30"));
+}
+
+// Each answer below once read as a secret: a CR LF inside a token went into
+// the Authorization or x-amz-security-token header as sent, and a lifetime
+// past the clock's range overflowed it (1e300 seconds cast to an integer,
+// 10^17 seconds in nanoseconds).
+TEST(CredentialAnswers, SecretsUnfitForAHeaderOrBeyondTheClockAreRefusedNamingTheField) {
+  const auto now = WallClock::from_time_t(1'796'601'600);
+  auto refused = [&](std::string_view body, std::string_view says) {
+    auto s = ParseOAuthToken("metadata-server", body, now);
+    ASSERT_FALSE(s.has_value()) << body;
+    EXPECT_NE(s.error().message().find(says), std::string::npos) << s.error().message();
+    EXPECT_EQ(s.error().message().find("X-Evil"), std::string::npos) << "a message quotes the secret";
+  };
+  refused(R"({"access_token":"t\r\nX-Evil: 1","expires_in":60})", "access token handed out holds a space");
+  refused(R"({"access_token":"t X-Evil","expires_in":60})", "access token handed out holds a space");
+  refused(R"({"access_token":"t","expires_in":1e300})", "expires_in");
+  refused(R"({"access_token":"t","expires_in":"100000000000000000"})", "expires_in");
+  refused(R"({"access_token":"t","expires_on":9223372036854775807})", "expires_on");
+  refused(R"({"access_token":"t","expires_in":-9223372036854775807})", "expired");
+  refused(R"({"access_token":")" + std::string(kMaxSecretField + 1, 'a') + R"("})", "more than any credential");
+
+  auto ok = ParseOAuthToken("metadata-server", R"({"access_token":"ya29.a-b_c","expires_in":3599.9})", now);
+  ASSERT_TRUE(ok.has_value()) << ok.error().message();
+  EXPECT_EQ(ok->bearer_token, "ya29.a-b_c");
+  EXPECT_EQ(ok->expires, now + std::chrono::seconds(3599));
+
+  auto aws = ParseAwsJson("instance-metadata role r",
+                          R"({"AccessKeyId":"A","SecretAccessKey":"S","Token":"t\nX-Evil: 1"})", "Token");
+  ASSERT_FALSE(aws.has_value());
+  EXPECT_NE(aws.error().message().find("instance-metadata role r: the session token"), std::string::npos)
+      << aws.error().message();
+  auto process = ParseProcessOutput("process", R"({"Version":1,"AccessKeyId":"A\u0000","SecretAccessKey":"S"})");
+  ASSERT_FALSE(process.has_value());
+  EXPECT_NE(process.error().message().find("access key id"), std::string::npos) << process.error().message();
+  auto sts = ParseStsAnswer("web-identity",
+                            "<Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>S&#13;&#10;X-Evil: "
+                            "1</SecretAccessKey><SessionToken>T</SessionToken><Expiration>2030-01-01T00:00:00Z"
+                            "</Expiration></Credentials>",
+                            now);
+  ASSERT_FALSE(sts.has_value());
+  EXPECT_NE(sts.error().message().find("secret access key"), std::string::npos) << sts.error().message();
+  auto fine =
+      ParseStsAnswer("web-identity",
+                     "<Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>S+/=</SecretAccessKey>"
+                     "<SessionToken>T</SessionToken><Expiration>2030-01-01T00:00:00Z</Expiration></Credentials>",
+                     now);
+  ASSERT_TRUE(fine.has_value()) << fine.error().message();
+  EXPECT_EQ(fine->secret_access_key, "S+/=");
 }
 
 }  // namespace

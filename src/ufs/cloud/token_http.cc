@@ -1,5 +1,7 @@
 #include "ufs/cloud/token_http.h"
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "ufs/http/http_transport.h"
@@ -98,6 +100,16 @@ Result<std::string> CallTokenEndpoint(std::string_view who, const TokenCall& cal
   return std::move(r->body);
 }
 
+namespace {
+
+Status OutOfRange(std::string_view who, std::string_view field, int64_t value) {
+  return Status(Code::kIo, std::string(who) + ": the token endpoint's " + std::string(field) + " (" +
+                               std::to_string(value) +
+                               ") is beyond any token's lifetime: check what answers at that endpoint");
+}
+
+}  // namespace
+
 Result<Secret> ParseOAuthToken(std::string_view who, std::string_view body, WallClock::time_point now) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("access_token") || !j["access_token"].is_string() ||
@@ -105,11 +117,19 @@ Result<Secret> ParseOAuthToken(std::string_view who, std::string_view body, Wall
     return Err(Code::kIo, std::string(who) + ": the token endpoint's answer has no access_token (" +
                               std::to_string(body.size()) + " bytes that are not an OAuth token answer)");
   }
+  // A lifetime or an expiry outside these is no token's (and would overflow
+  // the clock's nanoseconds): the answer is refused rather than read as "never".
+  constexpr int64_t kMaxSeconds = int64_t{10} * 366 * 86400;  // expires_in: ten years
+  constexpr int64_t kLastUnixSecond = 7'258'118'400;          // expires_on: 2200-01-01
   auto number = [&](const char* key) -> std::optional<int64_t> {
     if (!j.contains(key)) return std::nullopt;
     const auto& v = j[key];
     if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_number()) return static_cast<int64_t>(v.get<double>());
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (!(d >= -1e15 && d <= 1e15)) return std::numeric_limits<int64_t>::max();  // NaN or no token's: refused below
+      return static_cast<int64_t>(d);
+    }
     if (v.is_string()) {
       const std::string s = v.get<std::string>();
       if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 18) return std::nullopt;
@@ -119,10 +139,13 @@ Result<Secret> ParseOAuthToken(std::string_view who, std::string_view body, Wall
   };
   Secret s;
   s.bearer_token = j["access_token"].get<std::string>();
+  if (auto st = CheckSecretFields(who, s); !st.ok()) return Err(st);
   if (auto in = number("expires_in")) {
-    s.expires = now + std::chrono::seconds(*in);
+    if (*in > kMaxSeconds) return Err(OutOfRange(who, "expires_in", *in));
+    s.expires = now + std::chrono::seconds(std::max<int64_t>(*in, -1));
   } else if (auto on = number("expires_on")) {
-    s.expires = WallClock::from_time_t(static_cast<std::time_t>(*on));
+    if (*on > kLastUnixSecond) return Err(OutOfRange(who, "expires_on", *on));
+    s.expires = WallClock::from_time_t(static_cast<std::time_t>(std::max<int64_t>(*on, 0)));
   } else {
     s.expires = now + std::chrono::seconds(3600);  // RFC 6749 leaves it optional; an hour is every cloud's default
   }
