@@ -286,3 +286,22 @@ put("cloud_answers", "sts", b"\3" + STS.encode())
 put("cloud_answers", "sts-expired", b"\3" + STS.replace("2030", "2020").encode())
 put("cloud_answers", "sts-error", b"\3<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>")
 put("cloud_answers", "written", b"\4" + struct.pack("<i", 3600) + b"ya29.token")
+
+# webhdfs_json: mode byte, then a namenode answer (fuzz/webhdfs_json.cc), as tests/webhdfs_server.py answers.
+def hdfs_status(name, kind="FILE", length=5, perm="644"):
+    return {"accessTime": 0, "blockSize": 134217728, "childrenNum": 0, "fileId": 16390, "group": "supergroup",
+            "length": length, "modificationTime": 1700000000000, "owner": "hdfs", "pathSuffix": name,
+            "permission": perm, "replication": 1, "storagePolicy": 0, "type": kind}
+put("webhdfs_json", "filestatus", b"\0" + _json.dumps({"FileStatus": hdfs_status("")}).encode())
+put("webhdfs_json", "liststatus", b"\0" + _json.dumps({"FileStatuses": {"FileStatus": [
+    hdfs_status("a"), hdfs_status("d", "DIRECTORY", 0, "1777"), hdfs_status("z", length=-1)]}}).encode())
+put("webhdfs_json", "batch", b"\0" + _json.dumps({"DirectoryListing": {"partialListing": {"FileStatuses": {
+    "FileStatus": [hdfs_status("a"), hdfs_status("m")]}}, "remainingEntries": 2}}).encode())
+put("webhdfs_json", "batch-dotdot", b"\0" + _json.dumps({"DirectoryListing": {"partialListing": {"FileStatuses": {
+    "FileStatus": [hdfs_status("..", "DIRECTORY")]}}, "remainingEntries": 0}}).encode())
+put("webhdfs_json", "remote-exception", b"\0" + _json.dumps({"RemoteException": {
+    "exception": "FileNotFoundException", "javaClassName": "java.io.FileNotFoundException",
+    "message": "File does not exist: /x"}}).encode())
+put("webhdfs_json", "remote-exception-types", b'\0{"RemoteException":{"exception":1,"message":[]}}')
+put("webhdfs_json", "boolean", b'\0{"boolean":true}')
+put("webhdfs_json", "written", b"\1\1a" + struct.pack("<qH", 5, 0o644) + b"\0\3dir" + struct.pack("<qH", 0, 0o755) + b"\1\1")

@@ -40,11 +40,22 @@ T Number(const Json& j, const char* key) {
   return v.is_number_integer() ? v.get<T>() : T{0};
 }
 
-HdfsStatus ParseStatus(const Json& j) {
+Result<HdfsStatus> ParseStatus(const Json& j) {
   HdfsStatus s;
   s.name = Text(j, "pathSuffix");
+  if (s.name == "." || s.name == ".." || s.name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+    std::string shown = s.name.substr(0, 64);
+    for (char& c : shown) {
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    }
+    return Err(Code::kIo, "the namenode sent an entry named '" + shown + "', which no HDFS name is");
+  }
   s.is_dir = Text(j, "type") == "DIRECTORY";
-  s.length = Number<uint64_t>(j, "length");
+  const int64_t length = Number<int64_t>(j, "length");
+  if (length < 0) {
+    return Err(Code::kIo, "the namenode sent '" + s.name.substr(0, 64) + "' with a negative length");
+  }
+  s.length = static_cast<uint64_t>(length);
   s.mtime_ms = Number<int64_t>(j, "modificationTime");
   s.file_id = Number<uint64_t>(j, "fileId");
   // "644", "1777": octal digits, nothing else; anything else is no permission.
@@ -62,13 +73,6 @@ std::string Octal(uint32_t v) {
   return buf;
 }
 
-// The boolean of a {"boolean": b} answer; true for an empty body (rename2 answers nothing).
-bool BooleanAnswer(const std::string& body) {
-  auto j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("boolean")) return true;
-  return j["boolean"].is_boolean() && j["boolean"].get<bool>();
-}
-
 // The options of hdfs:// (WebHDFS) mounts.
 constexpr OptionSpec kOptions[] = {
     option::Text("user", "user.name for simple authentication (default: $USER, else shoal)"),
@@ -80,6 +84,52 @@ constexpr OptionSpec kOptions[] = {
 };
 
 }  // namespace
+
+Result<HdfsStatus> ParseFileStatusAnswer(std::string_view body) {
+  auto j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("FileStatus")) return Err(Code::kIo, "the namenode answered without a FileStatus");
+  return ParseStatus(j["FileStatus"]);
+}
+
+Result<HdfsBatch> ParseListingAnswer(std::string_view body, bool batch, std::string_view start_after) {
+  auto j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const char* top = batch ? "DirectoryListing" : "FileStatuses";
+  if (!j.is_object() || !j.contains(top)) return Err(Code::kIo, std::string("the namenode answered without ") + top);
+  static const Json kNoEntries = Json::array();
+  HdfsBatch out;
+  const Json& dl = Field(j, top);
+  const Json& entries =
+      batch ? Field(Field(Field(dl, "partialListing"), "FileStatuses"), "FileStatus") : Field(dl, "FileStatus");
+  for (const auto& e : entries.is_array() ? entries : kNoEntries) {
+    auto s = ParseStatus(e);
+    if (!s) return Err(s.error());
+    if (batch || start_after.empty() || s->name > start_after) out.entries.push_back(std::move(*s));
+  }
+  if (batch) {
+    out.more = Number<int64_t>(dl, "remainingEntries") > 0;
+    // The next page starts after this one's last name: a page that would not
+    // move on would be asked for again and again.
+    if (out.more &&
+        (out.entries.empty() || out.entries.back().name.empty() || out.entries.back().name == start_after)) {
+      return Err(Code::kIo, "the namenode said more entries follow but its page does not move past '" +
+                                std::string(start_after.substr(0, 64)) + "'");
+    }
+  }
+  return out;
+}
+
+RemoteException ParseRemoteException(std::string_view body) {
+  auto j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const Json& e = Field(j, "RemoteException");
+  return {Text(e, "exception"), Text(e, "message")};
+}
+
+bool ParseBooleanAnswer(std::string_view body) {
+  auto j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const Json& b = Field(j, "boolean");
+  if (b.is_null()) return true;
+  return b.is_boolean() && b.get<bool>();
+}
 
 OptionTable WebHdfsOptions() { return kOptions; }
 
@@ -173,12 +223,8 @@ Result<HttpResponse> WebHdfsClient::Perform(const Call& call, bool follow_datano
 }
 
 Status WebHdfsClient::ErrorFor(const HttpResponse& resp, const std::string& what, const std::string& path) const {
-  std::string exception, message;
-  auto j = Json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded() && j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object()) {
-    exception = j["RemoteException"].value("exception", "");
-    message = j["RemoteException"].value("message", "");
-  }
+  auto [exception, message] = ParseRemoteException(resp.body);
+  if (message.size() > 512) message = message.substr(0, 512) + "...";
   std::string detail = "HTTP " + std::to_string(resp.status) + (exception.empty() ? "" : " " + exception) +
                        (message.empty() ? "" : ": " + message);
   if (exception == "FileNotFoundException" || (resp.status == 404 && exception.empty())) {
@@ -209,31 +255,20 @@ Result<HdfsStatus> WebHdfsClient::GetFileStatus(const std::string& path) {
   auto r = Perform(Call("GET", path, "GETFILESTATUS"), false);
   if (!r) return Err(r.error());
   if (!Is2xx(r->status)) return Err(ErrorFor(*r, "stat", path));
-  auto j = Json::parse(r->body, nullptr, false);
-  if (j.is_discarded() || !j.contains("FileStatus")) {
-    return Err(Code::kIo, "stat " + Display(path) + ": the namenode answered without a FileStatus");
-  }
-  return ParseStatus(j["FileStatus"]);
+  auto s = ParseFileStatusAnswer(r->body);
+  if (!s) return Err(Code::kIo, "stat " + Display(path) + ": " + s.error().message());
+  return s;
 }
 
 Result<HdfsBatch> WebHdfsClient::ListBatch(const std::string& path, const std::string& start_after) {
-  HdfsBatch batch;
   if (!batch_unsupported_.load(std::memory_order_relaxed)) {
     Call c("GET", path, "LISTSTATUS_BATCH");
     if (!start_after.empty()) c.params.emplace_back("startAfter", start_after);
     auto r = Perform(c, false);
     if (!r) return Err(r.error());
     if (Is2xx(r->status)) {
-      auto j = Json::parse(r->body, nullptr, false);
-      if (j.is_discarded() || !j.contains("DirectoryListing")) {
-        return Err(Code::kIo, "list " + Display(path) + ": the namenode answered without a DirectoryListing");
-      }
-      const Json& dl = Field(j, "DirectoryListing");
-      const Json& entries = Field(Field(Field(dl, "partialListing"), "FileStatuses"), "FileStatus");
-      if (entries.is_array()) {
-        for (const auto& e : entries) batch.entries.push_back(ParseStatus(e));
-      }
-      batch.more = Number<int64_t>(dl, "remainingEntries") > 0;
+      auto batch = ParseListingAnswer(r->body, /*batch=*/true, start_after);
+      if (!batch) return Err(Code::kIo, "list " + Display(path) + ": " + batch.error().message());
       return batch;
     }
     // Hadoop before 2.8 has no LISTSTATUS_BATCH and refuses the op name.
@@ -243,17 +278,9 @@ Result<HdfsBatch> WebHdfsClient::ListBatch(const std::string& path, const std::s
   auto r = Perform(Call("GET", path, "LISTSTATUS"), false);
   if (!r) return Err(r.error());
   if (!Is2xx(r->status)) return Err(ErrorFor(*r, "list", path));
-  auto j = Json::parse(r->body, nullptr, false);
-  if (j.is_discarded() || !j.contains("FileStatuses")) {
-    return Err(Code::kIo, "list " + Display(path) + ": the namenode answered without FileStatuses");
-  }
-  static const Json kNoEntries = Json::array();
-  const Json& entries = Field(Field(j, "FileStatuses"), "FileStatus");
-  for (const auto& e : entries.is_array() ? entries : kNoEntries) {
-    auto s = ParseStatus(e);
-    if (start_after.empty() || s.name > start_after) batch.entries.push_back(std::move(s));
-  }
-  return batch;
+  auto listing = ParseListingAnswer(r->body, /*batch=*/false, start_after);
+  if (!listing) return Err(Code::kIo, "list " + Display(path) + ": " + listing.error().message());
+  return listing;
 }
 
 Result<size_t> WebHdfsClient::Open(const std::string& path, uint64_t offset, std::span<char> out) {
@@ -302,7 +329,8 @@ Status WebHdfsClient::Mkdirs(const std::string& path) {
   auto r = Perform(Call("PUT", path, "MKDIRS"), false);
   if (!r) return r.error();
   if (!Is2xx(r->status)) return ErrorFor(*r, "mkdirs", path);
-  if (!BooleanAnswer(r->body)) return Status(Code::kIo, "mkdirs " + Display(path) + " failed: is a file in the way?");
+  if (!ParseBooleanAnswer(r->body))
+    return Status(Code::kIo, "mkdirs " + Display(path) + " failed: is a file in the way?");
   return {};
 }
 
@@ -330,7 +358,7 @@ Status WebHdfsClient::Rename(const std::string& from, const std::string& to) {
   auto r = Perform(c, false);
   if (!r) return r.error();
   if (!Is2xx(r->status)) return ErrorFor(*r, "rename", from);
-  if (BooleanAnswer(r->body)) return {};
+  if (ParseBooleanAnswer(r->body)) return {};
   // A server that ignores renameoptions refuses to replace: remove the old file and retry once.
   auto del = Delete(to, false);
   if (!del) return del.error();
@@ -338,7 +366,7 @@ Status WebHdfsClient::Rename(const std::string& from, const std::string& to) {
   r = Perform(c, false);
   if (!r) return r.error();
   if (!Is2xx(r->status)) return ErrorFor(*r, "rename", from);
-  if (!BooleanAnswer(r->body)) {
+  if (!ParseBooleanAnswer(r->body)) {
     return Status(Code::kIo, "rename " + Display(from) + " to " + to + " was refused: does the source exist?");
   }
   return {};
@@ -350,7 +378,7 @@ Result<bool> WebHdfsClient::Delete(const std::string& path, bool recursive) {
   auto r = Perform(c, false);
   if (!r) return Err(r.error());
   if (!Is2xx(r->status)) return Err(ErrorFor(*r, "delete", path));
-  return BooleanAnswer(r->body);
+  return ParseBooleanAnswer(r->body);
 }
 
 }  // namespace shoal

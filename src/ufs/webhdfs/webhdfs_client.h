@@ -15,6 +15,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ufs/http/http_transport.h"
@@ -57,6 +58,25 @@ struct HdfsBatch {
   std::vector<HdfsStatus> entries;
   bool more = false;  // remainingEntries > 0
 };
+
+// The namenode's JSON answers, read as untrusted (exposed for tests and
+// fuzz/webhdfs_json.cc). A field of the wrong type reads as absent; an entry
+// no namenode sends (a name holding '/' or NUL, "." or "..", a negative
+// length) is kIo naming it, since a listing of it would recurse or escape.
+// GETFILESTATUS: {"FileStatus": {...}}.
+Result<HdfsStatus> ParseFileStatusAnswer(std::string_view body);
+// LISTSTATUS_BATCH ({"DirectoryListing": ...}, `batch`) or LISTSTATUS
+// ({"FileStatuses": ...}, whose entries are kept after `start_after` only).
+// A batch that says more follow must end past `start_after`.
+Result<HdfsBatch> ParseListingAnswer(std::string_view body, bool batch, std::string_view start_after);
+// A {"RemoteException": {"exception", "message"}} error body; "" for what it lacks.
+struct RemoteException {
+  std::string exception;
+  std::string message;
+};
+RemoteException ParseRemoteException(std::string_view body);
+// The boolean of a {"boolean": b} answer; true for a body without one (rename2 answers nothing).
+bool ParseBooleanAnswer(std::string_view body);
 
 class WebHdfsClient {
  public:

@@ -190,6 +190,63 @@ TEST(WebHdfsStore, AnswersOfTheWrongShapeReadAsAbsentFields) {
   EXPECT_TRUE(listed->continuation.empty());
 }
 
+// Answers no namenode sends, each of which once hung, crashed or escaped:
+// an entry named "." made a recursive listing list the same directory
+// forever, a page that said more followed without moving on was asked for
+// forever, and a RemoteException whose fields were not strings threw out of
+// the store. Each is now an error naming what the namenode sent.
+TEST(WebHdfsStore, EntriesNoNamenodeSendsAreErrorsNotLoopsOrEscapes) {
+  std::atomic<int> listings{0};
+  testing::LoopbackListener namenode([&](int fd) {
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1) head += c;
+    std::string status = "200 OK", body;
+    if (head.find("/dot?op=LISTSTATUS_BATCH") != std::string::npos) {
+      ++listings;
+      body = R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[)"
+             R"({"pathSuffix":".","type":"DIRECTORY","length":0}]}},"remainingEntries":0}})";
+    } else if (head.find("/up?op=LISTSTATUS_BATCH") != std::string::npos) {
+      body = R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[)"
+             R"({"pathSuffix":"../../etc","type":"FILE","length":1}]}},"remainingEntries":0}})";
+    } else if (head.find("/stuck?op=LISTSTATUS_BATCH") != std::string::npos) {
+      ++listings;
+      body = R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[]}},"remainingEntries":5}})";
+    } else if (head.find("/negative?op=GETFILESTATUS") != std::string::npos) {
+      body = R"({"FileStatus":{"pathSuffix":"","type":"FILE","length":-1}})";
+    } else {
+      status = "404 Not Found";
+      body = R"({"RemoteException":{"exception":1,"message":["x"]}})";
+    }
+    std::string out = "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    (void)!::write(fd, out.data(), out.size());
+  });
+  ASSERT_NE(namenode.port(), 0);
+  MountConfig m;
+  m.path = "/odd";
+  m.ufs = "hdfs://127.0.0.1:" + std::to_string(namenode.port()) + "/data";
+  m.options = {{"user", "tester"}, {"max_retries", "0"}};
+  auto store = Open(m);
+  ASSERT_NE(store, nullptr);
+  auto expect_error = [](const auto& r, std::string_view says) {
+    ASSERT_FALSE(r) << "accepted";
+    EXPECT_EQ(r.error().code(), Code::kIo) << r.error().ToString();
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  };
+  ListOptions recursive;
+  recursive.delimiter = "";
+  expect_error(store->List("dot/", recursive), "an entry named '.'");
+  EXPECT_EQ(listings.load(), 1) << "the entry was not followed";
+  expect_error(store->List("up/", {}), "an entry named '../../etc'");
+  expect_error(store->List("stuck/", {}), "does not move past");
+  EXPECT_EQ(listings.load(), 2);
+  expect_error(store->Stat("negative"), "negative length");
+  auto missing = store->Stat("other");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), Code::kNotFound) << missing.error().ToString();
+}
+
 TEST(WebHdfsStore, SendsConfiguredUserName) {
   auto store = Open(Mount("", {}));
   ASSERT_NE(store, nullptr);
