@@ -305,3 +305,27 @@ put("webhdfs_json", "remote-exception", b"\0" + _json.dumps({"RemoteException": 
 put("webhdfs_json", "remote-exception-types", b'\0{"RemoteException":{"exception":1,"message":[]}}')
 put("webhdfs_json", "boolean", b'\0{"boolean":true}')
 put("webhdfs_json", "written", b"\1\1a" + struct.pack("<qH", 5, 0o644) + b"\0\3dir" + struct.pack("<qH", 0, 0o755) + b"\1\1")
+
+# etcd_json: mode byte, then an etcd gateway answer (fuzz/etcd_json.cc), as etcd 3.4 answers them.
+import base64 as _b64
+def b64s(s):
+    return _b64.b64encode(s.encode()).decode()
+_kv = {"key": b64s("/shoal/members/w1"), "create_revision": "5", "mod_revision": "7", "version": "1",
+       "value": b64s('{"address":"127.0.0.1:7001","id":"w1","weight":1073741824}'), "lease": "694d7"}
+put("etcd_json", "range", b"\0" + _json.dumps({"header": {"cluster_id": "1", "member_id": "2", "revision": "7",
+                                                          "raft_term": "2"}, "kvs": [_kv], "count": "1"}).encode())
+put("etcd_json", "range-empty", b'\0{"header":{"revision":"3"}}')
+put("etcd_json", "grant", b'\0{"header":{"revision":"3"},"ID":"7587862072907351557","TTL":"10"}')
+put("etcd_json", "keepalive", b'\0{"result":{"header":{"revision":"3"},"ID":"7587862072907351557","TTL":"10"}}\n')
+put("etcd_json", "keepalive-gone", b'\0{"result":{"header":{"revision":"3"},"ID":"1"}}\n')
+put("etcd_json", "watch-created", b'\0{"result":{"header":{"revision":"8"},"created":true}}')
+put("etcd_json", "watch-events", b"\0" + _json.dumps({"result": {"header": {"revision": "9"}, "events": [
+    {"kv": _kv}, {"type": "DELETE", "kv": {"key": b64s("/shoal/members/w2"), "mod_revision": "9"}}]}}).encode())
+put("etcd_json", "watch-compacted", b'\0{"result":{"header":{"revision":"9"},"compact_revision":"8","canceled":true}}')
+put("etcd_json", "watch-canceled-types", b'\0{"result":{"canceled":"yes","created":1,"cancel_reason":7}}')
+put("etcd_json", "error", b'\0{"error":"etcdserver: requested lease not found","code":5,"message":"etcdserver: requested lease not found"}')
+put("etcd_json", "member", b'\0{"address":"127.0.0.1:7001","id":"w1","weight":1073741824}')
+put("etcd_json", "member-types", b'\0{"address":7001,"id":["w1"],"weight":-1}')
+put("etcd_json", "written", b"\1\7\0\0\0\3key\5value\7\0\0\0\2k2\0\1\0\0\0")
+put("etcd_json", "base64", b"\2L3Nob2FsL21lbWJlcnMvdzE=")
+put("etcd_json", "base64-spaces", b"\2 \t==")

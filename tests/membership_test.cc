@@ -261,6 +261,34 @@ TEST_F(MembershipTest, ReadsKeepWorkingAcrossAJoinAndALeave) {
   std::printf("%d reads across a join and a leave, %d failed\n", reads.load(), failed.load());
 }
 
+// Anyone who may write the prefix can put any value there. A member record
+// whose fields were not strings ({"address": 7001}) threw out of every
+// watcher's thread and killed the workers and the clients watching; it is now
+// ignored with a warning, and the ring goes on.
+TEST_F(MembershipTest, AMemberRecordOfTheWrongShapeIsIgnoredByEveryWatcher) {
+  Config c = MakeConfig(10s);
+  auto client = StartTwoWorkersAndAClient(c);
+  ASSERT_TRUE(client);
+  EtcdClient etcd(c.cluster.etcd);
+  const std::string members = EtcdMembersPrefix(c.cluster.etcd);
+  ASSERT_TRUE(etcd.Put(members + "odd", R"({"address":7001,"id":["odd"],"weight":"many"})", 0).ok());
+  ASSERT_TRUE(etcd.Put(members + "w-other", EtcdMemberValue({"w-else", "127.0.0.1:1"}, 1), 0).ok());
+  ASSERT_TRUE(etcd.Put(members + "bin", std::string("\xff\0{", 3), 0).ok());
+  // A worker joining after them: once a watcher sees it, it has read the records before it.
+  StartWorker(c, "c2");
+  ASSERT_TRUE(WaitFor([&] { return client->Ring().members.size() == 3; }, 20s)) << client->Ring().members.size();
+  for (auto& w : workers_) EXPECT_TRUE(w.proc.running()) << "a worker died of a member record";
+  auto f = client->OpenFile("/data/f1");
+  ASSERT_TRUE(f) << f.error().ToString();
+  std::string got(Content(1).size(), '\0');
+  auto n = (*f)->Pread(0, std::span<char>(got));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(got, Content(1));
+  EXPECT_NE(Slurp(root_ + "/c2.log").find("etcd key " + members + "odd does not describe a worker"), std::string::npos)
+      << Slurp(root_ + "/c2.log");
+  EXPECT_NE(Slurp(root_ + "/c2.log").find("its id is not the key's"), std::string::npos);
+}
+
 TEST_F(MembershipTest, EtcdLostMidRunKeepsTheLastRingAndRewatches) {
   Config c = MakeConfig(10s);
   auto client = StartTwoWorkersAndAClient(c);

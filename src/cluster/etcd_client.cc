@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "common/config.h"
@@ -19,13 +20,24 @@ int64_t Int(const Json& j, const char* name) {
   if (it == j.end()) return 0;
   if (it->is_number_integer()) return it->get<int64_t>();
   if (it->is_string()) {
-    try {
-      return std::stoll(it->get<std::string>());
-    } catch (...) {
-      return 0;
-    }
+    const std::string& text = it->get_ref<const std::string&>();
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    return ec == std::errc() && end == text.data() + text.size() ? v : 0;
   }
   return 0;
+}
+
+bool Bool(const Json& j, const char* name) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+// j[name] when it is an object, else an empty object.
+const Json& Object(const Json& j, const char* name) {
+  static const Json kEmpty = Json::object();
+  auto it = j.find(name);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
 }
 
 std::string Str(const Json& j, const char* name) {
@@ -111,26 +123,25 @@ CURLcode Post(const std::string& url, const std::string& body, std::chrono::mill
   return rc;
 }
 
-std::string Excerpt(const std::string& body) {
-  std::string s = body.substr(0, 200);
+std::string Excerpt(std::string_view body) {
+  std::string s(body.substr(0, 200));
   for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   }
   return s;
 }
 
-// etcd's error text from a gateway error body, else the body's start.
-std::string ErrorText(const std::string& body) {
+}  // namespace
+
+std::string EtcdClient::ErrorText(std::string_view body) {
   auto j = Json::parse(body, nullptr, false);
   if (j.is_object()) {
     std::string m = Str(j, "message");
     if (m.empty()) m = Str(j, "error");
-    if (!m.empty()) return m;
+    if (!m.empty()) return Excerpt(m);
   }
   return Excerpt(body);
 }
-
-}  // namespace
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, Tls tls)
     : endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {}
@@ -207,20 +218,28 @@ Result<std::string> EtcdClient::Call(std::string_view path, const std::string& b
 Result<int64_t> EtcdClient::GrantLease(std::chrono::seconds ttl) {
   auto body = Call("lease/grant", Json{{"TTL", std::max<int64_t>(1, ttl.count())}}.dump(), "granting an etcd lease");
   if (!body) return Err(body.error());
-  auto j = Json::parse(*body, nullptr, false);
+  return ParseLeaseGrant(*body);
+}
+
+Result<int64_t> EtcdClient::ParseLeaseGrant(std::string_view body) {
+  auto j = Json::parse(body, nullptr, false);
   int64_t id = j.is_object() ? Int(j, "ID") : 0;
-  if (id == 0) return Err(Code::kUnavailable, "granting an etcd lease: unexpected answer '" + Excerpt(*body) + "'");
+  if (id == 0) return Err(Code::kUnavailable, "granting an etcd lease: unexpected answer '" + Excerpt(body) + "'");
   return id;
 }
 
 Result<int64_t> EtcdClient::KeepAlive(int64_t lease) {
   auto body = Call("lease/keepalive", Json{{"ID", std::to_string(lease)}}.dump(), "renewing etcd lease");
   if (!body) return Err(body.error());
+  return ParseKeepAlive(*body);
+}
+
+Result<int64_t> EtcdClient::ParseKeepAlive(std::string_view body) {
   // One stream message: {"result": {"ID": .., "TTL": ..}}; no TTL when the lease is gone.
-  auto nl = body->find('\n');
-  auto j = Json::parse(body->substr(0, nl), nullptr, false);
-  if (!j.is_object()) return Err(Code::kUnavailable, "renewing etcd lease: unexpected answer '" + Excerpt(*body) + "'");
-  if (j.contains("error")) return Err(Code::kUnavailable, "renewing etcd lease: " + ErrorText(body->substr(0, nl)));
+  const std::string_view first = body.substr(0, body.find('\n'));
+  auto j = Json::parse(first, nullptr, false);
+  if (!j.is_object()) return Err(Code::kUnavailable, "renewing etcd lease: unexpected answer '" + Excerpt(body) + "'");
+  if (j.contains("error")) return Err(Code::kUnavailable, "renewing etcd lease: " + ErrorText(first));
   const Json& r = j.contains("result") && j["result"].is_object() ? j["result"] : j;
   return std::max<int64_t>(0, Int(r, "TTL"));
 }
@@ -263,21 +282,66 @@ Result<EtcdClient::RangeResult> EtcdClient::RangePrefix(std::string_view prefix)
   Json req{{"key", Base64Encode(prefix)}, {"range_end", Base64Encode(PrefixEnd(prefix))}};
   auto body = Call("kv/range", req.dump(), "reading etcd prefix " + std::string(prefix));
   if (!body) return Err(body.error());
-  auto j = Json::parse(*body, nullptr, false);
+  auto r = ParseRange(*body);
+  if (!r) return Err(r.error().WithContext("reading etcd prefix " + std::string(prefix)));
+  return r;
+}
+
+Result<EtcdClient::RangeResult> EtcdClient::ParseRange(std::string_view body) {
+  auto j = Json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("header")) {
-    return Err(Code::kUnavailable,
-               "reading etcd prefix " + std::string(prefix) + ": unexpected answer '" + Excerpt(*body) + "'");
+    return Err(Code::kUnavailable, "unexpected answer '" + Excerpt(body) + "'");
   }
   RangeResult out;
-  out.revision = Int(j["header"], "revision");
-  if (j.contains("kvs") && j["kvs"].is_array()) {
-    for (const auto& kv : j["kvs"]) {
+  out.revision = Int(Object(j, "header"), "revision");
+  auto kvs = j.find("kvs");
+  if (kvs != j.end() && kvs->is_array()) {
+    for (const auto& kv : *kvs) {
       auto parsed = ParseKv(kv);
-      if (!parsed) return Err(parsed.error().WithContext("reading etcd prefix " + std::string(prefix)));
+      if (!parsed) return Err(parsed.error());
       out.kvs.push_back(std::move(*parsed));
     }
   }
   return out;
+}
+
+EtcdClient::WatchMessage EtcdClient::ParseWatchLine(std::string_view line, int64_t start_revision) {
+  WatchMessage m;
+  auto j = Json::parse(line, nullptr, false);
+  if (!j.is_object()) {
+    m.stop = Status(Code::kUnavailable, "etcd watch sent an unexpected line '" + Excerpt(line) + "'");
+    return m;
+  }
+  if (j.contains("error")) {
+    m.stop = Status(Code::kUnavailable, "etcd watch failed: " + ErrorText(line));
+    return m;
+  }
+  const Json& r = j.contains("result") && j["result"].is_object() ? j["result"] : j;
+  if (int64_t compacted = Int(r, "compact_revision"); compacted > 0) {
+    m.stop = Status(Code::kOutOfRange, "etcd compacted revision " + std::to_string(start_revision) + " away (now " +
+                                           std::to_string(compacted) + ")");
+    return m;
+  }
+  if (Bool(r, "canceled")) {
+    m.stop = Status(Code::kUnavailable, "etcd canceled the watch: " + Excerpt(Str(r, "cancel_reason")));
+    return m;
+  }
+  m.created = Bool(r, "created");
+  m.revision = Int(Object(r, "header"), "revision");
+  auto events = r.find("events");
+  if (events != r.end() && events->is_array()) {
+    for (const auto& e : *events) {
+      if (!e.is_object() || !e.contains("kv")) continue;
+      auto kv = ParseKv(e["kv"]);
+      if (!kv) {
+        m.stop = kv.error().WithContext("etcd watch");
+        m.events.clear();
+        return m;
+      }
+      m.events.push_back({Str(e, "type") == "DELETE", std::move(*kv)});
+    }
+  }
+  return m;
 }
 
 Status EtcdClient::Watch(std::string_view prefix, int64_t start_revision, std::chrono::milliseconds max_duration,
@@ -295,41 +359,13 @@ Status EtcdClient::Watch(std::string_view prefix, int64_t start_revision, std::c
     Status stream_error;
     bool created = false;
     t.on_line = [&](std::string_view line) {
-      auto j = Json::parse(line, nullptr, false);
-      if (!j.is_object()) {
-        stream_error =
-            Status(Code::kUnavailable, "etcd watch sent an unexpected line '" + Excerpt(std::string(line)) + "'");
+      auto m = ParseWatchLine(line, start_revision);
+      if (!m.stop.ok()) {
+        stream_error = std::move(m.stop);
         return false;
       }
-      if (j.contains("error")) {
-        stream_error = Status(Code::kUnavailable, "etcd watch failed: " + ErrorText(std::string(line)));
-        return false;
-      }
-      const Json& r = j.contains("result") && j["result"].is_object() ? j["result"] : j;
-      if (Int(r, "compact_revision") > 0) {
-        stream_error = Status(Code::kOutOfRange, "etcd compacted revision " + std::to_string(start_revision) +
-                                                     " away (now " + std::to_string(Int(r, "compact_revision")) + ")");
-        return false;
-      }
-      if (r.value("canceled", false)) {
-        stream_error = Status(Code::kUnavailable, "etcd canceled the watch: " + Str(r, "cancel_reason"));
-        return false;
-      }
-      if (r.value("created", false)) created = true;
-      int64_t revision = r.contains("header") ? Int(r["header"], "revision") : 0;
-      std::vector<Event> events;
-      if (r.contains("events") && r["events"].is_array()) {
-        for (const auto& e : r["events"]) {
-          if (!e.is_object() || !e.contains("kv")) continue;
-          auto kv = ParseKv(e["kv"]);
-          if (!kv) {
-            stream_error = kv.error().WithContext("etcd watch");
-            return false;
-          }
-          events.push_back({Str(e, "type") == "DELETE", std::move(*kv)});
-        }
-      }
-      if (!events.empty() || revision > 0) on_events(events, revision);
+      created |= m.created;
+      if (!m.events.empty() || m.revision > 0) on_events(m.events, m.revision);
       return true;
     };
     long status = 0;

@@ -78,6 +78,26 @@ class EtcdClient {
 
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
+  // etcd's JSON gateway answers, read as untrusted (exposed for tests and
+  // fuzz/etcd_json.cc): a field of the wrong type reads as absent, a key or
+  // value that is not base64 is kCorruption, and none of them throws.
+  // kv/range: the revision and every key-value.
+  static Result<RangeResult> ParseRange(std::string_view body);
+  // lease/grant: the lease's id (never 0).
+  static Result<int64_t> ParseLeaseGrant(std::string_view body);
+  // lease/keepalive's first stream message: the TTL left, 0 when the lease is gone.
+  static Result<int64_t> ParseKeepAlive(std::string_view body);
+  // One line of a watch stream.
+  struct WatchMessage {
+    Status stop;  // why the watch must end (kOutOfRange: `start_revision` was compacted away)
+    bool created = false;
+    int64_t revision = 0;
+    std::vector<Event> events;
+  };
+  static WatchMessage ParseWatchLine(std::string_view line, int64_t start_revision);
+  // etcd's error text from an error body, else the body's start (one line, 200 bytes at most).
+  static std::string ErrorText(std::string_view body);
+
   static std::string Base64Encode(std::string_view in);
   static Result<std::string> Base64Decode(std::string_view in);
   // The end of the range of every key with this prefix (etcd's range_end).

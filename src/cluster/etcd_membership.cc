@@ -31,11 +31,26 @@ MembershipMetrics& Metrics() {
   return m;
 }
 
-std::string MemberValue(const WorkerEntry& w, uint64_t weight) {
+}  // namespace
+
+std::string EtcdMemberValue(const WorkerEntry& w, uint64_t weight) {
   return Json{{"id", w.id}, {"address", w.address}, {"weight", weight}}.dump();
 }
 
-}  // namespace
+Result<EtcdMember> ParseEtcdMember(std::string_view id, std::string_view value) {
+  auto j = Json::parse(value, nullptr, false);
+  if (!j.is_object()) return Err(Code::kInvalidArgument, "its value is not a JSON object");
+  auto text = [&](const char* name) {
+    auto it = j.find(name);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto entry = ParseWorkerEntry(text("id") + "@" + text("address"));
+  if (!entry) return Err(entry.error());
+  if (entry->id != id) return Err(Code::kInvalidArgument, "its id is not the key's");
+  auto weight = j.find("weight");
+  return EtcdMember{std::move(*entry),
+                    weight != j.end() && weight->is_number_unsigned() ? weight->get<uint64_t>() : uint64_t{0}};
+}
 
 std::string EtcdMembersPrefix(const EtcdConfig& config) {
   return (config.prefix == "/" ? std::string() : config.prefix) + "/members/";
@@ -86,19 +101,14 @@ void EtcdMembership::Apply(const std::vector<EtcdClient::Event>& events, int64_t
       changed |= members_.erase(e.kv.key) > 0;
       continue;
     }
-    auto j = Json::parse(e.kv.value, nullptr, false);
-    std::string address = j.is_object() ? j.value("address", "") : "";
-    std::string id = j.is_object() ? j.value("id", "") : "";
-    uint64_t weight =
-        j.is_object() && j.contains("weight") && j["weight"].is_number_unsigned() ? j["weight"].get<uint64_t>() : 0;
-    auto entry = ParseWorkerEntry(id + "@" + address);
-    if (!entry || entry->id != e.kv.key.substr(prefix_.size())) {
+    auto member = ParseEtcdMember(std::string_view(e.kv.key).substr(prefix_.size()), e.kv.value);
+    if (!member) {
       spdlog::warn("etcd key {} does not describe a worker ({}): ignored; delete it, or let its worker re-register",
-                   e.kv.key, entry ? "its id is not the key's" : entry.error().message());
+                   e.kv.key, member.error().message());
       changed |= members_.erase(e.kv.key) > 0;
       continue;
     }
-    members_[e.kv.key] = Member{std::move(*entry), weight};
+    members_[e.kv.key] = std::move(*member);
     changed = true;
   }
   revision_ = std::max(revision_, revision);
@@ -168,7 +178,7 @@ EtcdRegistration::EtcdRegistration(const EtcdConfig& config, WorkerEntry self, u
       weight_(weight),
       etcd_(config),
       key_(EtcdMemberKey(config, self_.id)),
-      value_(MemberValue(self_, weight)) {}
+      value_(EtcdMemberValue(self_, weight)) {}
 
 Result<std::unique_ptr<EtcdRegistration>> EtcdRegistration::Start(const EtcdConfig& config, WorkerEntry self,
                                                                   uint64_t weight) {

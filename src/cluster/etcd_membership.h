@@ -40,6 +40,18 @@ namespace shoal {
 std::string EtcdMemberKey(const EtcdConfig& config, std::string_view id);
 std::string EtcdMembersPrefix(const EtcdConfig& config);
 
+// One member record: the worker and its weight (0: none given).
+struct EtcdMember {
+  WorkerEntry entry;
+  uint64_t weight = 0;
+};
+// The value a worker puts under PREFIX/members/`id` ({"id", "address",
+// "weight"}), written by EtcdMemberValue; read as untrusted (anyone who may
+// write the prefix wrote it): kInvalidArgument saying why when it describes no
+// worker or another id than its key's.
+Result<EtcdMember> ParseEtcdMember(std::string_view id, std::string_view value);
+std::string EtcdMemberValue(const WorkerEntry& w, uint64_t weight);
+
 class EtcdMembership final : public Membership {
  public:
   struct Options {
@@ -74,11 +86,7 @@ class EtcdMembership final : public Membership {
   EtcdClient etcd_;
   std::string prefix_;  // PREFIX/members/
 
-  struct Member {
-    WorkerEntry entry;
-    uint64_t weight = 0;
-  };
-  std::map<std::string, Member> members_;  // by etcd key; only the watch thread touches it after Start
+  std::map<std::string, EtcdMember> members_;  // by etcd key; only the watch thread touches it after Start
   int64_t revision_ = 0;
 
   std::atomic<std::shared_ptr<const RingSnapshot>> snapshot_;
