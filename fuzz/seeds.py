@@ -329,3 +329,14 @@ put("etcd_json", "member-types", b'\0{"address":7001,"id":["w1"],"weight":-1}')
 put("etcd_json", "written", b"\1\7\0\0\0\3key\5value\7\0\0\0\2k2\0\1\0\0\0")
 put("etcd_json", "base64", b"\2L3Nob2FsL21lbWJlcnMvdzE=")
 put("etcd_json", "base64-spaces", b"\2 \t==")
+
+# cert_name: mode byte, then a DER certificate (mode 0) or a certificate's shape (mode 1, fuzz/cert_name.cc).
+# The DER seeds (seed-cn, -uri-san, -two-cn, -utf8-cn, -no-cn, -dup-san) were made once with
+# `openssl req -new -x509 -key <P-256 key> -outform DER -subj ... [-addext subjectAltName=...]`;
+# they are kept as they are, since a key and a date differ on every run.
+put("cert_name", "built-cn", b"\1\1\5alice")
+put("cert_name", "built-bmp-cn", b"\1\5\5alice")
+put("cert_name", "built-two-cn", b"\1\2\5alice\5admin")
+put("cert_name", "built-uri", b"\1\x19\5node1\7spiffe:" + b"\x0bdns.example\x26spiffe://cluster.local/ns/ml/sa/trainer")
+put("cert_name", "built-newline", b"\1\1\7alice\nx")
+put("cert_name", "built-second-uri", b"\1\x20")

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "fuzz_check.h"
 #include "ufs/webhdfs/webhdfs_client.h"
 
@@ -43,26 +44,6 @@ std::string JsonString(std::string_view v) {
     }
   }
   return out + "\"";
-}
-
-bool Utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n;
-  }
-  return true;
 }
 
 }  // namespace
@@ -103,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < 16 && in.rest().size() > 2; ++i) {
     Written w{std::string(in.Bytes(40)), in.Int<int64_t>(), static_cast<uint16_t>(in.Int<uint16_t>() & 07777),
               (in.Byte() & 1) != 0};
-    if (!Utf8(w.name)) continue;
+    if (!IsValidUtf8(w.name)) continue;
     sane = sane && w.name != "." && w.name != ".." && w.name.find('/') == std::string::npos &&
            w.name.find('\0') == std::string::npos && w.length >= 0;
     written.push_back(std::move(w));

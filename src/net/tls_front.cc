@@ -2,7 +2,6 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "net/cert_name.h"
 
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
@@ -48,26 +48,11 @@ std::string ErrorText() {
   return out;
 }
 
-// The name a verified client certificate carries: its first URI SAN, else its subject CN.
+// The name a verified client certificate carries (CertificateName).
 std::string PeerName(SSL* ssl) {
   X509* cert = SSL_get1_peer_certificate(ssl);
   if (cert == nullptr) return "";
-  std::string name;
-  if (SSL_get_verify_result(ssl) == X509_V_OK) {
-    auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
-    for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && name.empty(); ++i) {
-      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
-      if (g->type != GEN_URI) continue;
-      const ASN1_IA5STRING* uri = g->d.uniformResourceIdentifier;
-      name.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)), ASN1_STRING_length(uri));
-    }
-    GENERAL_NAMES_free(sans);
-    if (name.empty()) {
-      char cn[256];
-      int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn);
-      if (n > 0) name.assign(cn, static_cast<size_t>(n));
-    }
-  }
+  std::string name = SSL_get_verify_result(ssl) == X509_V_OK ? CertificateName(cert) : std::string();
   X509_free(cert);
   return name;
 }
