@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "client/client_internal.h"
+#include "common/utf8.h"
 
 namespace shoal::s3 {
 namespace {
@@ -21,13 +22,25 @@ std::string Lower(std::string_view s) {
 }  // namespace
 
 S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http) {
+  // What is kept is shown again in HEAD, listings and the pending-write JSON:
+  // bytes that are not UTF-8 could not be, so they are refused up front.
+  auto not_utf8 = [](std::string_view header) {
+    return S3Err(400, "InvalidArgument",
+                 "the header " + std::string(header.substr(0, 128)) +
+                     " is not UTF-8: send US-ASCII (S3 keeps metadata as text; encode other characters as RFC 2047 "
+                     "does)");
+  };
   ObjectMetadata m;
-  if (const std::string* ct = http.Header("Content-Type")) m.content_type = *ct;
+  if (const std::string* ct = http.Header("Content-Type")) {
+    if (!IsValidUtf8(*ct)) return not_utf8("Content-Type");
+    m.content_type = *ct;
+  }
   for (std::string_view name : kObjectHeaders) {
     if (const std::string* v = http.Header(name); v && !v->empty()) {
       if (v->find_first_of("\r\n") != std::string::npos) {
         return S3Err(400, "InvalidArgument", "the header " + std::string(name) + " holds a line break");
       }
+      if (!IsValidUtf8(*v)) return not_utf8(name);
       m.headers.emplace_back(name, *v);
     }
   }
@@ -42,6 +55,7 @@ S3Result<ObjectMetadata> MetadataFromHeaders(const net::HttpRequest& http) {
     if (key.find('=') != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
       return S3Err(400, "InvalidArgument", "the metadata header " + name + " holds an '=' in its name or a line break");
     }
+    if (!IsValidUtf8(name) || !IsValidUtf8(value)) return not_utf8(IsValidUtf8(name) ? name : "x-amz-meta-*");
     total += key.size() + value.size();
     auto same = std::find_if(m.user.begin(), m.user.end(), [&](const auto& kv) { return kv.first == key; });
     if (same != m.user.end()) {

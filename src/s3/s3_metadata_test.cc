@@ -50,5 +50,32 @@ TEST(PartSizes, TheReservedNameIsNeverPassedOnOrShown) {
   EXPECT_EQ(r.headers[0].first, "x-amz-meta-k");
 }
 
+// Metadata is shown again as text (HEAD, listings, a pending write's JSON):
+// bytes that are not UTF-8 once made CreateMultipartUpload throw out of its
+// handler after staging a directory (nlohmann's dump()). They are a 400
+// naming the header now, before anything is staged.
+TEST(MetadataFromHeaders, BytesThatAreNotUtf8AreRefusedNamingTheHeader) {
+  auto with = [](std::string name, std::string value) {
+    net::HttpRequest r;
+    r.method = "PUT";
+    r.target = "/b/k";
+    r.headers = {{"Content-Type", "text/plain"}, {std::move(name), std::move(value)}};
+    return MetadataFromHeaders(r);
+  };
+  auto latin1 = with("x-amz-meta-author", "J\xFCrgen");
+  ASSERT_FALSE(latin1);
+  EXPECT_EQ(latin1.error().http_status, 400);
+  EXPECT_NE(latin1.error().message.find("x-amz-meta-author is not UTF-8"), std::string::npos) << latin1.error().message;
+  EXPECT_FALSE(with("x-amz-meta-\xFF", "v"));
+  EXPECT_FALSE(with("Cache-Control", "max-age=\xC0\x80"));
+  net::HttpRequest bad_type;
+  bad_type.headers = {{"Content-Type", "text/\xFF"}};
+  EXPECT_FALSE(MetadataFromHeaders(bad_type));
+  auto fine = with("x-amz-meta-author", "J\xC3\xBCrgen");
+  ASSERT_TRUE(fine) << fine.error().message;
+  ASSERT_EQ(fine->user.size(), 1u);
+  EXPECT_EQ(fine->user[0].second, "J\xC3\xBCrgen");
+}
+
 }  // namespace
 }  // namespace shoal::s3

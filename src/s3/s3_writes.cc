@@ -532,12 +532,12 @@ S3Result<net::HttpResponse> ObjectWrites::CreateUpload(const WriteRequest& r) {
     id += kHex[c >> 4];
     id += kHex[c & 15];
   }
+  auto meta = MetadataFromHeaders(*r.http);  // before anything is staged: a refusal leaves nothing
+  if (!meta) return std::unexpected(meta.error());
   std::string dir = staging_ + "/" + id;
   std::error_code ec;
   fs::create_directory(dir, ec);
   if (ec) return S3Err(500, "InternalError", "cannot create the staging dir of an upload: " + ec.message());
-  auto meta = MetadataFromHeaders(*r.http);
-  if (!meta) return std::unexpected(meta.error());
   if (Status st = WriteStagingFile(dir + "/" + kMetadataFile, MetadataJson(*meta)); !st.ok()) {
     return std::unexpected(FromStatus(st));
   }
