@@ -288,6 +288,82 @@ TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
   EXPECT_NE(uploaded.out.find("write-back uploaded: ok"), std::string::npos) << uploaded.out;
 }
 
+// aws cli and rclone, unchanged, over a write-back mount while the uploads
+// are held: each syncs a tree up (aws cli's 20 MiB file in 8 MiB parts), a
+// second run of each finds nothing to do (aws s3 sync by size and time,
+// rclone by size, MD5 and its x-amz-meta-mtime), `rclone check` finds no
+// difference, and once the uploads go the store holds the same bytes.
+TEST_F(S3ListenTest, WriteBackMountServesAwsCliAndRcloneSyncsAsS3Does) {
+  StartCluster("proxy", std::chrono::seconds(30), WriteMode::kWriteBack);
+  auto pause = [&](bool on) {
+    for (const auto& a : cluster_->addresses()) {
+      auto r = RunCmd({"/usr/bin/curl", "-sS", "--fail", "-X", "POST",
+                       "http://" + a + "/v1/wb/pause?on=" + std::string(on ? "1" : "0")},
+                      {});
+      ASSERT_EQ(r.exit_code, 0) << r.out;
+    }
+  };
+  pause(true);
+  const std::string tree = dir_ + "/tools";
+  ASSERT_TRUE(WriteFile(tree + "/big.bin", RandomBytes(20 << 20, 71)).ok());
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(WriteFile(tree + "/d/f" + std::to_string(i), RandomBytes(100 + 70000 * i, 72 + i)).ok());
+  }
+  ASSERT_TRUE(WriteFile(tree + "/empty", "").ok());
+
+  auto aws = Aws(0, {"s3", "sync", tree, "s3://data/awswb/"});
+  ASSERT_EQ(aws.exit_code, 0) << aws.out;
+  auto aws_again = Aws(1, {"s3", "sync", tree, "s3://data/awswb/"});
+  ASSERT_EQ(aws_again.exit_code, 0) << aws_again.out;
+  EXPECT_EQ(aws_again.out.find("upload:"), std::string::npos) << "aws s3 sync found pending files changed:\n"
+                                                              << aws_again.out;
+
+  std::map<std::string, std::string> env = {{"RCLONE_CONFIG_SHOAL_TYPE", "s3"},
+                                            {"RCLONE_CONFIG_SHOAL_PROVIDER", "Other"},
+                                            {"RCLONE_CONFIG_SHOAL_ACCESS_KEY_ID", kAccessKey},
+                                            {"RCLONE_CONFIG_SHOAL_SECRET_ACCESS_KEY", kSecretKey},
+                                            {"RCLONE_CONFIG_SHOAL_ENDPOINT", "http://" + endpoints_[0]}};
+  auto rclone = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "/usr/bin/rclone", "--config",
+                                     "/dev/null",    "-v"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCmd(argv, env);
+  };
+  auto copy = rclone({"copy", tree, "shoal:data/rcwb"});
+  ASSERT_EQ(copy.exit_code, 0) << copy.out;
+  auto check = rclone({"check", tree, "shoal:data/rcwb"});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_NE(check.out.find("0 differences found"), std::string::npos) << check.out;
+  EXPECT_EQ(check.out.find("hashes could not be checked"), std::string::npos) << "rclone compared sizes only:\n"
+                                                                              << check.out;
+  auto copy_again = rclone({"copy", tree, "shoal:data/rcwb"});
+  ASSERT_EQ(copy_again.exit_code, 0) << copy_again.out;
+  EXPECT_EQ(copy_again.out.find("Copied"), std::string::npos) << "rclone copied pending files again:\n"
+                                                              << copy_again.out;
+  EXPECT_EQ(copy_again.out.find("Updated modification time"), std::string::npos)
+      << "rclone found the modification times lost:\n"
+      << copy_again.out;
+  EXPECT_FALSE(fs::exists(Ufs() + "/rcwb/big.bin")) << "uploads are paused: the holders have it";
+
+  pause(false);
+  for (const char* prefix : {"/awswb/", "/rcwb/"}) {
+    for (const char* name : {"big.bin", "d/f0", "d/f3", "empty"}) {
+      const std::string f = Ufs() + prefix + name;
+      for (int i = 0; i < 600 && !(fs::exists(f) && fs::file_size(f) == fs::file_size(tree + "/" + name)); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll interval
+      }
+      ASSERT_TRUE(fs::exists(f)) << f << " was not uploaded";
+      EXPECT_TRUE(Slurp(f) == Slurp(tree + "/" + name)) << f;
+    }
+  }
+  auto check_uploaded = rclone({"check", tree, "shoal:data/rcwb"});
+  EXPECT_EQ(check_uploaded.exit_code, 0) << check_uploaded.out;
+  EXPECT_NE(check_uploaded.out.find("0 differences found"), std::string::npos) << check_uploaded.out;
+  auto aws_uploaded = Aws(0, {"s3", "sync", tree, "s3://data/awswb/"});
+  ASSERT_EQ(aws_uploaded.exit_code, 0) << aws_uploaded.out;
+  EXPECT_EQ(aws_uploaded.out.find("upload:"), std::string::npos) << aws_uploaded.out;
+}
+
 TEST_F(S3ListenTest, LargeSinglePutIsStreamedWithBoundedMemory) {
   StartCluster("proxy");
   constexpr size_t kSize = 40 << 20;  // over the old 16 MiB body limit

@@ -244,6 +244,41 @@ TEST_F(WritebackTest, ReadYourWritesFromAnotherClientWhileTheUploadIsHeldAndNeve
   EXPECT_BYTES(ReadVia(*reader_, path), v2);
 }
 
+// A pending file may be the only thing in its directories: they appear in
+// listings and stats as directories until the upload creates them in the
+// store (aws s3 sync and rclone found files under new directories missing
+// and uploaded them again; `ls` of such a directory failed).
+TEST_F(WritebackTest, DirectoriesOnlyPendingFilesMakeAreListedAndStatedUntilTheUpload) {
+  Start("file");
+  PauseAll(true);
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/new/a/b/deep.bin", "deep"));
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/new/top.bin", "top"));
+  EXPECT_FALSE(store_->Stat("new"));
+  auto names = [&](const std::string& dir) {
+    std::vector<std::string> out;
+    auto l = reader_->List(dir);
+    EXPECT_TRUE(l) << dir << ": " << l.error().ToString();
+    for (const auto& e : l.value_or(std::vector<FileStatus>{})) out.push_back(e.path + (e.is_dir ? "/" : ""));
+    return out;
+  };
+  EXPECT_EQ(names("/wb/new"), (std::vector<std::string>{"/wb/new/a/", "/wb/new/top.bin"}));
+  EXPECT_EQ(names("/wb/new/a"), (std::vector<std::string>{"/wb/new/a/b/"}));
+  EXPECT_EQ(names("/wb/new/a/b"), (std::vector<std::string>{"/wb/new/a/b/deep.bin"}));
+  for (const char* dir : {"/wb/new", "/wb/new/a", "/wb/new/a/b"}) {
+    auto st = reader_->Stat(dir);
+    ASSERT_TRUE(st) << dir << ": " << st.error().ToString();
+    EXPECT_TRUE(st->is_dir) << dir;
+  }
+  auto missing = reader_->Stat("/wb/new/a/nothing");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), Code::kNotFound);
+  EXPECT_FALSE(reader_->Stat("/wb/ne")) << "a prefix of a pending directory's name is not a directory";
+  PauseAll(false);
+  ASSERT_TRUE(Drained());
+  EXPECT_BYTES(ReadStore(*store_, "new/a/b/deep.bin"), "deep");
+  EXPECT_EQ(names("/wb/new"), (std::vector<std::string>{"/wb/new/a/", "/wb/new/top.bin"}));
+}
+
 // The S3 endpoint's cached-only opens hold the answers workers lease
 // (local_wire.h): a write-back the worker acknowledges ends them at once,
 // though neither its cached stat nor a page changes until the upload, and

@@ -249,10 +249,27 @@ Status ClientImpl::ReadFromStore(const ResolvedPath& rp, const FileStatus& st, u
   return {};
 }
 
+Result<FileStatus> ClientImpl::StatPendingDir(const ResolvedPath& rp, Deadline deadline) {
+  const auto slash = rp.ns_path.rfind('/');
+  auto parent = mounts_.Resolve(rp.ns_path.substr(0, std::max<size_t>(slash, 1)));
+  if (parent && parent->mount == rp.mount) {
+    for (auto& e : PendingUnder(*parent, deadline)) {
+      if (e.is_dir && e.path == rp.ns_path) return std::move(e);
+    }
+  }
+  return Err(Code::kNotFound, "no such file or directory: " + rp.ns_path);
+}
+
 Result<FileStatus> ClientImpl::Stat(std::string_view path) {
   auto rp = mounts_.Resolve(path);
   if (!rp) return Err(rp.error());
-  return StatResolved(*rp, NewDeadline());
+  const Deadline deadline = NewDeadline();
+  auto st = StatResolved(*rp, deadline);
+  if (st || st.error().code() != Code::kNotFound || rp->key.empty() || WriteModeFor(*rp) != WriteMode::kWriteBack) {
+    return st;
+  }
+  auto dir = StatPendingDir(*rp, deadline);
+  return dir ? dir : st;
 }
 
 size_t ClientImpl::ReplicasFor(const ResolvedPath& rp) const {
@@ -340,10 +357,58 @@ Result<OpenedFile> ClientImpl::OpenCached(std::string_view path, uint64_t prefet
   return not_here("no worker on this host holds it");
 }
 
+std::vector<FileStatus> ClientImpl::PendingUnder(const ResolvedPath& rp, Deadline deadline) {
+  std::vector<FileStatus> out;
+  const std::string target = "/v1/list?path=" + PercentEncode(rp.ns_path, true) + "&pending_only=1";
+  auto [ring, members] = router_.Members();
+  for (const auto& m : members) {
+    if (m.down) continue;
+    auto r = caller_.Call(*m.entry, "GET", target, deadline, rp.ns_path);
+    if (!r.status.ok()) continue;  // best effort: the directory owner's answer stands
+    Json answer = Json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+    if (!answer.is_object() || !answer.contains("entries") || !answer["entries"].is_array()) continue;
+    for (const auto& e : answer["entries"]) {
+      auto s = StatusFromJson(e.dump(-1, ' ', false, Json::error_handler_t::replace));
+      if (!s) continue;
+      auto same = std::find_if(out.begin(), out.end(), [&](const FileStatus& o) { return o.path == s->path; });
+      if (same == out.end()) {
+        out.push_back(std::move(*s));
+      } else if (!s->is_dir && (same->is_dir || s->mtime_ns > same->mtime_ns)) {
+        *same = std::move(*s);  // two holders of two pending writes: the newer is the file
+      }
+    }
+  }
+  return out;
+}
+
 Result<std::vector<FileStatus>> ClientImpl::List(std::string_view path) {
   auto rp = mounts_.Resolve(path);
   if (!rp) return Err(rp.error());
   const Deadline deadline = NewDeadline();
+  auto listed = ListFromOwner(*rp, deadline);
+  // Write-back: the directory's owner holds only some of the pending writes
+  // under it (those whose holders it is), and the directories that only
+  // pending writes make exist nowhere else yet.
+  if (WriteModeFor(*rp) != WriteMode::kWriteBack || (!listed && listed.error().code() != Code::kNotFound)) {
+    return listed;
+  }
+  auto pending = PendingUnder(*rp, deadline);
+  if (!listed && pending.empty()) return listed;
+  std::vector<FileStatus> out = listed ? std::move(*listed) : std::vector<FileStatus>{};
+  for (auto& p : pending) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const FileStatus& o) { return o.path == p.path; });
+    if (same == out.end()) {
+      out.push_back(std::move(p));
+    } else if (!p.is_dir && !same->is_dir && !same->version.starts_with("wb-")) {
+      *same = std::move(p);  // the store's older file, which a pending write replaces
+    }
+  }
+  SortByPath(&out);
+  return out;
+}
+
+Result<std::vector<FileStatus>> ClientImpl::ListFromOwner(const ResolvedPath& resolved, Deadline deadline) {
+  const ResolvedPath* rp = &resolved;
   const std::string target = "/v1/list?path=" + PercentEncode(rp->ns_path, true);
   return router_.Route<std::vector<FileStatus>>(
       HashRing::MetaKey(rp->ns_path), deadline, "list " + rp->ns_path,

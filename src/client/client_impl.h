@@ -161,6 +161,14 @@ class ClientImpl {
 
  private:
   Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);
+  // The directory's owner's listing (or the store's, when no worker answers).
+  Result<std::vector<FileStatus>> ListFromOwner(const ResolvedPath& rp, Deadline deadline);
+  // Write-back: every live worker's pending writes directly under `rp`, and
+  // the directories that pending writes deeper down make (best effort: a
+  // worker that does not answer adds nothing).
+  std::vector<FileStatus> PendingUnder(const ResolvedPath& rp, Deadline deadline);
+  // `rp` as a directory that only pending writes make, else kNotFound.
+  Result<FileStatus> StatPendingDir(const ResolvedPath& rp, Deadline deadline);
   // How many workers hold the data of `rp` (its path rule's replicas; 1 when unset).
   size_t ReplicasFor(const ResolvedPath& rp) const;
   Status ReadPiece(const ResolvedPath& rp, const FileStatus& st, uint64_t offset, std::span<char> out,

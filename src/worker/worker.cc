@@ -1232,8 +1232,25 @@ class Worker::Impl {
     pool_.Post([this, rp = parsed->second, res] {
       if (auto pending = wb_->Pending(rp.ns_path)) return res.Respond(JsonAnswer(PendingJson(*pending)));
       auto st = svc_->Stat(rp);
+      if (!st && st.error().code() == Code::kNotFound && HoldsPendingBelow(rp.ns_path)) {
+        return res.Respond(JsonAnswer(InfoJson(PendingDirInfo(), rp.ns_path)));
+      }
       res.Respond(st ? JsonAnswer(InfoJson(*st, rp.ns_path)) : ErrorAnswer(st.error()));
     });
+  }
+
+  // A directory that exists only as the parent of pending writes.
+  static FileInfo PendingDirInfo() {
+    FileInfo d;
+    d.is_dir = true;
+    return d;
+  }
+  bool HoldsPendingBelow(const std::string& dir) const {
+    const std::string parent = dir.substr(0, dir.rfind('/'));
+    for (const auto& d : wb_->PendingDirsUnder(parent.empty() ? "/" : parent)) {
+      if (d == dir) return true;
+    }
+    return false;
   }
 
   // A cache-only stat (a peer's metadata miss after a ring change,
@@ -1252,10 +1269,16 @@ class Worker::Impl {
   void HandleList(const HttpRequest& req, Responder res) {
     auto parsed = Parse(req, res);
     if (!parsed) return;
-    pool_.Post([this, rp = parsed->second, res] {
+    // pending_only=1: only this worker's pending writes (and the directories
+    // they make) under the path, never the store's entries: a write-back
+    // client merges these from every worker, since the directory's owner
+    // holds only some of them.
+    const bool pending_only = parsed->first.Flag("pending_only");
+    pool_.Post([this, rp = parsed->second, res, pending_only] {
       auto pending = wb_->PendingUnder(rp.ns_path);
-      auto list = svc_->List(rp);
-      if (!list && !(pending.size() && list.error().code() == Code::kNotFound)) {
+      auto pending_dirs = wb_->PendingDirsUnder(rp.ns_path);
+      auto list = pending_only ? Result<std::vector<FileInfo>>(std::vector<FileInfo>{}) : svc_->List(rp);
+      if (!list && !((pending.size() || pending_dirs.size()) && list.error().code() == Code::kNotFound)) {
         return res.Respond(ErrorAnswer(list.error()));
       }
       Json entries = Json::array();
@@ -1265,9 +1288,12 @@ class Worker::Impl {
           bool shadowed = false;  // a pending write of the file is what readers see
           for (const auto& p : pending) shadowed = shadowed || (p.path == child && !e.is_dir);
           if (!shadowed) entries.push_back(InfoJson(e, child));
+          if (e.is_dir) std::erase(pending_dirs, child);  // the store has it already
         }
       }
       for (const auto& p : pending) entries.push_back(PendingJson(p));
+      // Directories only pending files make: the upload will create them.
+      for (const auto& d : pending_dirs) entries.push_back(InfoJson(PendingDirInfo(), d));
       res.Respond(JsonAnswer(ObjectJson("path", rp.ns_path, "entries", std::move(entries))));
     });
   }

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include "common/metrics.h"
 #include "ufs/write_options_codec.h"
@@ -592,6 +593,19 @@ std::vector<WritebackCommit> WritebackJournal::PendingUnder(const std::string& d
   std::vector<WritebackCommit> out;
   for (const auto& [p, e] : newest) out.push_back(e->commit);
   return out;
+}
+
+std::vector<std::string> WritebackJournal::PendingDirsUnder(const std::string& dir) const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> dirs;
+  const std::string prefix = dir == "/" ? "/" : dir + "/";
+  for (const auto& [id, e] : entries_) {
+    const std::string& p = e->commit.path;
+    if (!p.starts_with(prefix)) continue;
+    const size_t slash = p.find('/', prefix.size());
+    if (slash != std::string::npos && slash > prefix.size()) dirs.insert(p.substr(0, slash));
+  }
+  return {dirs.begin(), dirs.end()};
 }
 
 Result<WritebackData> WritebackJournal::Data(const std::string& id, const std::string& path) const {

@@ -133,6 +133,10 @@ class WritebackJournal {
   std::optional<WritebackCommit> Pending(const std::string& path) const;
   // Pending writes directly under directory `dir` (for listings).
   std::vector<WritebackCommit> PendingUnder(const std::string& dir) const;
+  // The directories directly under `dir` that hold pending writes deeper down
+  // (full paths, sorted): a pending file's directories may exist nowhere else
+  // until its upload makes them.
+  std::vector<std::string> PendingDirsUnder(const std::string& dir) const;
   // The data of pending write `id` of `path` (kVersionMismatch once it is uploaded).
   Result<WritebackData> Data(const std::string& id, const std::string& path) const;
 
