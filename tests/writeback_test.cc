@@ -279,6 +279,54 @@ TEST_F(WritebackTest, DirectoriesOnlyPendingFilesMakeAreListedAndStatedUntilTheU
   EXPECT_EQ(names("/wb/new"), (std::vector<std::string>{"/wb/new/a/", "/wb/new/top.bin"}));
 }
 
+// A pending file is in no store yet: a delete of it used to find nothing to
+// delete (or the older file) and the upload brought it back, and a rename
+// failed for want of a source (rsync's and torch.save's write-then-rename).
+// Both now wait for the uploads they touch, then act on the store.
+TEST_F(WritebackTest, DeleteAndRenameOfPendingFilesWaitForTheirUploadsAndStick) {
+  Start("file");
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/mv/old.bin", "older"));
+  ASSERT_TRUE(Drained());
+  PauseAll(true);
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/mv/tmp.part", "renamed bytes"));
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/mv/gone.bin", "deleted bytes"));
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/mv/old.bin", "newer, pending"));
+  ASSERT_TRUE(WriteVia(*writer_, "/wb/mvdir/sub/x.bin", "in a renamed directory"));
+  // While the uploads are held, a client that cannot wait long says so (it
+  // used to fail at once for want of the source, or delete nothing).
+  ClientConfig impatient;
+  impatient.timeout = std::chrono::seconds(1);
+  auto quick = Client::FromYaml(cluster_->ClientYaml(impatient), "test");
+  ASSERT_TRUE(quick) << quick.error().ToString();
+  for (Status st : {(*quick)->Rename("/wb/mv/tmp.part", "/wb/mv/final.bin"), (*quick)->Delete("/wb/mv/gone.bin")}) {
+    EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
+    EXPECT_NE(st.message().find("still waiting for its upload"), std::string::npos) << st.ToString();
+  }
+  Status renamed, deleted, replaced, dir_renamed;
+  std::thread mutator([&] {
+    renamed = reader_->Rename("/wb/mv/tmp.part", "/wb/mv/final.bin");
+    deleted = reader_->Delete("/wb/mv/gone.bin");
+    replaced = reader_->Rename("/wb/mv/final.bin", "/wb/mv/old.bin");  // over a pending write of the target
+    dir_renamed = reader_->Rename("/wb/mvdir", "/wb/moved");
+  });
+  PauseAll(false);
+  mutator.join();
+  ASSERT_TRUE(renamed.ok()) << renamed.ToString();
+  ASSERT_TRUE(deleted.ok()) << deleted.ToString();
+  ASSERT_TRUE(replaced.ok()) << replaced.ToString();
+  ASSERT_TRUE(dir_renamed.ok()) << dir_renamed.ToString();
+  ASSERT_TRUE(Drained());
+  EXPECT_BYTES(ReadStore(*store_, "mv/old.bin"), "renamed bytes");
+  EXPECT_FALSE(store_->Stat("mv/tmp.part"));
+  EXPECT_FALSE(store_->Stat("mv/final.bin"));
+  EXPECT_FALSE(store_->Stat("mv/gone.bin")) << "the upload brought a deleted file back";
+  EXPECT_FALSE(store_->Stat("mvdir/sub/x.bin"))
+      << "a file pending under a renamed directory was uploaded under its old name";
+  EXPECT_BYTES(ReadStore(*store_, "moved/sub/x.bin"), "in a renamed directory");
+  EXPECT_BYTES(ReadVia(*reader_, "/wb/mv/old.bin"), "renamed bytes");
+  EXPECT_FALSE(reader_->Stat("/wb/mv/gone.bin"));
+}
+
 // The S3 endpoint's cached-only opens hold the answers workers lease
 // (local_wire.h): a write-back the worker acknowledges ends them at once,
 // though neither its cached stat nor a page changes until the upload, and

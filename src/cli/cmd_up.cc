@@ -59,6 +59,7 @@ struct UpArgs {
   std::string state_dir;
   std::string mount_path = "/data";
   std::string consistency = "ttl";
+  std::string write_mode = "cache-through";
   std::string page_size = "1MiB";
   std::string shard_size = "64MiB";
   std::string max_restart_delay = "30s";
@@ -123,7 +124,7 @@ Result<MountConfig> BuildMount(const UpArgs& a) {
   // Parsed through the config reader so the rules and messages (and the
   // ${NAME} references) are the same as in a file.
   std::string yaml = "mounts:\n  - path: " + Quote(m.path) + "\n    ufs: " + Quote(m.ufs) +
-                     "\n    consistency: " + Quote(a.consistency) + "\n";
+                     "\n    consistency: " + Quote(a.consistency) + "\n    write_mode: " + Quote(a.write_mode) + "\n";
   if (!a.options.empty()) {
     yaml += "    options:\n";
     std::set<std::string> seen;
@@ -483,6 +484,9 @@ void AddUp(CLI::App& app, int* exit_code) {
   cmd->add_option("--state-dir", a->state_dir, "Where configs, logs and ports go (default: /tmp/shoal-UID)");
   cmd->add_option("--mount-path", a->mount_path, "Namespace path of the mount")->capture_default_str();
   cmd->add_option("--consistency", a->consistency, "immutable, ttl, ttl=DURATION or always")->capture_default_str();
+  cmd->add_option("--write-mode", a->write_mode,
+                  "through, cache-through or write-back (acknowledged once journaled on 2 workers, uploaded after)")
+      ->capture_default_str();
   cmd->add_option("--page-size", a->page_size, "Cache page size")->capture_default_str();
   cmd->add_option("--eviction", a->eviction,
                   "Eviction policy of the workers (worker.eviction: " + EvictionPolicyNames() + "; default " +

@@ -44,10 +44,12 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <thread>
 
 #include "client/client_impl.h"
 #include "client/client_internal.h"
 #include "client/writeback_stream.h"
+#include "common/units.h"
 #include "ufs/http/call_deadline.h"
 #include "ufs/write_options_codec.h"
 
@@ -541,7 +543,31 @@ Status ClientImpl::WritePath(std::string_view path, std::string_view what, std::
   return {};
 }
 
+Status ClientImpl::WaitForUploads(const ResolvedPath& rp, std::string_view what, Deadline deadline) {
+  if (WriteModeFor(rp) != WriteMode::kWriteBack || rp.key.empty()) return {};
+  auto still_waiting = [&] {
+    return Status(Code::kUnavailable,
+                  std::string(what) + ": " + rp.ns_path + " (or a file under it) is still waiting for its upload " +
+                      "(write-back) after client.timeout (" + FormatDuration(config_.client.timeout) +
+                      "): `shoal status` shows the workers' pending uploads; try again once they are done");
+  };
+  for (;;) {
+    auto st = StatResolved(rp, deadline);
+    if (!st && st.error().code() == Code::kTimeout) return still_waiting();
+    if (!st && st.error().code() != Code::kNotFound) return st.error().WithContext(std::string(what));
+    const bool pending = (st && st->version.starts_with("wb-")) || !PendingUnder(rp, deadline).empty();
+    if (!pending) return {};
+    if (std::chrono::steady_clock::now() >= deadline) return still_waiting();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // uploads start within 100 ms of a commit
+  }
+}
+
 Status ClientImpl::Delete(std::string_view path) {
+  // A pending write is in no store yet: deleting the store's file would let
+  // the upload bring it back, so the delete waits for the upload.
+  if (auto rp = mounts_.Resolve(path)) {
+    if (Status st = WaitForUploads(*rp, "delete", NewDeadline()); !st.ok()) return st;
+  }
   return WritePath(path, "delete", "delete", [](UnderStore& s, const std::string& key) { return s.Delete(key); });
 }
 
@@ -561,10 +587,10 @@ Status ClientImpl::SetAttributes(std::string_view path, std::optional<uint32_t> 
                                               " is more than the permission bits (07777)");
   }
   if (!mode && !mtime_ns) return {};
-  if (auto rp = mounts_.Resolve(path); rp && WriteModeFor(*rp) == WriteMode::kWriteBack) {
+  if (auto rp = mounts_.Resolve(path)) {
     // Its last write may still be on the holders only: the store's file is
-    // not the one a change would be meant for.
-    return Status(Code::kNotSupported, "modes and times are not kept on the write-back mount " + rp->mount->path);
+    // not yet the one a change is meant for, so the change waits for the upload.
+    if (Status st = WaitForUploads(*rp, "set the mode or time of", NewDeadline()); !st.ok()) return st;
   }
   return WritePath(path, "set the mode or time of", "set the attributes of",
                    [&](UnderStore& s, const std::string& key) {
@@ -584,6 +610,13 @@ Status ClientImpl::Rename(std::string_view from, std::string_view to) {
   }
   if (a->key.empty() || b->key.empty())
     return Status(Code::kInvalidArgument, what + ": a mount's root cannot be renamed");
+  // Write-back: a pending file is in no store yet, and its holders are those
+  // of its name, so it is renamed once uploaded; a pending write of the
+  // target would replace the renamed file at its upload, so it goes first.
+  const Deadline deadline = NewDeadline();
+  for (const ResolvedPath* rp : {&*a, &*b}) {
+    if (Status st = WaitForUploads(*rp, what, deadline); !st.ok()) return st;
+  }
   auto store = StoreFor(*a);
   if (!store) return store.error();
   bool subtree = true;  // unless the target is known to be a file

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 
+#include "client/client_internal.h"
 #include "fuse/file_handle.h"
 #include "fuse/shoal_fs.h"
 
@@ -296,6 +297,12 @@ void ShoalFs::KeepAttributesAfterCommit(FileHandle& h) {
   std::optional<uint32_t> mode;
   if (h.mode != 0 && h.mode != h.writer_mode) mode = h.mode;
   if (!mode && !h.set_mtime) return;
+  if (WrittenBack(client_, h.ns)) {
+    // Setting them would wait for the upload at every close (tar, cp -p):
+    // on write-back mounts only a change after the close is kept (it waits).
+    spdlog::debug("{}: mode and time set before the close are not kept on a write-back mount", h.ns);
+    return;
+  }
   Status st = client_.SetAttributes(h.ns, mode, h.set_mtime);
   if (st.ok()) {
     h.writer_mode = h.mode;
