@@ -48,23 +48,6 @@ bool HeaderSafe(std::string_view v) {
   return true;
 }
 
-std::string JsonString(std::string_view v) {
-  std::string out = "\"";
-  for (unsigned char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -89,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string token(in.rest());
   // Valid UTF-8 only: nlohmann refuses the rest, which is the JSON parser's
   // business, not the provider's.
-  const std::string answer = "{\"access_token\":" + JsonString(token) +
+  const std::string answer = "{\"access_token\":" + fuzz::JsonQuote(token) +
                              ",\"token_type\":\"Bearer\",\"expires_in\":" + std::to_string(lifetime) + "}";
   auto s = ParseOAuthToken("fuzz", answer, kNow);
   CheckSecret(s, true);

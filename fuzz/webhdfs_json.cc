@@ -29,23 +29,6 @@ void CheckEntry(const HdfsStatus& s) {
   FUZZ_CHECK(s.permission <= 01777, "a permission of %o was accepted", s.permission);
 }
 
-std::string JsonString(std::string_view v) {
-  std::string out = "\"";
-  for (unsigned char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -94,12 +77,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < written.size(); ++i) {
     char perm[8];
     std::snprintf(perm, sizeof perm, "%o", written[i].perm);
-    body += std::string(i ? "," : "") +
-            "{\"accessTime\":0,\"blockSize\":134217728,\"childrenNum\":0,\"fileId\":" + std::to_string(16386 + i) +
-            ",\"group\":\"supergroup\",\"length\":" + std::to_string(written[i].length) +
-            ",\"modificationTime\":1700000000000,\"owner\":\"hdfs\",\"pathSuffix\":" + JsonString(written[i].name) +
-            ",\"permission\":\"" + perm + "\",\"replication\":1,\"storagePolicy\":0,\"type\":\"" +
-            (written[i].dir ? "DIRECTORY" : "FILE") + "\"}";
+    body +=
+        std::string(i ? "," : "") +
+        "{\"accessTime\":0,\"blockSize\":134217728,\"childrenNum\":0,\"fileId\":" + std::to_string(16386 + i) +
+        ",\"group\":\"supergroup\",\"length\":" + std::to_string(written[i].length) +
+        ",\"modificationTime\":1700000000000,\"owner\":\"hdfs\",\"pathSuffix\":" + fuzz::JsonQuote(written[i].name) +
+        ",\"permission\":\"" + perm + "\",\"replication\":1,\"storagePolicy\":0,\"type\":\"" +
+        (written[i].dir ? "DIRECTORY" : "FILE") + "\"}";
   }
   body += "]}},\"remainingEntries\":" + std::string(more ? "3" : "0") + "}}";
   auto l = ParseListingAnswer(body, true, "");
