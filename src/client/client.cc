@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
+#include <unordered_map>
 
 #include "client/client_impl.h"
 #include "client/client_internal.h"
@@ -359,6 +360,7 @@ Result<OpenedFile> ClientImpl::OpenCached(std::string_view path, uint64_t prefet
 
 std::vector<FileStatus> ClientImpl::PendingUnder(const ResolvedPath& rp, Deadline deadline) {
   std::vector<FileStatus> out;
+  std::unordered_map<std::string, size_t> at;  // path -> index in out
   const std::string target = "/v1/list?path=" + PercentEncode(rp.ns_path, true) + "&pending_only=1";
   auto [ring, members] = router_.Members();
   for (const auto& m : members) {
@@ -370,11 +372,11 @@ std::vector<FileStatus> ClientImpl::PendingUnder(const ResolvedPath& rp, Deadlin
     for (const auto& e : answer["entries"]) {
       auto s = StatusFromJson(e.dump(-1, ' ', false, Json::error_handler_t::replace));
       if (!s) continue;
-      auto same = std::find_if(out.begin(), out.end(), [&](const FileStatus& o) { return o.path == s->path; });
-      if (same == out.end()) {
+      auto [it, added] = at.emplace(s->path, out.size());
+      if (added) {
         out.push_back(std::move(*s));
-      } else if (!s->is_dir && (same->is_dir || s->mtime_ns > same->mtime_ns)) {
-        *same = std::move(*s);  // two holders of two pending writes: the newer is the file
+      } else if (FileStatus& same = out[it->second]; !s->is_dir && (same.is_dir || s->mtime_ns > same.mtime_ns)) {
+        same = std::move(*s);  // two holders of two pending writes: the newer is the file
       }
     }
   }
@@ -395,12 +397,14 @@ Result<std::vector<FileStatus>> ClientImpl::List(std::string_view path) {
   auto pending = PendingUnder(*rp, deadline);
   if (!listed && pending.empty()) return listed;
   std::vector<FileStatus> out = listed ? std::move(*listed) : std::vector<FileStatus>{};
+  std::unordered_map<std::string, size_t> at;  // path -> index in out
+  for (size_t i = 0; i < out.size(); ++i) at.emplace(out[i].path, i);
   for (auto& p : pending) {
-    auto same = std::find_if(out.begin(), out.end(), [&](const FileStatus& o) { return o.path == p.path; });
-    if (same == out.end()) {
+    auto it = at.find(p.path);
+    if (it == at.end()) {
       out.push_back(std::move(p));
-    } else if (!p.is_dir && !same->is_dir && !same->version.starts_with("wb-")) {
-      *same = std::move(p);  // the store's older file, which a pending write replaces
+    } else if (FileStatus& same = out[it->second]; !p.is_dir && !same.is_dir && !same.version.starts_with("wb-")) {
+      same = std::move(p);  // the store's older file, which a pending write replaces
     }
   }
   SortByPath(&out);

@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
 #include "authz/authorizer.h"
 #include "cache/page_format.h"
@@ -1283,13 +1284,15 @@ class Worker::Impl {
       }
       Json entries = Json::array();
       if (list) {
+        std::unordered_set<std::string> pending_files, dirs_made(pending_dirs.begin(), pending_dirs.end());
+        for (const auto& p : pending) pending_files.insert(p.path);
         for (const auto& e : *list) {
           const std::string child = ChildPath(rp, e);
-          bool shadowed = false;  // a pending write of the file is what readers see
-          for (const auto& p : pending) shadowed = shadowed || (p.path == child && !e.is_dir);
-          if (!shadowed) entries.push_back(InfoJson(e, child));
-          if (e.is_dir) std::erase(pending_dirs, child);  // the store has it already
+          // A pending write of the file is what readers see.
+          if (e.is_dir || !pending_files.contains(child)) entries.push_back(InfoJson(e, child));
+          if (e.is_dir) dirs_made.erase(child);  // the store has it already
         }
+        std::erase_if(pending_dirs, [&](const std::string& d) { return !dirs_made.contains(d); });
       }
       for (const auto& p : pending) entries.push_back(PendingJson(p));
       // Directories only pending files make: the upload will create them.
