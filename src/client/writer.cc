@@ -555,7 +555,10 @@ Status ClientImpl::WaitForUploads(const ResolvedPath& rp, std::string_view what,
     auto st = StatResolved(rp, deadline);
     if (!st && st.error().code() == Code::kTimeout) return still_waiting();
     if (!st && st.error().code() != Code::kNotFound) return st.error().WithContext(std::string(what));
-    const bool pending = (st && st->version.starts_with("wb-")) || !PendingUnder(rp, deadline).empty();
+    // A file in the store has nothing pending under it; a directory (or a
+    // path the store lacks) may have, on any worker.
+    const bool pending = st ? st->version.starts_with("wb-") || (st->is_dir && !PendingUnder(rp, deadline).empty())
+                            : !PendingUnder(rp, deadline).empty();
     if (!pending) return {};
     if (std::chrono::steady_clock::now() >= deadline) return still_waiting();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // uploads start within 100 ms of a commit
