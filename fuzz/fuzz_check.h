@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/json_text.h"
+
 #define FUZZ_CHECK(cond, ...)                                                            \
   do {                                                                                   \
     if (!(cond)) {                                                                       \
@@ -67,24 +69,8 @@ class FuzzInput {
   std::string_view rest_;
 };
 
-// `v` as a JSON string literal: quotes and backslashes escaped, control
-// bytes as \u00XX, the rest as given (so bytes that are not UTF-8 make JSON
-// a parser refuses, as a store's broken answer would).
-inline std::string JsonQuote(std::string_view v) {
-  std::string out = "\"";
-  for (unsigned char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+// `v` as a JSON string literal (JsonEscape: bytes that are not UTF-8 stay,
+// so the JSON is one a parser refuses, as a store's broken answer would be).
+inline std::string JsonQuote(std::string_view v) { return "\"" + JsonEscape(v) + "\""; }
 
 }  // namespace shoal::fuzz

@@ -108,6 +108,15 @@ class S3ListenTest : public ::testing::Test {
             {"AWS_EC2_METADATA_DISABLED", "true"},
             {"AWS_PAGER", ""}};
   }
+  // Holds (or resumes) every worker's write-back uploads (POST /v1/wb/pause).
+  void PauseUploads(bool on) {
+    for (const auto& a : cluster_->addresses()) {
+      auto r = RunCmd({"/usr/bin/curl", "-sS", "--fail", "-X", "POST",
+                       "http://" + a + "/v1/wb/pause?on=" + std::string(on ? "1" : "0")},
+                      {});
+      ASSERT_EQ(r.exit_code, 0) << r.out;
+    }
+  }
   Cmd Aws(size_t worker, std::vector<std::string> args) const {
     std::vector<std::string> argv = {"/usr/bin/aws", "--endpoint-url", "http://" + endpoints_[worker]};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -162,15 +171,7 @@ TEST_F(S3ListenTest, EveryWorkerServesEveryKeyGetAndPut) {
 // and the upload takes all of it to the store.
 TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
   StartCluster("proxy", std::chrono::seconds(30), WriteMode::kWriteBack);
-  auto pause = [&](bool on) {
-    for (const auto& a : cluster_->addresses()) {
-      auto r = RunCmd({"/usr/bin/curl", "-sS", "--fail", "-X", "POST",
-                       "http://" + a + "/v1/wb/pause?on=" + std::string(on ? "1" : "0")},
-                      {});
-      ASSERT_EQ(r.exit_code, 0) << r.out;
-    }
-  };
-  pause(true);
+  PauseUploads(true);
   const std::string script =
       "import boto3, hashlib, os, sys\n"
       "from botocore.config import Config\n"
@@ -275,7 +276,7 @@ TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
   auto head = Aws(0, {"s3api", "head-object", "--bucket", "data", "--key", "wb/s3cmd.bin"});
   ASSERT_EQ(head.exit_code, 0) << head.out;
   EXPECT_NE(head.out.find("\\\"" + md5.out.substr(0, 32) + "\\\""), std::string::npos) << head.out;
-  pause(false);
+  PauseUploads(false);
   for (const char* name : {"put.bin", "mp.bin", "s3cmd.bin", "copy.bin"}) {
     const std::string f = Ufs() + "/wb/" + name;
     for (int i = 0; i < 400 && !fs::exists(f); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -295,15 +296,7 @@ TEST_F(S3ListenTest, WriteBackMountKeepsETagsMetadataAndPartsAsS3Does) {
 // difference, and once the uploads go the store holds the same bytes.
 TEST_F(S3ListenTest, WriteBackMountServesAwsCliAndRcloneSyncsAsS3Does) {
   StartCluster("proxy", std::chrono::seconds(30), WriteMode::kWriteBack);
-  auto pause = [&](bool on) {
-    for (const auto& a : cluster_->addresses()) {
-      auto r = RunCmd({"/usr/bin/curl", "-sS", "--fail", "-X", "POST",
-                       "http://" + a + "/v1/wb/pause?on=" + std::string(on ? "1" : "0")},
-                      {});
-      ASSERT_EQ(r.exit_code, 0) << r.out;
-    }
-  };
-  pause(true);
+  PauseUploads(true);
   const std::string tree = dir_ + "/tools";
   ASSERT_TRUE(WriteFile(tree + "/big.bin", RandomBytes(20 << 20, 71)).ok());
   for (int i = 0; i < 4; ++i) {
@@ -345,7 +338,7 @@ TEST_F(S3ListenTest, WriteBackMountServesAwsCliAndRcloneSyncsAsS3Does) {
       << copy_again.out;
   EXPECT_FALSE(fs::exists(Ufs() + "/rcwb/big.bin")) << "uploads are paused: the holders have it";
 
-  pause(false);
+  PauseUploads(false);
   for (const char* prefix : {"/awswb/", "/rcwb/"}) {
     for (const char* name : {"big.bin", "d/f0", "d/f3", "empty"}) {
       const std::string f = Ufs() + prefix + name;

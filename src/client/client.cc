@@ -365,8 +365,10 @@ std::vector<FileStatus> ClientImpl::PendingUnder(const ResolvedPath& rp, Deadlin
   auto [ring, members] = router_.Members();
   for (const auto& m : members) {
     if (m.down) continue;
-    auto r = caller_.Call(*m.entry, "GET", target, deadline, rp.ns_path);
-    if (!r.status.ok()) continue;  // best effort: the directory owner's answer stands
+    // Best effort: a worker that fails adds nothing (and is marked down, so
+    // the next listing does not wait for it); the directory owner's answer stands.
+    auto r = CallWorker(*m.entry, "GET", target, deadline, rp.ns_path);
+    if (!r.status.ok()) continue;
     Json answer = Json::parse(r.body, nullptr, /*allow_exceptions=*/false);
     if (!answer.is_object() || !answer.contains("entries") || !answer["entries"].is_array()) continue;
     for (const auto& e : answer["entries"]) {

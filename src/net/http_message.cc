@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "common/json_text.h"
 #include "net/http_server.h"
 #include "net/pending_response.h"
 
@@ -20,23 +21,6 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
   });
-}
-
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -131,7 +115,6 @@ Router::Match Router::Find(std::string_view method, std::string_view path, const
   }
   return Match::kNone;
 }
-
 
 Responder::Responder(std::shared_ptr<detail::PendingResponse> pending)
     : state_(std::make_shared<detail::ResponderState>()) {

@@ -1233,7 +1233,7 @@ class Worker::Impl {
     pool_.Post([this, rp = parsed->second, res] {
       if (auto pending = wb_->Pending(rp.ns_path)) return res.Respond(JsonAnswer(PendingJson(*pending)));
       auto st = svc_->Stat(rp);
-      if (!st && st.error().code() == Code::kNotFound && HoldsPendingBelow(rp.ns_path)) {
+      if (!st && st.error().code() == Code::kNotFound && wb_->HasPendingBelow(rp.ns_path)) {
         return res.Respond(JsonAnswer(InfoJson(PendingDirInfo(), rp.ns_path)));
       }
       res.Respond(st ? JsonAnswer(InfoJson(*st, rp.ns_path)) : ErrorAnswer(st.error()));
@@ -1245,13 +1245,6 @@ class Worker::Impl {
     FileInfo d;
     d.is_dir = true;
     return d;
-  }
-  bool HoldsPendingBelow(const std::string& dir) const {
-    const std::string parent = dir.substr(0, dir.rfind('/'));
-    for (const auto& d : wb_->PendingDirsUnder(parent.empty() ? "/" : parent)) {
-      if (d == dir) return true;
-    }
-    return false;
   }
 
   // A cache-only stat (a peer's metadata miss after a ring change,

@@ -608,6 +608,15 @@ std::vector<std::string> WritebackJournal::PendingDirsUnder(const std::string& d
   return {dirs.begin(), dirs.end()};
 }
 
+bool WritebackJournal::HasPendingBelow(const std::string& dir) const {
+  std::lock_guard lock(mu_);
+  const std::string prefix = dir == "/" ? "/" : dir + "/";
+  for (const auto& [id, e] : entries_) {
+    if (e->commit.path.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
 Result<WritebackData> WritebackJournal::Data(const std::string& id, const std::string& path) const {
   WritebackCommit c;
   {

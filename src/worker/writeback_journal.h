@@ -137,6 +137,8 @@ class WritebackJournal {
   // (full paths, sorted): a pending file's directories may exist nowhere else
   // until its upload makes them.
   std::vector<std::string> PendingDirsUnder(const std::string& dir) const;
+  // Whether any pending write lies somewhere below directory `dir`.
+  bool HasPendingBelow(const std::string& dir) const;
   // The data of pending write `id` of `path` (kVersionMismatch once it is uploaded).
   Result<WritebackData> Data(const std::string& id, const std::string& path) const;
 

@@ -223,5 +223,26 @@ b"]]})"}) {
   EXPECT_EQ(mb->headers, (std::vector<std::pair<std::string, std::string>>{{"cache-control", "no-store"}}));
 }
 
+// The directories a listing shows for pending writes deeper down, and the
+// stat of one: "/m/a" and "/m/a/b" hold "/m/a/b/c.bin"; a name that only
+// starts like a directory ("/m/ab") does not; an uploaded write leaves none.
+TEST_F(WritebackJournalTest, PendingWritesDeeperDownMakeTheirDirectories) {
+  Open({});
+  journal_->Pause(true);
+  const std::string b = Bytes(10, 1);
+  ASSERT_TRUE(journal_->Put(kIdA, "/m/a/b/c.bin", holders_, b, b.size(), XXH3_64bits(b.data(), b.size()), ""));
+  ASSERT_TRUE(journal_->Put(kIdB, "/m/top.bin", holders_, b, b.size(), XXH3_64bits(b.data(), b.size()), ""));
+  EXPECT_EQ(journal_->PendingDirsUnder("/m"), (std::vector<std::string>{"/m/a"}));
+  EXPECT_EQ(journal_->PendingDirsUnder("/m/a"), (std::vector<std::string>{"/m/a/b"}));
+  EXPECT_TRUE(journal_->PendingDirsUnder("/m/a/b").empty()) << "c.bin is a file there, not a directory";
+  EXPECT_TRUE(journal_->PendingDirsUnder("/").size() == 1 && journal_->PendingDirsUnder("/")[0] == "/m");
+  for (const char* dir : {"/", "/m", "/m/a", "/m/a/b"}) EXPECT_TRUE(journal_->HasPendingBelow(dir)) << dir;
+  for (const char* dir : {"/m/ab", "/m/a/b/c.bin", "/n", "/m/top"}) EXPECT_FALSE(journal_->HasPendingBelow(dir)) << dir;
+  journal_->Pause(false);
+  ASSERT_TRUE(WaitFor([&] { return journal_->State(kIdA) == "done" && journal_->State(kIdB) == "done"; }));
+  EXPECT_TRUE(journal_->PendingDirsUnder("/m").empty());
+  EXPECT_FALSE(journal_->HasPendingBelow("/m"));
+}
+
 }  // namespace
 }  // namespace shoal

@@ -154,28 +154,45 @@ TEST(WebHdfsStore, ModesAreOctalAndTimesMilliseconds) {
   EXPECT_NE(before_1970.message().find("1970"), std::string::npos) << before_1970.message();
 }
 
-// A namenode's JSON is untrusted: fields of the wrong type, and listings of
-// the wrong shape, read as absent (a stat of zeros, an empty listing), never
-// an exception out of the store or a read past the document.
-TEST(WebHdfsStore, AnswersOfTheWrongShapeReadAsAbsentFields) {
-  testing::LoopbackListener namenode([](int fd) {
+// A stand-in namenode on loopback: `answer` gives each request (its head)
+// a status line's code and text and a JSON body.
+struct OddAnswer {
+  std::string status = "200 OK";
+  std::string body;
+};
+std::unique_ptr<testing::LoopbackListener> OddNamenode(std::function<OddAnswer(const std::string& head)> answer) {
+  return std::make_unique<testing::LoopbackListener>([answer = std::move(answer)](int fd) {
     std::string head;
     char c;
     while (head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1) head += c;
-    std::string body = head.find("op=GETFILESTATUS") != std::string::npos
-                           ? R"({"FileStatus":{"type":7,"length":"12","fileId":"9","permission":["755"],)"
-                             R"("modificationTime":1.5,"pathSuffix":{}}})"
-                           : R"({"DirectoryListing":{"partialListing":5,"remainingEntries":"many"}})";
-    std::string out = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    const OddAnswer a = answer(head);
+    std::string out = "HTTP/1.1 " + a.status + "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+                      "Content-Length: " + std::to_string(a.body.size()) + "\r\n\r\n" + a.body;
     (void)!::write(fd, out.data(), out.size());
   });
-  ASSERT_NE(namenode.port(), 0);
+}
+
+// An hdfs:// mount of that namenode, without retries.
+std::shared_ptr<UnderStore> OpenOdd(const testing::LoopbackListener& namenode) {
   MountConfig m;
   m.path = "/odd";
   m.ufs = "hdfs://127.0.0.1:" + std::to_string(namenode.port()) + "/data";
   m.options = {{"user", "tester"}, {"max_retries", "0"}};
-  auto store = Open(m);
+  return Open(m);
+}
+
+// A namenode's JSON is untrusted: fields of the wrong type, and listings of
+// the wrong shape, read as absent (a stat of zeros, an empty listing), never
+// an exception out of the store or a read past the document.
+TEST(WebHdfsStore, AnswersOfTheWrongShapeReadAsAbsentFields) {
+  auto namenode = OddNamenode([](const std::string& head) {
+    return OddAnswer{"200 OK", head.find("op=GETFILESTATUS") != std::string::npos
+                                   ? R"({"FileStatus":{"type":7,"length":"12","fileId":"9","permission":["755"],)"
+                                     R"("modificationTime":1.5,"pathSuffix":{}}})"
+                                   : R"({"DirectoryListing":{"partialListing":5,"remainingEntries":"many"}})"};
+  });
+  ASSERT_NE(namenode->port(), 0);
+  auto store = OpenOdd(*namenode);
   ASSERT_NE(store, nullptr);
   auto st = store->Stat("f");
   ASSERT_TRUE(st) << st.error().ToString();
@@ -197,37 +214,28 @@ TEST(WebHdfsStore, AnswersOfTheWrongShapeReadAsAbsentFields) {
 // the store. Each is now an error naming what the namenode sent.
 TEST(WebHdfsStore, EntriesNoNamenodeSendsAreErrorsNotLoopsOrEscapes) {
   std::atomic<int> listings{0};
-  testing::LoopbackListener namenode([&](int fd) {
-    std::string head;
-    char c;
-    while (head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1) head += c;
-    std::string status = "200 OK", body;
+  auto namenode = OddNamenode([&](const std::string& head) -> OddAnswer {
     if (head.find("/dot?op=LISTSTATUS_BATCH") != std::string::npos) {
       ++listings;
-      body = R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[)"
-             R"({"pathSuffix":".","type":"DIRECTORY","length":0}]}},"remainingEntries":0}})";
-    } else if (head.find("/up?op=LISTSTATUS_BATCH") != std::string::npos) {
-      body = R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[)"
-             R"({"pathSuffix":"../../etc","type":"FILE","length":1}]}},"remainingEntries":0}})";
-    } else if (head.find("/stuck?op=LISTSTATUS_BATCH") != std::string::npos) {
-      ++listings;
-      body = R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[]}},"remainingEntries":5}})";
-    } else if (head.find("/negative?op=GETFILESTATUS") != std::string::npos) {
-      body = R"({"FileStatus":{"pathSuffix":"","type":"FILE","length":-1}})";
-    } else {
-      status = "404 Not Found";
-      body = R"({"RemoteException":{"exception":1,"message":["x"]}})";
+      return {"200 OK", R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[)"
+                        R"({"pathSuffix":".","type":"DIRECTORY","length":0}]}},"remainingEntries":0}})"};
     }
-    std::string out = "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
-                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    (void)!::write(fd, out.data(), out.size());
+    if (head.find("/up?op=LISTSTATUS_BATCH") != std::string::npos) {
+      return {"200 OK", R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[)"
+                        R"({"pathSuffix":"../../etc","type":"FILE","length":1}]}},"remainingEntries":0}})"};
+    }
+    if (head.find("/stuck?op=LISTSTATUS_BATCH") != std::string::npos) {
+      ++listings;
+      return {"200 OK",
+              R"({"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[]}},"remainingEntries":5}})"};
+    }
+    if (head.find("/negative?op=GETFILESTATUS") != std::string::npos) {
+      return {"200 OK", R"({"FileStatus":{"pathSuffix":"","type":"FILE","length":-1}})"};
+    }
+    return {"404 Not Found", R"({"RemoteException":{"exception":1,"message":["x"]}})"};
   });
-  ASSERT_NE(namenode.port(), 0);
-  MountConfig m;
-  m.path = "/odd";
-  m.ufs = "hdfs://127.0.0.1:" + std::to_string(namenode.port()) + "/data";
-  m.options = {{"user", "tester"}, {"max_retries", "0"}};
-  auto store = Open(m);
+  ASSERT_NE(namenode->port(), 0);
+  auto store = OpenOdd(*namenode);
   ASSERT_NE(store, nullptr);
   auto expect_error = [](const auto& r, std::string_view says) {
     ASSERT_FALSE(r) << "accepted";
