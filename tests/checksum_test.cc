@@ -136,11 +136,13 @@ class ClusterChecksumTest : public ::testing::TestWithParam<std::string> {
     return wrong;
   }
 
-  // Waits (up to 30 s) until the worker holds every page of the file: the
-  // page a stat reads is written at idle priority after the reader is answered.
+  // Waits (up to 180 s) until the worker holds every page of the file: the
+  // page a stat reads is written at idle priority (SCHED_IDLE) after the
+  // reader is answered, and a machine busy with other tests (a full ctest
+  // -j2) can starve it for tens of seconds: 30 s failed once there.
   bool AllPagesCached() {
     const double pages = static_cast<double>((data_.size() + kTestPage - 1) / kTestPage);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
     while (Metric("shoal_cache_pages") < pages) {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
