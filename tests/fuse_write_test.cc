@@ -3,6 +3,7 @@
 // directory, so what reached it is read back with ordinary files.
 // Skipped only where /dev/fuse is absent.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -14,13 +15,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 
 #include "tests/cli_helpers.h"
 #include "tests/harness/harness_util.h"
+#include "tests/harness/s3rver.h"
 #include "tests/harness/shoal_cluster.h"
 #include "tests/harness/webhdfs.h"
+#include "ufs/under_store.h"
 
 namespace shoal::testing {
 namespace {
@@ -39,6 +43,15 @@ int Sh(const std::string& cmd, std::string* out = nullptr, std::chrono::seconds 
   Run r = Command({"sh", "-c", cmd + " 2>&1"}, timeout);
   if (out) *out = r.out;
   return r.exit_code;
+}
+
+// Files of random bytes under `root` (parents made): the i-th holds
+// `scale * (seed + i)` bytes made from the seed `seed + i`.
+void WriteTree(const std::string& root, std::initializer_list<const char*> rels, uint64_t seed, uint64_t scale) {
+  for (const char* rel : rels) {
+    ASSERT_TRUE(WriteFile(root + "/" + rel, RandomBytes(scale * seed, seed)).ok()) << rel;
+    ++seed;
+  }
 }
 
 class FuseWriteTest : public ::testing::Test {
@@ -426,11 +439,7 @@ TEST(FuseWriteHdfsTest, RsyncChmodAndTouchKeepModesAndTimesOnHdfs) {
   auto log = [&] { return Slurp(dir + "/state/fuse.log"); };
 
   const std::string src = dir + "/modes";
-  uint64_t seed = 60;
-  for (std::string rel : {"run.sh", "secret", "shared", "sub/readonly"}) {
-    ASSERT_TRUE(WriteFile(src + "/" + rel, RandomBytes(2000 * seed, seed)).ok());
-    ++seed;
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteTree(src, {"run.sh", "secret", "shared", "sub/readonly"}, 60, 2000));
   std::string out;
   ASSERT_EQ(Sh("cd '" + src +
                    "' && chmod 0755 run.sh && chmod 0600 secret && chmod 0664 shared && chmod 0444 sub/readonly && "
@@ -499,6 +508,259 @@ TEST_F(FuseWriteTest, TarCpAndGitCloneWriteTreesIntoTheMount) {
   EXPECT_EQ(Sh("cd '" + data_ + "/clone' && git fsck --strict && git status --porcelain", &out), 0) << out;
   EXPECT_EQ(out.find(" M "), std::string::npos) << out;
   EXPECT_EQ(Sh("diff -r -x .git '" + src + "' '" + store_ + "/clone'", &out), 0) << out;
+}
+
+// Issue 32 item 12: with the daemon running as root, what another user
+// creates through `-o allow_other` is theirs (as on a local file system), so
+// the kernel's checks (default_permissions) let them write it again, and
+// nobody else. The child becomes uid 1234 and answers with an errno per step.
+TEST_F(FuseWriteTest, AllowOtherUsersOwnWhatTheyCreate) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);  // other users must reach the mount point
+  ASSERT_EQ(::chmod(store_.c_str(), 0755), 0);
+  const std::string theirs = store_ + "/theirs";
+  fs::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 1234, 1234), 0) << std::strerror(errno);
+  const std::string mp = dir_ + "/mnt-owners";
+  fs::create_directories(mp);
+  auto mounted = Shoal({"fuse", mp, "--config", up_->config, "-o", "allow_other"}, 90s);
+  ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  struct Unmount {
+    std::string mp;
+    ~Unmount() {
+      Shoal({"fuse", "--unmount", mp}, 60s);
+      if (Mounted(mp)) ::umount2(mp.c_str(), MNT_DETACH);
+    }
+  } unmount{mp};
+  const std::string dir = mp + "/data/theirs";
+
+  auto as_user = [&](uid_t uid, std::function<void(int*)> steps, int count) {
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::close(fds[0]);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(99);
+      std::vector<int> out(static_cast<size_t>(count), -1);
+      steps(out.data());
+      [[maybe_unused]] auto w = ::write(fds[1], out.data(), out.size() * sizeof(int));
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::vector<int> got(static_cast<size_t>(count), -1);
+    const auto n = ::read(fds[0], got.data(), got.size() * sizeof(int));
+    ::close(fds[0]);
+    int status = 0;
+    EXPECT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not become uid " << uid;
+    EXPECT_EQ(n, static_cast<ssize_t>(got.size() * sizeof(int)));
+    return got;
+  };
+  auto step = [](bool ok) { return ok ? 0 : errno; };
+  // The owner of the directory creates a file and a directory, closes the
+  // file, opens it again to rewrite it, and changes its mode.
+  auto got = as_user(
+      1234,
+      [&](int* out) {
+        int fd = ::open((dir + "/new").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+        out[0] = step(fd >= 0 && ::write(fd, "first", 5) == 5 && ::close(fd) == 0);
+        out[1] = step(::mkdir((dir + "/sub").c_str(), 0750) == 0);
+        fd = ::open((dir + "/new").c_str(), O_WRONLY | O_TRUNC);
+        out[2] = step(fd >= 0 && ::write(fd, "second", 6) == 6 && ::close(fd) == 0);
+        out[3] = step(::chmod((dir + "/new").c_str(), 0600) == 0);
+      },
+      4);
+  EXPECT_EQ(got[0], 0) << "create in their own directory: " << std::strerror(got[0]);
+  EXPECT_EQ(got[1], 0) << "mkdir: " << std::strerror(got[1]);
+  EXPECT_EQ(got[2], 0) << "rewrite their own file: " << std::strerror(got[2]);
+  EXPECT_EQ(got[3], 0) << "chmod their own file: " << std::strerror(got[3]);
+  struct stat st;
+  ASSERT_EQ(::stat((theirs + "/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u) << "the store's file is theirs";
+  EXPECT_EQ(st.st_gid, 1234u);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(Slurp(theirs + "/new"), "second");
+  ASSERT_EQ(::stat((theirs + "/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  ASSERT_EQ(::stat((dir + "/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u) << "the mount shows the store's owner";
+  // Another user may neither write it nor create beside it.
+  got = as_user(
+      4321,
+      [&](int* out) {
+        int fd = ::open((dir + "/new").c_str(), O_WRONLY | O_TRUNC);
+        out[0] = step(fd >= 0);
+        if (fd >= 0) ::close(fd);
+        fd = ::open((dir + "/other").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+        out[1] = step(fd >= 0);
+        if (fd >= 0) ::close(fd);
+      },
+      2);
+  EXPECT_EQ(got[0], EACCES) << std::strerror(got[0]);
+  EXPECT_EQ(got[1], EACCES) << std::strerror(got[1]);
+  EXPECT_EQ(Slurp(theirs + "/new"), "second");
+  EXPECT_FALSE(fs::exists(theirs + "/other"));
+}
+
+// "UID:GID" of every file and directory under `root` (lstat), by relative path.
+std::map<std::string, std::string> Owners(const std::string& root) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    struct stat st;
+    if (::lstat(e.path().c_str(), &st) != 0) continue;
+    out[fs::relative(e.path(), root).string()] = std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid);
+  }
+  return out;
+}
+
+// Issue 32 item 10: owners on file://. `rsync -a` as root gives each file its
+// source's owner and group (chown on its temporary, then a rename), which
+// the store keeps and the mount shows, so a second rsync finds nothing to
+// change; chown through the mount reaches the store; a rewrite keeps them.
+TEST_F(FuseWriteTest, OwnersAreKeptByRsyncAndChownAsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving files to other users needs root";
+  const std::string src = dir_ + "/owned";
+  ASSERT_TRUE(WriteFile(src + "/a.bin", RandomBytes(5000, 1)).ok());
+  ASSERT_TRUE(WriteFile(src + "/sub/b.bin", RandomBytes(7000, 2)).ok());
+  ASSERT_TRUE(WriteFile(src + "/sub/c", std::string("root's")).ok());
+  ASSERT_EQ(::chown((src + "/a.bin").c_str(), 1234, 2345), 0);
+  ASSERT_EQ(::chown((src + "/sub/b.bin").c_str(), 4321, 4321), 0);
+  ASSERT_EQ(::chown((src + "/sub").c_str(), 1234, 1234), 0);
+  const auto want = Owners(src);
+  std::string out;
+  ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data_ + "/own/'", &out), 0) << out << FuseLog();
+  EXPECT_EQ(Owners(store_ + "/own"), want) << "what the store keeps";
+  EXPECT_EQ(Owners(data_ + "/own"), want) << "the mount shows the store's owners";
+  ASSERT_EQ(Sh("rsync -ai --dry-run '" + src + "/' '" + data_ + "/own/'", &out), 0) << out;
+  EXPECT_EQ(out, "") << "rsync -a finds differences after copying";
+
+  ASSERT_EQ(::chown((data_ + "/own/a.bin").c_str(), 777, 778), 0) << std::strerror(errno);
+  struct stat st;
+  ASSERT_EQ(::stat((store_ + "/own/a.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 777u);
+  EXPECT_EQ(st.st_gid, 778u);
+  ASSERT_EQ(::lchown((data_ + "/own/sub").c_str(), static_cast<uid_t>(-1), 5), 0) << std::strerror(errno);
+  ASSERT_EQ(::stat((store_ + "/own/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u) << "the group alone";
+  EXPECT_EQ(st.st_gid, 5u);
+  ASSERT_EQ(Sh("printf more >> '" + data_ + "/own/sub/b.bin'", &out), 0) << out << FuseLog();
+  ASSERT_EQ(::stat((store_ + "/own/sub/b.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u) << "a rewrite keeps the file's owner";
+  EXPECT_EQ(st.st_size, 7004);
+  // What root creates through the mount stays root's (the daemon's user).
+  ASSERT_TRUE(WriteFile(data_ + "/own/new", std::string("n")).ok());
+  ASSERT_EQ(::stat((store_ + "/own/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+}
+
+// Issue 32 item 10 on an object store: with the mount option
+// posix_attributes, modes, owners and times go into each object's user
+// metadata as s3fs keeps them, so `rsync -a` into a mount over s3:// keeps
+// them and finds nothing to send afterwards, a fresh mount's `ls -l` (from a
+// listing, which carries no metadata) shows them, and chmod, touch and chown
+// reach the object.
+TEST(FuseWriteS3Test, PosixAttributesKeepModesOwnersAndTimesInObjectMetadata) {
+  if (::access("/dev/fuse", R_OK | W_OK) != 0) GTEST_SKIP() << "no usable /dev/fuse on this machine";
+  auto s3 = S3rverProcess::Start();
+  ASSERT_TRUE(s3) << s3.error().ToString();
+  ASSERT_TRUE(s3->CreateBucket("posix").ok());
+  auto scratch = MakeScratchDir("fuse-s3-posix", "the FUSE write test over S3");
+  ASSERT_TRUE(scratch) << scratch.error().ToString();
+  const std::string dir = (*scratch)->path, mnt = dir + "/mnt", data = mnt + "/data", mnt2 = dir + "/mnt2";
+  fs::create_directories(mnt);
+  fs::create_directories(mnt2);
+  const std::map<std::string, std::string> options = {{"endpoint", s3->endpoint()},
+                                                      {"access_key_id", S3rverProcess::kAccessKeyId},
+                                                      {"secret_access_key", S3rverProcess::kSecretAccessKey},
+                                                      {"posix_attributes", "true"}};
+  std::vector<std::string> args = {"--ufs",       "s3://posix/",  "--workers", "1",
+                                   "--state-dir", dir + "/state", "--fuse",    mnt};
+  for (const auto& [k, v] : options) {
+    args.push_back("-o");
+    args.push_back(k + "=" + v);
+  }
+  Up up = LaunchUp(args, dir + "/up.err");
+  ASSERT_TRUE(up.ready) << up.err();
+  struct Stop {
+    Up& up;
+    std::vector<std::string> mounts;
+    ~Stop() {
+      for (const auto& m : mounts) {
+        if (Mounted(m)) Shoal({"fuse", "--unmount", m}, 60s);
+        if (Mounted(m)) ::umount2(m.c_str(), MNT_DETACH);
+      }
+      up.proc.Signal(SIGINT);
+      if (up.proc.Wait(60s) == -1) up.proc.Stop();
+    }
+  } stop{up, {mnt2, mnt}};
+  ASSERT_TRUE(Mounted(mnt));
+  auto log = [&] { return Slurp(dir + "/state/fuse.log"); };
+  MountConfig m;
+  m.path = "/data";
+  m.ufs = "s3://posix/";
+  m.options = options;
+  auto store = OpenUnderStore(m);
+  ASSERT_TRUE(store) << store.error().ToString();
+
+  // Directories stay 0755 (an object store keeps nothing for a prefix).
+  const std::string src = dir + "/modes";
+  const bool root = ::geteuid() == 0;
+  ASSERT_NO_FATAL_FAILURE(WriteTree(src, {"run.sh", "secret", "sub/readonly", "sub/deep/x.bin"}, 80, 2000));
+  std::string out;
+  ASSERT_EQ(Sh("cd '" + src +
+                   "' && chmod 0755 . sub sub/deep && chmod 0750 run.sh && chmod 0600 secret && chmod 0444 "
+                   "sub/readonly && chmod 0640 sub/deep/x.bin && touch -d '2020-01-02 03:04:05.123456789' run.sh "
+                   "secret && touch -d '2019-05-06 07:08:09.5' sub/readonly sub/deep/x.bin",
+               &out),
+            0)
+      << out;
+  if (root) ASSERT_EQ(Sh("chown 1234:2345 '" + src + "/run.sh' && chown 4321:4321 '" + src + "/sub/readonly'"), 0);
+  auto files_only = [](std::map<std::string, std::string> v, const std::string& root_dir) {
+    std::erase_if(v, [&](const auto& e) { return fs::is_directory(root_dir + "/" + e.first); });
+    return v;
+  };
+  const auto want = files_only(ModesAndTimes(src), src);
+  const auto want_owners = files_only(Owners(src), src);
+
+  ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data + "/rs/'", &out), 0) << out << log();
+  EXPECT_EQ(files_only(ModesAndTimes(data + "/rs"), data + "/rs"), want) << "the mount shows what the objects keep";
+  if (root) EXPECT_EQ(files_only(Owners(data + "/rs"), data + "/rs"), want_owners);
+  // -O: directories' times are not kept.
+  ASSERT_EQ(Sh("rsync -aiO --dry-run '" + src + "/' '" + data + "/rs/'", &out), 0) << out;
+  EXPECT_EQ(out, "") << "rsync -a finds differences after copying";
+  auto meta = (*store)->Metadata("rs/run.sh");
+  ASSERT_TRUE(meta) << meta.error().ToString();
+  std::map<std::string, std::string> user(meta->user.begin(), meta->user.end());
+  EXPECT_EQ(user["mode"], std::to_string(0100750)) << "as s3fs keeps it";
+  EXPECT_EQ(user["mtime"], "1577934245.123456789");
+  if (root) EXPECT_EQ(user["uid"], "1234");
+
+  // A fresh mount lists them (a listing carries no metadata: each file is stated).
+  auto mounted = Shoal({"fuse", mnt2, "--config", up.config}, 90s);
+  ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  EXPECT_EQ(Sh("ls -l '" + mnt2 + "/data/rs' > /dev/null", &out), 0) << out;  // readdirplus first
+  EXPECT_EQ(files_only(ModesAndTimes(mnt2 + "/data/rs"), mnt2 + "/data/rs"), want);
+  if (root) EXPECT_EQ(files_only(Owners(mnt2 + "/data/rs"), mnt2 + "/data/rs"), want_owners);
+
+  // chmod, touch and chown through the mount; the bytes stay.
+  ASSERT_EQ(::chmod((data + "/rs/secret").c_str(), 0640), 0) << std::strerror(errno);
+  ASSERT_EQ(Sh("touch -d '2001-02-03 04:05:06' '" + data + "/rs/secret'", &out), 0) << out;
+  if (root) ASSERT_EQ(::chown((data + "/rs/secret").c_str(), 77, 78), 0) << std::strerror(errno);
+  auto kept = (*store)->Stat("rs/secret");
+  ASSERT_TRUE(kept) << kept.error().ToString();
+  EXPECT_EQ(kept->mode, 0640u);
+  EXPECT_EQ(kept->mtime_ns, 981173106'000'000'000);
+  if (root) EXPECT_EQ(kept->uid, 77);
+  EXPECT_EQ(Slurp(data + "/rs/secret"), Slurp(src + "/secret"));
+  // A new file keeps open(2)'s mode.
+  int fd = ::open((data + "/made-0600").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  ASSERT_EQ(::close(fd), 0);
+  kept = (*store)->Stat("made-0600");
+  ASSERT_TRUE(kept) << kept.error().ToString();
+  EXPECT_EQ(kept->mode, 0600u);
 }
 
 // Issue 32 item 11: the errno of names and paths too long, and extended

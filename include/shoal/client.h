@@ -47,6 +47,8 @@ struct FileStatus {
   std::string version;     // ETag, or "<mtime_ns>-<size>"; empty for directories
   uint32_t mode = 0;       // permission bits (07777) where the store keeps them (file://), else 0
   int64_t ctime_ns = 0;    // last change of bytes or attributes where the store keeps it (file://), else 0
+  int64_t uid = -1;        // owner and group where the store keeps them (file://, posix_attributes), else -1
+  int64_t gid = -1;
 };
 
 // Who the workers take this client's requests to be (Client::WhoAmI).
@@ -127,6 +129,10 @@ struct MountInfo {
   std::string ufs;          // "s3://bucket/prefix/"
   std::string consistency;  // "immutable", "ttl=60s" or "always"
   bool read_only = false;
+  // Its listings lack the modes, owners and times a stat gives (an object
+  // store with posix_attributes keeps them in each object's metadata, which a
+  // listing does not return): a FUSE mount stats each listed file.
+  bool stat_each_listed = false;
 };
 
 // Counters of one Client since it was opened (Client::stats()), for tests,
@@ -253,13 +259,15 @@ class Client {
   // 5 GiB; kNotSupported for directories); Azure answers kNotSupported, as
   // does a rename across mounts.
   Status Rename(std::string_view from, std::string_view to);
-  // Sets the permission bits (07777) and/or the modification time of a file
-  // or directory, where its store keeps them (file://), as
-  // chmod and touch do; FileStatus::mode and mtime_ns show them after.
-  // kNotSupported on object stores and on write-back mounts (the file may
-  // not be in the store yet); kNotFound when absent. A file's version (its
-  // ETag) stays while its bytes do.
-  Status SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns);
+  // Sets the permission bits (07777), the modification time and/or the owner
+  // of a file or directory where its store keeps them (file://; an object
+  // store's files with the mount option posix_attributes), as chmod, touch and
+  // chown do; FileStatus shows them after. kNotSupported where the store keeps
+  // none; kNotFound when absent. On a write-back mount it first waits for the
+  // file's pending upload. A file's version (its ETag) stays while its bytes
+  // do on file://; an object store may give the rewritten object a new one.
+  Status SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns,
+                       std::optional<uint32_t> uid = std::nullopt, std::optional<uint32_t> gid = std::nullopt);
 
   // Drops cached metadata under `path` on every worker (and cached pages too with `data`).
   Status Refresh(std::string_view path, bool recursive, bool data);

@@ -579,10 +579,15 @@ PYBIND11_MODULE(_shoal, m) {
       .def_readonly("size", &FileStatus::size, "Bytes (0 for a directory).")
       .def_readonly("mtime_ns", &FileStatus::mtime_ns, "Modification time, nanoseconds since the epoch.")
       .def_readonly("version", &FileStatus::version, "The ETag, or \"<mtime_ns>-<size>\"; \"\" for a directory.")
-      .def_readonly("mode", &FileStatus::mode, "Permission bits (0o7777) where the store keeps them (file://), else 0.")
+      .def_readonly("mode", &FileStatus::mode,
+                    "Permission bits (0o7777) where the store keeps them (file://, hdfs://, object stores with "
+                    "posix_attributes), else 0.")
       .def_readonly("ctime_ns", &FileStatus::ctime_ns,
                     "Last change of bytes or attributes, ns since the epoch, where the store keeps it (file://), "
                     "else 0.")
+      .def_readonly("uid", &FileStatus::uid,
+                    "Owner's id where the store keeps one (file://, object stores with posix_attributes), else -1.")
+      .def_readonly("gid", &FileStatus::gid, "Group's id where the store keeps one, else -1.")
       .def("__repr__", &Repr);
 
   py::class_<WorkerStatus>(m, "WorkerStatus",

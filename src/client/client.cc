@@ -16,6 +16,7 @@
 #include "meta/etcd_mounts.h"
 #include "security/token.h"
 #include "ufs/http/call_deadline.h"
+#include "ufs/posix_metadata.h"
 #include "ufs/uri.h"
 #include "ufs/write_options_codec.h"
 
@@ -45,6 +46,15 @@ Result<FileStatus> StatusFromJson(const std::string& body) {
     // Absent where the store keeps no modes (and from workers before it).
     s.mode = j.contains("mode") ? static_cast<uint32_t>(j.at("mode").get<uint64_t>() & 07777) : 0;
     s.ctime_ns = j.contains("ctime_ns") ? j.at("ctime_ns").get<int64_t>() : 0;
+    // Absent where the store keeps no owners; only ids a file can have.
+    for (auto [name, out] : {std::pair{"uid", &s.uid}, std::pair{"gid", &s.gid}}) {
+      if (!j.contains(name)) continue;
+      const uint64_t id = j.at(name).get<uint64_t>();
+      if (id >= kNoOwner)
+        return Err(Code::kIo, std::string("malformed answer from worker: '") + name + "' " + std::to_string(id) +
+                                  " is no user or group id");
+      *out = static_cast<int64_t>(id);
+    }
     return s;
   } catch (const std::exception& e) {
     return Err(Code::kIo, std::string("malformed answer from worker: ") + e.what());
@@ -78,6 +88,8 @@ FileStatus ToFileStatus(const FileInfo& f, std::string ns_path) {
   s.version = f.is_dir ? "" : f.Version();
   s.mode = f.mode;
   s.ctime_ns = f.ctime_ns;
+  s.uid = f.uid;
+  s.gid = f.gid;
   return s;
 }
 
@@ -904,8 +916,9 @@ Status Client::Delete(std::string_view path) { return impl_->Delete(path); }
 Status Client::Mkdir(std::string_view path) { return impl_->Mkdir(path); }
 Status Client::Rmdir(std::string_view path) { return impl_->Rmdir(path); }
 Status Client::Rename(std::string_view from, std::string_view to) { return impl_->Rename(from, to); }
-Status Client::SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns) {
-  return impl_->SetAttributes(path, mode, mtime_ns);
+Status Client::SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns,
+                             std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
+  return impl_->SetAttributes(path, mode, mtime_ns, uid, gid);
 }
 std::vector<WorkerStatus> Client::ClusterStatus() { return ClusterStatusWithBodies(*this, nullptr); }
 
@@ -950,6 +963,7 @@ std::vector<MountInfo> Client::Mounts() const {
     i.consistency = m.consistency == Consistency::kTtl ? "ttl=" + FormatDuration(m.ttl)
                                                         : std::string(ConsistencyName(m.consistency));
     i.read_only = m.read_only;
+    i.stat_each_listed = KeepsPosixMetadata(m);
     out.push_back(std::move(i));
   }
   return out;

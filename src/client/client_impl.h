@@ -91,7 +91,8 @@ class ClientImpl {
   Status Mkdir(std::string_view path);
   Status Rmdir(std::string_view path);
   Status Rename(std::string_view from, std::string_view to);
-  Status SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns);
+  Status SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns,
+                       std::optional<uint32_t> uid, std::optional<uint32_t> gid);
 
   // A path a write may change: resolved, on a mount that is not read_only
   // (kReadOnly naming the mount), not a mount root. `op` names the write.

@@ -51,6 +51,7 @@
 #include "client/writeback_stream.h"
 #include "common/units.h"
 #include "ufs/http/call_deadline.h"
+#include "ufs/posix_metadata.h"
 #include "ufs/write_options_codec.h"
 
 namespace shoal {
@@ -299,11 +300,15 @@ class WriterImpl final : public Writer {
   }
 
   // The options the write-back holders keep: all but a mode the store would
-  // not keep (only file:// and hdfs:// do), which a pending stat would show.
+  // not keep (file:// and hdfs:// do, object stores with posix_attributes),
+  // which a pending stat would show.
   // Create checked that they encode.
   std::string HeldAttrs() const {
     WriteOptions held = options_;
-    if (!rp_.mount->ufs.starts_with("file://") && !rp_.mount->ufs.starts_with("hdfs://")) held.mode = 0;
+    if (!rp_.mount->ufs.starts_with("file://") && !rp_.mount->ufs.starts_with("hdfs://") &&
+        !KeepsPosixMetadata(*rp_.mount)) {
+      held.mode = 0;
+    }
     return EncodeWriteOptions(held).value_or(std::string());
   }
 
@@ -584,21 +589,27 @@ Status ClientImpl::Rmdir(std::string_view path) {
                    [](UnderStore& s, const std::string& key) { return s.Rmdir(key); });
 }
 
-Status ClientImpl::SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns) {
+Status ClientImpl::SetAttributes(std::string_view path, std::optional<uint32_t> mode, std::optional<int64_t> mtime_ns,
+                                 std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
   if (mode && *mode > 07777) {
     return Status(Code::kInvalidArgument, "cannot set the mode of " + std::string(path) + ": " + std::to_string(*mode) +
                                               " is more than the permission bits (07777)");
   }
-  if (!mode && !mtime_ns) return {};
+  for (auto [what, id] : {std::pair{"owner", uid}, std::pair{"group", gid}}) {
+    if (id && *id >= kNoOwner) {
+      return Status(Code::kInvalidArgument, "cannot set the " + std::string(what) + " of " + std::string(path) + ": " +
+                                                std::to_string(*id) + " is no id (4294967295 means none)");
+    }
+  }
+  const UnderStore::AttributeChange change{mode, mtime_ns, uid, gid};
+  if (change.empty()) return {};
   if (auto rp = mounts_.Resolve(path)) {
     // Its last write may still be on the holders only: the store's file is
     // not yet the one a change is meant for, so the change waits for the upload.
-    if (Status st = WaitForUploads(*rp, "set the mode or time of", NewDeadline()); !st.ok()) return st;
+    if (Status st = WaitForUploads(*rp, "set the mode, time or owner of", NewDeadline()); !st.ok()) return st;
   }
-  return WritePath(path, "set the mode or time of", "set the attributes of",
-                   [&](UnderStore& s, const std::string& key) {
-                     return s.SetAttributes(key, UnderStore::AttributeChange{mode, mtime_ns});
-                   });
+  return WritePath(path, "set the mode, time or owner of", "set the attributes of",
+                   [&](UnderStore& s, const std::string& key) { return s.SetAttributes(key, change); });
 }
 
 Status ClientImpl::Rename(std::string_view from, std::string_view to) {

@@ -46,11 +46,15 @@ struct ShoalFs::FileHandle {
   // Mode and time the file gets where its store keeps them: `mode` from
   // create(2) or a chmod since (0: the store's default, or the mode of the
   // file it replaces), `writer_mode` what the current writer was made with;
-  // `set_mtime` from a utimensat since the last write. Given to the store
-  // after each commit (Client::SetAttributes) where the writer did not.
+  // `set_mtime` from a utimensat since the last write; `set_uid`/`set_gid`
+  // from a chown, or the creating user's where the daemon creates for
+  // others (root). Given to the store after each commit
+  // (Client::SetAttributes) where the writer did not.
   uint32_t mode = 0;
   uint32_t writer_mode = 0;
   std::optional<int64_t> set_mtime;
+  std::optional<uint32_t> set_uid;
+  std::optional<uint32_t> set_gid;
   std::mutex write_mu;    // writes, truncates, commits and staged reads
   bool committed = false;
   Status commit_status;

@@ -179,9 +179,19 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
   fuse_reply_buf(req, buf.get(), *n);
 }
 
+// The caller, where the daemon creates files for users other than itself
+// and may give them away (root); else none: the daemon's user owns them.
+std::optional<ShoalFs::Creator> CreatorOf(fuse_req_t req) {
+  static const uid_t euid = ::geteuid();
+  static const gid_t egid = ::getegid();
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  if (euid != 0 || (ctx->uid == euid && ctx->gid == egid)) return std::nullopt;
+  return ShoalFs::Creator{static_cast<uint32_t>(ctx->uid), static_cast<uint32_t>(ctx->gid)};
+}
+
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   if (RefusedName(req, parent, name, "create")) return;
-  auto c = Fs(req).Create(parent, name, fi->flags, static_cast<uint32_t>(mode & 07777));
+  auto c = Fs(req).Create(parent, name, fi->flags, static_cast<uint32_t>(mode & 07777), CreatorOf(req));
   if (!c) return ReplyError(req, c.error(), "create");
   fi->fh = c->open.fh;
   auto p = ToParam(c->entry);
@@ -218,7 +228,7 @@ void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   if (RefusedName(req, parent, name, "mkdir")) return;
-  auto e = Fs(req).Mkdir(parent, name, static_cast<uint32_t>(mode & 07777));
+  auto e = Fs(req).Mkdir(parent, name, static_cast<uint32_t>(mode & 07777), CreatorOf(req));
   if (!e) return ReplyError(req, e.error(), "mkdir");
   auto p = ToParam(*e);
   if (fuse_reply_entry(req, &p) == -ENOENT) Fs(req).Forget(e->ino, 1);
@@ -257,7 +267,8 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fu
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
     c.mtime_ns = static_cast<int64_t>(attr->st_mtim.tv_sec) * 1'000'000'000 + attr->st_mtim.tv_nsec;
   }
-  c.owner = to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
+  if (to_set & FUSE_SET_ATTR_UID) c.uid = static_cast<uint32_t>(attr->st_uid);
+  if (to_set & FUSE_SET_ATTR_GID) c.gid = static_cast<uint32_t>(attr->st_gid);
   auto e = Fs(req).SetAttr(ino, c, fi ? fi->fh : 0);
   if (!e) return ReplyError(req, e.error(), "setattr");
   fuse_reply_attr(req, &e->attr, e->timeout_s);

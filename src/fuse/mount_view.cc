@@ -19,6 +19,7 @@ bool Under(std::string_view path, std::string_view prefix) {
 Result<CacheRule> CacheRuleFor(const MountInfo& mount) {
   CacheRule r;
   r.read_only = mount.read_only;
+  r.stat_each_listed = mount.stat_each_listed;
   const std::string& c = mount.consistency;
   if (c == "immutable") {
     r.timeout_s = kLongTimeoutS;

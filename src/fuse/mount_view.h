@@ -30,6 +30,7 @@ struct CacheRule {
   double timeout_s = 0;                 // entry, attribute and negative-entry timeout
   std::chrono::milliseconds listing{};  // how long the kernel may keep a directory listing; 0: never
   bool read_only = false;
+  bool stat_each_listed = false;  // MountInfo::stat_each_listed
 };
 
 // The rule for a mount's consistency string ("immutable", "ttl=60s", "always").

@@ -105,8 +105,9 @@ struct stat ShoalFs::Attr(uint64_t ino, const FileStatus& st, const CacheRule& r
     a.st_size = static_cast<off_t>(st.size);
     a.st_blocks = static_cast<blkcnt_t>((st.size + 511) / 512);
   }
-  a.st_uid = uid_;
-  a.st_gid = gid_;
+  // The store's owner where it keeps one, else the daemon's user.
+  a.st_uid = st.uid >= 0 ? static_cast<uid_t>(st.uid) : uid_;
+  a.st_gid = st.gid >= 0 ? static_cast<gid_t>(st.gid) : gid_;
   a.st_blksize = kBlockSize;
   int64_t t = st.mtime_ns != 0 ? st.mtime_ns : start_ns_;
   a.st_mtim.tv_sec = t / 1'000'000'000;
@@ -316,6 +317,14 @@ FsEntry ShoalFs::LookupListed(uint64_t fh, const FsDirEntry& entry) {
   // Below a directory above mounts, an entry may be a mount root with its own rule.
   const CacheRule rule = h->where.place.kind == MountView::Kind::kAboveMount ? view_.Classify(entry.status.path).rule
                                                                              : h->where.place.rule;
+  if (rule.stat_each_listed && !entry.status.is_dir) {
+    // The listing lacks the mode, owner and time the object keeps: its stat has them.
+    if (auto st = client_.Stat(entry.status.path); st && !st->is_dir) {
+      e.attr = Attr(e.ino, *st, rule);
+      e.timeout_s = rule.timeout_s;
+      return e;
+    }
+  }
   e.attr = Attr(e.ino, entry.status, rule);
   e.timeout_s = rule.timeout_s;
   return e;

@@ -109,7 +109,15 @@ class ShoalFs {
     FsEntry entry;
     FsOpen open;
   };
-  Result<Created> Create(uint64_t parent, std::string_view name, int flags, uint32_t mode = 0);
+  // Who creates a file or directory (the request's uid and gid). Where the
+  // daemon runs as root for other users (allow_other), what they create is
+  // theirs, as on a local file system; otherwise the daemon's user owns it.
+  struct Creator {
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+  };
+  Result<Created> Create(uint64_t parent, std::string_view name, int flags, uint32_t mode = 0,
+                         std::optional<Creator> creator = std::nullopt);
   // Appends `data`, which must start where the file ends.
   Result<size_t> Write(uint64_t fh, uint64_t offset, std::span<const char> data);
   // fsync(2), close(2) (the kernel's flush, `at_flush`) and the last close
@@ -121,7 +129,8 @@ class ShoalFs {
   // the file is empty.
   Status Commit(uint64_t fh, bool at_flush);
   Status Unlink(uint64_t parent, std::string_view name);
-  Result<FsEntry> Mkdir(uint64_t parent, std::string_view name, uint32_t mode = 0);
+  Result<FsEntry> Mkdir(uint64_t parent, std::string_view name, uint32_t mode = 0,
+                        std::optional<Creator> creator = std::nullopt);
   Status Rmdir(uint64_t parent, std::string_view name);
   Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
                 bool no_replace);
@@ -137,7 +146,8 @@ class ShoalFs {
     uint64_t new_size = 0;
     std::optional<uint32_t> mode;     // chmod: permission bits
     std::optional<int64_t> mtime_ns;  // utimensat's modification time (now, for UTIME_NOW)
-    bool owner = false;               // chown: not kept
+    std::optional<uint32_t> uid;      // chown: owner
+    std::optional<uint32_t> gid;      //        group
   };
   Result<FsEntry> SetAttr(uint64_t ino, const AttrChange& change, uint64_t fh);
 

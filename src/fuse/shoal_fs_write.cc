@@ -134,6 +134,8 @@ std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
   st.size = WritingSize(*h);
   st.mtime_ns = h->set_mtime.value_or(h->mtime_ns);
   st.mode = h->mode;
+  if (h->set_uid) st.uid = *h->set_uid;
+  if (h->set_gid) st.gid = *h->set_gid;
   FsEntry e;
   e.ino = ino;
   e.attr = Attr(ino, st, r.place.rule);
@@ -141,7 +143,8 @@ std::optional<FsEntry> ShoalFs::WritingAttr(uint64_t ino, const Resolved& r) {
   return e;
 }
 
-Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name, int flags, uint32_t mode) {
+Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name, int flags, uint32_t mode,
+                                         std::optional<Creator> creator) {
   auto r = WritableChild(parent, name);
   if (!r) return Err(r.error());
   Created c;
@@ -156,6 +159,14 @@ Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name,
   FileStatus empty;
   empty.path = r->ns;
   empty.mode = mode & 07777;
+  if (creator) {  // given to the store after the commit, with the mode and time
+    auto* h = reinterpret_cast<FileHandle*>(o->fh);
+    std::lock_guard lock(h->write_mu);
+    h->set_uid = creator->uid;
+    h->set_gid = creator->gid;
+    empty.uid = creator->uid;
+    empty.gid = creator->gid;
+  }
   c.entry.attr = Attr(c.entry.ino, empty, r->place.rule);
   c.entry.timeout_s = r->place.rule.timeout_s;
   c.open = *o;
@@ -296,21 +307,21 @@ Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std:
 void ShoalFs::KeepAttributesAfterCommit(FileHandle& h) {
   std::optional<uint32_t> mode;
   if (h.mode != 0 && h.mode != h.writer_mode) mode = h.mode;
-  if (!mode && !h.set_mtime) return;
+  if (!mode && !h.set_mtime && !h.set_uid && !h.set_gid) return;
   if (WrittenBack(client_, h.ns)) {
     // Setting them would wait for the upload at every close (tar, cp -p):
     // on write-back mounts only a change after the close is kept (it waits).
-    spdlog::debug("{}: mode and time set before the close are not kept on a write-back mount", h.ns);
+    spdlog::debug("{}: mode, time and owner set before the close are not kept on a write-back mount", h.ns);
     return;
   }
-  Status st = client_.SetAttributes(h.ns, mode, h.set_mtime);
+  Status st = client_.SetAttributes(h.ns, mode, h.set_mtime, h.set_uid, h.set_gid);
   if (st.ok()) {
     h.writer_mode = h.mode;
   } else if (st.code() == Code::kNotSupported) {
     spdlog::debug("{}: mode and time not kept: {}", h.ns, st.message());
   } else {
     // The bytes are committed; only the attributes are lost: said, not failed.
-    spdlog::warn("{}: written, but its mode or time could not be kept: {}", h.ns, st.message());
+    spdlog::warn("{}: written, but its mode, time or owner could not be kept: {}", h.ns, st.message());
   }
 }
 
@@ -401,7 +412,7 @@ Status ShoalFs::Unlink(uint64_t parent, std::string_view name) {
   return {};
 }
 
-Result<FsEntry> ShoalFs::Mkdir(uint64_t parent, std::string_view name, uint32_t mode) {
+Result<FsEntry> ShoalFs::Mkdir(uint64_t parent, std::string_view name, uint32_t mode, std::optional<Creator> creator) {
   auto r = WritableChild(parent, name);
   if (!r) return Err(r.error());
   SHOAL_RETURN_IF_ERROR(client_.Mkdir(r->ns));
@@ -409,10 +420,21 @@ Result<FsEntry> ShoalFs::Mkdir(uint64_t parent, std::string_view name, uint32_t 
   dir.path = r->ns;
   dir.is_dir = true;
   mode &= 07777;
-  if (mode != 0 && mode != 0755) {  // the stores make directories 0755
-    Status st = client_.SetAttributes(r->ns, mode, std::nullopt);
-    if (st.ok()) dir.mode = mode;
-    if (!st.ok() && st.code() != Code::kNotSupported) spdlog::warn("{}: mode not kept: {}", r->ns, st.message());
+  std::optional<uint32_t> set_mode;
+  if (mode != 0 && mode != 0755) set_mode = mode;  // the stores make directories 0755
+  if (set_mode || creator) {
+    Status st =
+        client_.SetAttributes(r->ns, set_mode, std::nullopt, creator ? std::optional(creator->uid) : std::nullopt,
+                              creator ? std::optional(creator->gid) : std::nullopt);
+    if (st.ok()) {
+      dir.mode = set_mode.value_or(0);
+      if (creator) {
+        dir.uid = creator->uid;
+        dir.gid = creator->gid;
+      }
+    } else if (st.code() != Code::kNotSupported) {
+      spdlog::warn("{}: mode or owner not kept: {}", r->ns, st.message());
+    }
   }
   FsEntry e;
   e.ino = inodes_.Lookup(parent, name, true);
@@ -492,8 +514,9 @@ Result<FsEntry> ShoalFs::SetAttr(uint64_t ino, const AttrChange& change, uint64_
       }
     }
   }
-  if (change.mode || change.mtime_ns) SHOAL_RETURN_IF_ERROR(KeepAttributes(ino, *r, change, fh));
-  if (change.owner) spdlog::debug("{}: owners are not kept", r->ns);
+  if (change.mode || change.mtime_ns || change.uid || change.gid) {
+    SHOAL_RETURN_IF_ERROR(KeepAttributes(ino, *r, change, fh));
+  }
   if (auto e = WritingAttr(ino, *r)) return *e;
   return GetAttr(ino);
 }
@@ -515,13 +538,16 @@ Status ShoalFs::KeepAttributes(uint64_t ino, const Resolved& r, const AttrChange
       if (commits_again) {
         if (change.mode) h->mode = *change.mode;
         if (change.mtime_ns) h->set_mtime = change.mtime_ns;
+        if (change.uid) h->set_uid = change.uid;
+        if (change.gid) h->set_gid = change.gid;
         return {};
       }
     }
   }
-  Status st = client_.SetAttributes(r.ns, change.mode, change.mtime_ns);
+  Status st = client_.SetAttributes(r.ns, change.mode, change.mtime_ns, change.uid, change.gid);
   if (st.code() == Code::kNotSupported) {
-    // Object stores keep neither: accepted with no effect, so cp -p, tar and rsync work.
+    // Stores that keep none (object stores without posix_attributes):
+    // accepted with no effect, so cp -p, tar and rsync work.
     spdlog::debug("{}: mode and time not kept: {}", r.ns, st.message());
     return {};
   }

@@ -20,7 +20,8 @@ std::shared_ptr<UnderStore> FreshDir() { return FreshLocalStore("acct"); }
 INSTANTIATE_TEST_SUITE_P(Accounting, UnderStoreConformance,
                          ::testing::Values(StoreFactory{"accounting", [] { return WithAccounting(FreshDir(), 4); },
                                                         /*has_rename=*/true, /*renames_dirs=*/true,
-                                                        /*keeps_metadata=*/true, /*keeps_modes=*/true}),
+                                                        /*keeps_metadata=*/true, /*keeps_modes=*/true, 1, true, false,
+                                                        /*keeps_owners=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(AccountingStore, CountsRequestsAndBytes) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -311,6 +312,48 @@ TEST_P(UnderStoreConformance, ModesAndTimesAreKeptWhereTheStoreCan) {
   EXPECT_EQ(st.code(), Code::kNotFound) << st.ToString();
 }
 
+// chown through the FUSE mount (as root): a file's and a directory's owner
+// and group, kept where the store can keep them; a rewrite keeps the owner
+// of the file it replaces.
+TEST_P(UnderStoreConformance, OwnersAreKeptWhereTheStoreCan) {
+  ASSERT_TRUE(store_->Write("o/f", std::string("mine")).ok());
+  auto before = store_->Stat("o/f");
+  ASSERT_TRUE(before) << before.error().ToString();
+  Status st = store_->SetAttributes("o/f", {.uid = 1234, .gid = 2345});
+  if (!GetParam().keeps_owners) {
+    EXPECT_EQ(st.code(), Code::kNotSupported) << st.ToString();
+    EXPECT_EQ(before->uid, -1) << "a store that keeps no owners shows none";
+    return;
+  }
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto after = store_->Stat("o/f");
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_EQ(after->uid, 1234);
+  EXPECT_EQ(after->gid, 2345);
+  EXPECT_EQ(after->etag, before->etag) << "the bytes did not change: cached pages stay valid";
+  ASSERT_TRUE(store_->SetAttributes("o/f", {.gid = 7}).ok()) << "the group alone";
+  after = store_->Stat("o/f");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->uid, 1234);
+  EXPECT_EQ(after->gid, 7);
+  auto listed = ListAll(*store_, "o/", "/", 10);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].uid, 1234) << "a listing shows them too";
+  ASSERT_TRUE(store_->Write("o/f", std::string("rewritten")).ok());
+  after = store_->Stat("o/f");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->uid, 1234) << "a rewrite keeps the owner of the file it replaces";
+  EXPECT_EQ(after->gid, 7);
+  ASSERT_TRUE(store_->Mkdir("o/d").ok());
+  ASSERT_TRUE(store_->SetAttributes("o/d", {.uid = 99, .gid = 98}).ok());
+  auto d = store_->Stat("o/d");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->uid, 99);
+  EXPECT_EQ(d->gid, 98);
+  EXPECT_EQ(store_->SetAttributes("o/none", {.uid = 1}).code(), Code::kNotFound);
+}
+
 TEST_P(UnderStoreConformance, StreamedLargeWrite) {
   auto data = RandomBytes(12 << 20, 4);  // above every backend's multipart threshold in tests
   auto w = store_->OpenWriter("big/object");
@@ -513,4 +556,81 @@ TEST_P(UnderStoreConformance, WriteOverADirectoryIsRefused) {
 }
 
 }  // namespace
+
+void CheckPosixAttributesInMetadata(UnderStore& store, UnderStore& raw) {
+  const int64_t kThen = 1'577'934'245'123'456'789;  // 2020-01-02 03:04:05.123456789
+  const std::string bytes = RandomBytes(3000, 11);
+  WriteOptions o;
+  o.mode = 0750;
+  o.metadata.content_type = "text/x-shellscript";
+  o.metadata.user = {{"k", "v"}};
+  auto w = store.OpenWriter("pa/run.sh", o);
+  ASSERT_TRUE(w) << w.error().ToString();
+  ASSERT_TRUE((*w)->Append(bytes).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  auto made = store.Stat("pa/run.sh");
+  ASSERT_TRUE(made) << made.error().ToString();
+  EXPECT_EQ(made->mode, 0750u) << "a new file keeps the mode it was created with";
+  EXPECT_EQ(made->uid, -1) << "and no owner until one is given";
+
+  // chmod, touch and chown: each kept, the bytes and metadata stay.
+  ASSERT_TRUE(store.SetAttributes("pa/run.sh", {.mode = 0700}).ok());
+  auto after = store.Stat("pa/run.sh");
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_EQ(after->mode, 0700u);
+  EXPECT_EQ(after->mtime_ns, made->mtime_ns) << "a chmod does not move the time shown";
+  Status st = store.SetAttributes("pa/run.sh", {.mtime_ns = kThen, .uid = 1234, .gid = 2345});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  after = store.Stat("pa/run.sh");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->mode, 0700u);
+  EXPECT_EQ(after->mtime_ns, kThen) << "to the nanosecond";
+  EXPECT_EQ(after->uid, 1234);
+  EXPECT_EQ(after->gid, 2345);
+  EXPECT_EQ(after->size, bytes.size());
+  std::string back(bytes.size(), '\0');
+  auto n = store.Read("pa/run.sh", 0, std::span<char>(back));
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(back, bytes);
+  auto read_info = store.ReadWithInfo("pa/run.sh", 0, std::span<char>(back));
+  ASSERT_TRUE(read_info) << read_info.error().ToString();
+  EXPECT_EQ(read_info->info.mode, 0700u) << "a read's stat agrees with Stat";
+  EXPECT_EQ(read_info->info.mtime_ns, kThen);
+  EXPECT_EQ(read_info->info.Version(), after->Version());
+  auto meta = store.Metadata("pa/run.sh");
+  ASSERT_TRUE(meta) << meta.error().ToString();
+  EXPECT_EQ(meta->content_type, "text/x-shellscript");
+  std::map<std::string, std::string> user(meta->user.begin(), meta->user.end());
+  EXPECT_EQ(user["k"], "v") << "the writer's metadata stays";
+  // As s3fs and rclone write them, for other tools reading the bucket.
+  EXPECT_EQ(user["mode"], std::to_string(0100700));
+  EXPECT_EQ(user["uid"], "1234");
+  EXPECT_EQ(user["gid"], "2345");
+  EXPECT_EQ(user["mtime"], "1577934245.123456789");
+
+  // Without the option the store shows its own time and no mode or owner.
+  auto plain = raw.Stat("pa/run.sh");
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_EQ(plain->mode, 0u);
+  EXPECT_EQ(plain->uid, -1);
+  EXPECT_NE(plain->mtime_ns, kThen);
+  EXPECT_EQ(raw.SetAttributes("pa/run.sh", {.mode = 0600}).code(), Code::kNotSupported);
+
+  // A rename keeps them (the copy keeps the metadata).
+  if (Status r = store.Rename("pa/run.sh", "pa/moved.sh"); r.code() != Code::kNotSupported) {
+    ASSERT_TRUE(r.ok()) << r.ToString();
+    auto moved = store.Stat("pa/moved.sh");
+    ASSERT_TRUE(moved) << moved.error().ToString();
+    EXPECT_EQ(moved->mode, 0700u);
+    EXPECT_EQ(moved->uid, 1234);
+    EXPECT_EQ(moved->mtime_ns, kThen);
+  }
+
+  // Directories keep none; absent keys are kNotFound.
+  ASSERT_TRUE(store.Write("pa/d/x", std::string("x")).ok());
+  EXPECT_EQ(store.SetAttributes("pa/d", {.mode = 0700}).code(), Code::kNotSupported);
+  EXPECT_EQ(store.SetAttributes("pa/none", {.mode = 0700}).code(), Code::kNotFound);
+  EXPECT_EQ(store.SetAttributes("", {.mode = 0700}).code(), Code::kNotSupported);
+}
+
 }  // namespace shoal

@@ -29,6 +29,7 @@ struct StoreFactory {
   int64_t mtime_granularity_ns = 1;
   bool keeps_ctime = true;
   bool version_names_mtime = false;
+  bool keeps_owners = false;  // SetAttributes keeps owners and groups (file://, as root)
 };
 
 inline std::string PrintToString(const StoreFactory& f) { return f.name; }
@@ -39,6 +40,11 @@ std::string FreshTempDir(const std::string& name);
 
 // A file:// store rooted at a FreshTempDir (nullptr if it could not be made).
 std::shared_ptr<UnderStore> FreshLocalStore(const std::string& name);
+
+// An object store opened with posix_attributes (ufs/posix_metadata.h): the
+// checks every such backend passes, with `raw` the same store without the
+// option (what another tool reading the bucket sees).
+void CheckPosixAttributesInMetadata(UnderStore& store, UnderStore& raw);
 
 class UnderStoreConformance : public ::testing::TestWithParam<StoreFactory> {
  protected:

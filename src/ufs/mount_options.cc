@@ -63,16 +63,6 @@ bool IsChoice(std::string_view choices, std::string_view v) {
   return false;
 }
 
-std::optional<bool> ParseBoolText(std::string_view v) {
-  for (auto t : {"true", "yes", "on", "1"}) {
-    if (v == t) return true;
-  }
-  for (auto f : {"false", "no", "off", "0"}) {
-    if (v == f) return false;
-  }
-  return std::nullopt;
-}
-
 // Checks one value against its spec; the error names the option (and the
 // value, unless it is a secret).
 Status CheckValue(const OptionSpec& s, const std::string& v, int64_t* number) {
@@ -135,6 +125,16 @@ Status CheckValue(const OptionSpec& s, const std::string& v, int64_t* number) {
 }
 
 }  // namespace
+
+std::optional<bool> ParseBoolText(std::string_view v) {
+  for (auto t : {"true", "yes", "on", "1"}) {
+    if (v == t) return true;
+  }
+  for (auto f : {"false", "no", "off", "0"}) {
+    if (v == f) return false;
+  }
+  return std::nullopt;
+}
 
 Result<MountOptions> MountOptions::Parse(std::string_view scheme, OptionTable table,
                                          const std::map<std::string, std::string>& options) {

@@ -77,6 +77,9 @@ constexpr OptionSpec Choice(std::string_view n, std::string_view choices, std::s
 constexpr OptionSpec File(std::string_view n, std::string_view help) { return Make(n, OptionKind::kFile, 0, kNoMax, {}, help); }
 }  // namespace option
 
+// A kBool option's text: true/yes/on/1, false/no/off/0; nullopt otherwise.
+std::optional<bool> ParseBoolText(std::string_view v);
+
 // A mount's options, checked against a table. Getters return nullopt (or "")
 // for options that are not set; asking for an option the table does not hold,
 // or as another kind, is a bug.

@@ -28,6 +28,10 @@ namespace shoal {
 
 struct MountConfig;
 
+// (uid_t)-1: chown's "leave it as it is", never an owner. Ids from outside
+// (a store's metadata, a worker's answer) are below it.
+inline constexpr uint64_t kNoOwner = 0xffff'ffffu;
+
 // Metadata of one file/object or directory/common prefix.
 struct FileInfo {
   std::string key;        // relative key (for List: the entry's full key relative to the root)
@@ -36,6 +40,10 @@ struct FileInfo {
   int64_t mtime_ns = 0;   // modification time, ns since the epoch (0 if unknown)
   uint32_t mode = 0;  // permission bits (07777) where the store keeps them (file://, hdfs://); 0 where it keeps none
   int64_t ctime_ns = 0;   // the last change of bytes or attributes (file://); 0 where the store keeps none
+  // The owner where the store keeps one (file://; object stores with
+  // posix_attributes); -1 where it keeps none.
+  int64_t uid = -1;
+  int64_t gid = -1;
   // The ETag without quotes: the object store's; on file:// the MD5 of a
   // file Shoal wrote (kept in an extended attribute while the file is
   // unchanged), else one made of its mtime, size, device, inode and ctime,
@@ -154,16 +162,23 @@ class UnderStore {
 
   // What SetAttributes changes; an empty field is left as it is.
   struct AttributeChange {
-    std::optional<uint32_t> mode;     // permission bits, 07777
-    std::optional<int64_t> mtime_ns;  // modification time, ns since the epoch
+    std::optional<uint32_t> mode = std::nullopt;     // permission bits, 07777
+    std::optional<int64_t> mtime_ns = std::nullopt;  // modification time, ns since the epoch
+    std::optional<uint32_t> uid = std::nullopt;      // owner
+    std::optional<uint32_t> gid = std::nullopt;      // group
+    bool empty() const { return !mode && !mtime_ns && !uid && !gid; }
   };
-  // Keeps the mode and modification time of the file or directory `key`,
-  // where the store can keep them (file://, hdfs://): what `chmod` and
-  // `touch -d` through the FUSE mount ask. kNotFound when absent;
-  // kNotSupported where the store keeps neither (object stores). On file://
-  // a file's ETag stays while its bytes do.
+  // Keeps the mode, modification time and owner of the file or directory
+  // `key`, where the store can keep them (file://, hdfs:// modes and times;
+  // object stores with posix_attributes, in each object's user metadata):
+  // what `chmod`, `touch -d` and `chown` through the FUSE mount ask.
+  // A store keeps the fields it can and ignores the others (hdfs:// keeps no
+  // owner ids); kNotSupported when it keeps none of those asked, kNotFound
+  // when `key` is absent.
+  // On file:// a file's ETag stays while its bytes do.
   virtual Status SetAttributes(std::string_view key, const AttributeChange& change) {
-    return Status(Code::kNotSupported, "modes and times are not kept by " + uri());
+    return Status(Code::kNotSupported, "modes, times and owners are not kept by " + uri() +
+                                           " (on an object store the mount option posix_attributes keeps them)");
   }
 
   // Whole-object write; the default streams through OpenWriter.

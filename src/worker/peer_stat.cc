@@ -31,6 +31,8 @@ std::string Encode(const std::string& ns_path, const MetadataCache::AgedStat& s)
          {"age_ms", age_ms}};
   if (s.info.mode != 0) j["mode"] = s.info.mode;
   if (s.info.ctime_ns != 0) j["ctime_ns"] = s.info.ctime_ns;
+  if (s.info.uid >= 0) j["uid"] = s.info.uid;
+  if (s.info.gid >= 0) j["gid"] = s.info.gid;
   return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
@@ -53,6 +55,8 @@ Result<MetadataCache::AgedStat> Decode(std::string_view body, const std::string&
   const Json* age = field("age_ms");
   const Json* mode = field("mode");  // absent where the store keeps no modes
   const Json* ctime = field("ctime_ns");
+  const Json* uid = field("uid");  // absent where the store keeps no owners
+  const Json* gid = field("gid");
   if (!path || !path->is_string()) return Err(Bad(ns_path, "'path' is missing or not a string"));
   if (path->get_ref<const std::string&>() != ns_path) {
     return Err(Bad(ns_path, "it names another path, '" + path->get<std::string>().substr(0, 256) + "'"));
@@ -83,8 +87,15 @@ Result<MetadataCache::AgedStat> Decode(std::string_view body, const std::string&
                 (ctime->is_number_unsigned() && ctime->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))) {
     return Err(Bad(ns_path, "'ctime_ns' is not a 64-bit integer"));
   }
+  for (const auto& [name, f] : {std::pair{"uid", uid}, std::pair{"gid", gid}}) {
+    if (f && (!f->is_number_unsigned() || f->get<uint64_t>() >= kNoOwner)) {
+      return Err(Bad(ns_path, std::string("'") + name + "' is not a user or group id (an integer below 2^32-1)"));
+    }
+  }
   MetadataCache::AgedStat out;
   out.info.key = key;
+  out.info.uid = uid ? uid->get<int64_t>() : -1;
+  out.info.gid = gid ? gid->get<int64_t>() : -1;
   out.info.mode = mode ? mode->get<uint32_t>() : 0;
   out.info.ctime_ns = ctime ? ctime->get<int64_t>() : 0;
   out.info.is_dir = is_dir->get<bool>();

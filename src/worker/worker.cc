@@ -97,6 +97,8 @@ Json InfoJson(const FileInfo& f, const std::string& ns_path) {
          {"version", f.is_dir ? std::string() : f.Version()}};
   if (f.mode != 0) j["mode"] = f.mode;  // only where the store keeps modes
   if (f.ctime_ns != 0) j["ctime_ns"] = f.ctime_ns;
+  if (f.uid >= 0) j["uid"] = f.uid;  // only where the store keeps owners
+  if (f.gid >= 0) j["gid"] = f.gid;
   return j;
 }
 

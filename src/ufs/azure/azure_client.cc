@@ -41,6 +41,9 @@ constexpr OptionSpec kOptions[] = {
     option::Int("upload_concurrency", 1, 64, "blocks uploaded in parallel per writer (4)"),
     option::Duration("request_timeout", 1, "deadline of one call, retries included (60s)"),
     option::Int("max_retries", 0, 100, "retries of throttled, 5xx or failed requests (3)"),
+    option::Bool("posix_attributes",
+                 "keep files' modes, owners and modification times (chmod, chown, touch through the FUSE mount) in "
+                 "blob metadata; a FUSE listing then stats each file (false)"),
 };
 
 // Azure's rules: 3-63 lowercase letters, digits and '-', starting and ending
@@ -85,6 +88,7 @@ Result<AzureSettings> ParseAzureSettings(const UfsUri& uri, const MountConfig& m
   s.upload_threshold = o->Size("upload_threshold").value_or(s.upload_threshold);
   s.upload_concurrency = static_cast<int>(o->Int("upload_concurrency").value_or(s.upload_concurrency));
   s.max_retries = static_cast<int>(o->Int("max_retries").value_or(s.max_retries));
+  s.posix_attributes = o->Bool("posix_attributes").value_or(false);
   s.request_timeout = o->Duration("request_timeout").value_or(s.request_timeout);
   auto creds = ResolveAzureCredentials(mount.options, env);
   if (!creds) return Err(creds.error());

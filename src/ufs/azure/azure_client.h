@@ -43,6 +43,7 @@ struct AzureSettings {
   int upload_concurrency = 4;               // blocks in flight per writer
   std::chrono::milliseconds request_timeout{60'000};  // one call, retries included
   int max_retries = 3;
+  bool posix_attributes = false;  // modes, owners and times in blob metadata (ufs/posix_metadata.h)
 };
 
 // The options of az:// mounts.

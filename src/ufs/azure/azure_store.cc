@@ -18,6 +18,7 @@
 #include "ufs/azure/azure_client.h"
 #include "ufs/azure/azure_xml.h"
 #include "ufs/http/call_deadline.h"
+#include "ufs/posix_metadata.h"
 
 namespace shoal {
 namespace {
@@ -192,10 +193,7 @@ class AzureStore final : public UnderStore {
   Result<FileInfo> Stat(std::string_view key) override {
     std::string k = Trimmed(key);
     if (!k.empty()) {
-      HttpRequest req;
-      req.method = "HEAD";
-      req.url = client_->BlobUrl(Blob(k));
-      auto r = client_->Send(std::move(req));
+      auto r = Head(k);
       if (!r) return Err(r.error());
       if (Is2xx(r->status)) {
         FileInfo fi;
@@ -203,6 +201,7 @@ class AzureStore final : public UnderStore {
         fi.size = std::strtoull(r->Header("content-length").c_str(), nullptr, 10);
         fi.etag = Unquote(r->Header("etag"));
         fi.mtime_ns = ParseHttpDate(r->Header("last-modified"));
+        if (client_->settings().posix_attributes) ApplyPosixMetadata(AzureMetadataOf(r->headers).user, fi);
         return fi;
       }
       if (r->status != 404 || r->Header("x-ms-error-code") == "ContainerNotFound") {
@@ -284,16 +283,53 @@ class AzureStore final : public UnderStore {
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     std::string k = Trimmed(key);
     if (k.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri() + ": name a file");
+    if (client_->settings().posix_attributes && options.mode != 0) {
+      ObjectMetadata m = options.metadata;
+      SetPosixMetadata(AttributeChange{.mode = options.mode}, 0, m.user);
+      return std::unique_ptr<ObjectWriter>(new AzureWriter(client_, Blob(k), m));
+    }
     return std::unique_ptr<ObjectWriter>(new AzureWriter(client_, Blob(k), options.metadata));
+  }
+
+  // posix_attributes: Set Blob Metadata with the blob's metadata and the
+  // change (its bytes and properties stay). Directories keep none.
+  Status SetAttributes(std::string_view key, const AttributeChange& change) override {
+    if (!client_->settings().posix_attributes) return UnderStore::SetAttributes(key, change);
+    std::string k = Trimmed(key);
+    if (k.empty()) return Status(Code::kNotSupported, "the root of " + uri() + " keeps no mode, owner or time");
+    auto r = Head(k);
+    if (!r) return r.error();
+    if (r->status == 404 && r->Header("x-ms-error-code") != "ContainerNotFound") {
+      auto st = Stat(k);
+      if (!st) return st.error();
+      return Status(Code::kNotSupported,
+                    client_->Display(Blob(k)) + " is a directory: Azure keeps no mode, owner or time for it");
+    }
+    if (!Is2xx(r->status)) return client_->ErrorFor(*r, "read the metadata of", Blob(k));
+    ObjectMetadata meta = AzureMetadataOf(r->headers);
+    SetPosixMetadata(change, ParseHttpDate(r->Header("last-modified")), meta.user);
+    HttpRequest set;
+    set.method = "PUT";
+    set.url = client_->BlobUrl(Blob(k)) + "?comp=metadata";
+    for (auto& [name, value] : AzureMetadataHeaders(meta)) {
+      // Set Blob Metadata replaces the metadata only (Expires is kept as one).
+      if (name.starts_with("x-ms-meta-")) set.headers.emplace_back(std::move(name), std::move(value));
+    }
+    if (auto etag = r->Header("etag"); !etag.empty()) set.headers.emplace_back("If-Match", etag);
+    auto done = client_->Send(std::move(set));
+    if (!done) return done.error();
+    if (done->status == 412) {
+      return Status(Code::kVersionMismatch,
+                    client_->Display(Blob(k)) + " changed while its mode, owner or time was being set; try again");
+    }
+    if (!Is2xx(done->status)) return client_->ErrorFor(*done, "set the metadata of", Blob(k));
+    return {};
   }
 
   Result<ObjectMetadata> Metadata(std::string_view key) override {
     std::string k = Trimmed(key);
     if (k.empty()) return Err(Code::kNotFound, "the root of " + uri() + " is not a blob");
-    HttpRequest req;
-    req.method = "HEAD";
-    req.url = client_->BlobUrl(Blob(k));
-    auto r = client_->Send(std::move(req));
+    auto r = Head(k);
     if (!r) return Err(r.error());
     if (r->status == 404) return Err(Code::kNotFound, "no such blob: " + client_->Display(Blob(k)));
     if (!Is2xx(r->status)) return Err(client_->ErrorFor(*r, "read the metadata of", Blob(k)));
@@ -355,6 +391,13 @@ class AzureStore final : public UnderStore {
   }
 
  private:
+  // A HEAD of the blob of `key` (trimmed): any status is an answer.
+  Result<HttpResponse> Head(const std::string& k) const {
+    HttpRequest req;
+    req.method = "HEAD";
+    req.url = client_->BlobUrl(Blob(k));
+    return client_->Send(std::move(req));
+  }
   static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
 
   Status DeleteBlob(const std::string& blob) {

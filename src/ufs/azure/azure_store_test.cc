@@ -101,6 +101,19 @@ INSTANTIATE_TEST_SUITE_P(Azure, UnderStoreConformance,
                                                         /*renames_dirs=*/false, /*keeps_metadata=*/true}),
                          [](const auto& info) { return info.param.name; });
 
+// Issue 32 item 10: modes, owners and times kept in blob metadata (Set Blob
+// Metadata), next to the same prefix opened without the option.
+TEST(AzureStore, PosixAttributesAreKeptInBlobMetadata) {
+  ASSERT_NE(Azurite(), nullptr);
+  MountConfig plain = Mount(SharedKeyOptions());
+  MountConfig with = plain;
+  with.options["posix_attributes"] = "true";
+  auto store = Open(with);
+  auto raw = Open(plain);
+  ASSERT_TRUE(store && raw);
+  CheckPosixAttributesInMetadata(*store, *raw);
+}
+
 TEST(AzureStore, WrongKeyIsPermissionDeniedNamingTheMount) {
   ASSERT_NE(Azurite(), nullptr);
   auto o = SharedKeyOptions();

@@ -116,6 +116,8 @@ FileInfo InfoFromStat(std::string key, const struct stat& st, std::string_view k
   fi.mtime_ns = MtimeNs(st);
   fi.mode = static_cast<uint32_t>(st.st_mode & 07777);
   fi.ctime_ns = Ns(st.st_ctim);
+  fi.uid = st.st_uid;
+  fi.gid = st.st_gid;
   if (!fi.is_dir) fi.etag = FileEtag(st, kept_etag);
   return fi;
 }
@@ -329,10 +331,18 @@ class PosixWriter final : public ObjectWriter {
 
   // The mode the writer gave, else the one of the file replaced (as
   // writing it in place would keep), else the default the temporary has.
+  // The owner of the file replaced too, where this process may give it
+  // (root): a file rewritten for its owner stays theirs.
   Status KeepMode() {
     mode_t mode = options_.mode & 07777;
-    struct stat old_st;
-    if (mode == 0 && ::stat(dest_.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode)) mode = old_st.st_mode & 07777;
+    struct stat old_st, tmp_st;
+    if (::stat(dest_.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode)) {
+      if (mode == 0) mode = old_st.st_mode & 07777;
+      if (::fstat(fd_, &tmp_st) == 0 && (tmp_st.st_uid != old_st.st_uid || tmp_st.st_gid != old_st.st_gid) &&
+          ::fchown(fd_, old_st.st_uid, old_st.st_gid) != 0 && errno != EPERM) {
+        return ErrnoStatus(errno, "cannot keep the owner of", dest_);
+      }
+    }
     if (mode != 0 && ::fchmod(fd_, mode) != 0) return ErrnoStatus(errno, "cannot set the mode of", dest_);
     return {};
   }
@@ -541,6 +551,9 @@ class PosixStore final : public UnderStore {
     if (fd < 0 && errno == EACCES) {
       // Not readable by this process (mode 0000 on another's file): the
       // path calls, and the ETag of its stat after.
+      if ((change.uid || change.gid) && ::lchown(path.c_str(), change.uid ? *change.uid : static_cast<uid_t>(-1),
+                                                 change.gid ? *change.gid : static_cast<gid_t>(-1)) != 0)
+        return ErrnoStatus(errno, "cannot change the owner of", path);
       if (change.mode && ::chmod(path.c_str(), *change.mode & 07777) != 0)
         return ErrnoStatus(errno, "cannot set the mode of", path);
       if (change.mtime_ns) {
@@ -566,6 +579,11 @@ class PosixStore final : public UnderStore {
     } else if (!S_ISDIR(st.st_mode)) {
       return Status(Code::kNotSupported, "cannot set the attributes of '" + path + "': not a file or a directory");
     }
+    // The owner first: chown clears setuid and setgid bits, which a mode
+    // given with it then sets (as `chown` then `chmod` would).
+    if ((change.uid || change.gid) && ::fchown(fd, change.uid ? *change.uid : static_cast<uid_t>(-1),
+                                               change.gid ? *change.gid : static_cast<gid_t>(-1)) != 0)
+      return ErrnoStatus(errno, "cannot change the owner of", path);
     if (change.mode && ::fchmod(fd, *change.mode & 07777) != 0)
       return ErrnoStatus(errno, "cannot set the mode of", path);
     if (change.mtime_ns) {

@@ -30,7 +30,8 @@ MountConfig FileMount(const std::string& dir, const std::string& path = "/t") {
 INSTANTIATE_TEST_SUITE_P(Posix, UnderStoreConformance,
                          ::testing::Values(StoreFactory{"posix", MakeFreshPosix, /*has_rename=*/true,
                                                         /*renames_dirs=*/true, /*keeps_metadata=*/true,
-                                                        /*keeps_modes=*/true}),
+                                                        /*keeps_modes=*/true, 1, true, false,
+                                                        /*keeps_owners=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 // The version is mtime+size and the kernel stamps files from a coarse clock

@@ -56,6 +56,9 @@ constexpr OptionSpec kOptions[] = {
                 "retries after a 5xx, 429/SlowDown, connection error or truncated response, with exponential backoff "
                 "and jitter (6)"),
     option::Duration("retry_base_delay", 0, "first backoff delay; doubles up to 5s (100ms)"),
+    option::Bool("posix_attributes",
+                 "keep files' modes, owners and modification times (chmod, chown, touch through the FUSE mount) in "
+                 "user metadata, as s3fs does; a FUSE listing then stats each file (false)"),
 };
 
 bool IsIpAddress(std::string_view b) {
@@ -266,6 +269,7 @@ Result<S3Settings> ResolveS3Settings(const UfsUri& uri, const MountConfig& mount
   s.request_timeout = o->Duration("request_timeout").value_or(s.request_timeout);
   s.connect_timeout = o->Duration("connect_timeout").value_or(s.connect_timeout);
   s.retry_base_delay = o->Duration("retry_base_delay").value_or(s.retry_base_delay);
+  s.posix_attributes = o->Bool("posix_attributes").value_or(false);
   return s;
 }
 

@@ -50,6 +50,8 @@ struct S3Settings {
   int max_retries = 6;
   std::chrono::milliseconds retry_base_delay{100};     // first backoff; doubles per retry, with jitter
   std::chrono::milliseconds retry_max_delay{5'000};
+  // Modes, owners and times kept in user metadata (ufs/posix_metadata.h).
+  bool posix_attributes = false;
 
   // "https://bucket.s3.amazonaws.com" or "https://s3.amazonaws.com/bucket"
   std::string BucketBaseUrl() const;

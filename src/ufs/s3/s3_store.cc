@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "common/config.h"
+#include "ufs/posix_metadata.h"
 #include "ufs/s3/s3_client.h"
 #include "ufs/s3/s3_settings.h"
 #include "ufs/s3/s3_writer.h"
@@ -60,9 +61,7 @@ class S3Store final : public UnderStore {
       return root;
     }
     S3Request r;
-    r.method = "HEAD";
-    r.key = Full(rel);
-    auto resp = client_->Send(r);
+    auto resp = Head(rel, r);
     if (!resp) return Err(resp.error());
     if (resp->status / 100 == 2) {
       FileInfo info;
@@ -70,6 +69,7 @@ class S3Store final : public UnderStore {
       info.size = ParseU64(resp->Header("content-length"));
       info.etag = UnquoteEtag(resp->Header("etag"));
       info.mtime_ns = MtimeFrom(*resp);
+      KeptAttributes(*resp, info);
       return info;
     }
     if (resp->status != 404) return Err(client_->ErrorFor(*resp, r));
@@ -206,6 +206,7 @@ class S3Store final : public UnderStore {
                        ? total
                        : ParseU64(resp->Header("content-length"));
       info->mtime_ns = MtimeFrom(*resp);
+      KeptAttributes(*resp, *info);  // a GET answers the metadata a HEAD does
     }
     // Stores that ignore If-Match (some S3 clones) are caught here.
     if (!options.if_version.empty()) {
@@ -221,16 +222,62 @@ class S3Store final : public UnderStore {
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     std::string rel = Trimmed(key);
     if (rel.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri());
+    if (posix_attributes() && options.mode != 0) {
+      ObjectMetadata m = options.metadata;
+      SetPosixMetadata(AttributeChange{.mode = options.mode}, 0, m.user);
+      return std::make_unique<S3Writer>(client_, Full(rel), MetadataHeaders(m));
+    }
     return std::make_unique<S3Writer>(client_, Full(rel), MetadataHeaders(options.metadata));
+  }
+
+  // posix_attributes: the object rewritten onto itself (CopyObject, no byte
+  // through Shoal) with its metadata and the change. Directories (prefixes)
+  // keep none.
+  Status SetAttributes(std::string_view key, const AttributeChange& change) override {
+    if (!posix_attributes()) return UnderStore::SetAttributes(key, change);
+    std::string rel = Trimmed(key);
+    if (rel.empty()) return Status(Code::kNotSupported, "the root of " + uri() + " keeps no mode, owner or time");
+    S3Request head;
+    auto resp = Head(rel, head);
+    if (!resp) return resp.error();
+    if (resp->status == 404) {
+      auto st = Stat(rel);
+      if (!st) return st.error();
+      return Status(Code::kNotSupported, client_->UriOf(Full(rel)) +
+                                             " is a directory (a prefix): an object store keeps no mode, owner or "
+                                             "time for it");
+    }
+    if (resp->status / 100 != 2) return client_->ErrorFor(*resp, head);
+    const uint64_t size = ParseU64(resp->Header("content-length"));
+    const std::string etag = UnquoteEtag(resp->Header("etag"));
+    if (size > kMaxCopy) {
+      return Status(Code::kNotSupported, "cannot keep the mode, owner or time of " + client_->UriOf(Full(rel)) +
+                                             ": objects over 5 GiB cannot be copied onto themselves in one request");
+    }
+    ObjectMetadata meta = MetadataOfHeaders(resp->headers);
+    SetPosixMetadata(change, MtimeFrom(*resp), meta.user);
+    S3Request r;
+    r.method = "PUT";
+    r.key = Full(rel);
+    r.headers = MetadataHeaders(meta);
+    r.headers.emplace_back("x-amz-copy-source", CopySource(rel));
+    r.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
+    if (!etag.empty()) r.headers.emplace_back("x-amz-copy-source-if-match", "\"" + etag + "\"");
+    auto copied = client_->Send(r, CopyAnswer);
+    if (!copied) return copied.error();
+    if (copied->status == 412) {
+      return Status(Code::kVersionMismatch,
+                    client_->UriOf(Full(rel)) + " changed while its mode, owner or time was being set; try again");
+    }
+    if (copied->status / 100 != 2) return client_->ErrorFor(*copied, r);
+    return {};
   }
 
   Result<ObjectMetadata> Metadata(std::string_view key) override {
     std::string rel = Trimmed(key);
     if (rel.empty()) return Err(Code::kNotFound, "the root of " + uri() + " is not an object");
     S3Request r;
-    r.method = "HEAD";
-    r.key = Full(rel);
-    auto resp = client_->Send(r);
+    auto resp = Head(rel, r);
     if (!resp) return Err(resp.error());
     if (resp->status == 404) return Err(Code::kNotFound, "no such object: " + client_->UriOf(Full(rel)));
     if (resp->status / 100 != 2) return Err(client_->ErrorFor(*resp, r));
@@ -338,7 +385,6 @@ class S3Store final : public UnderStore {
       return Status(Code::kNotSupported, "cannot rename " + client_->UriOf(Full(a)) +
                                              ": object stores rename single objects, not directories (prefixes)");
     }
-    constexpr uint64_t kMaxCopy = 5ull << 30;  // CopyObject's limit
     if (src->size > kMaxCopy) {
       return Status(Code::kNotSupported,
                     "cannot rename " + client_->UriOf(Full(a)) +
@@ -353,14 +399,9 @@ class S3Store final : public UnderStore {
     S3Request r;
     r.method = "PUT";
     r.key = Full(b);
-    r.headers.emplace_back("x-amz-copy-source", "/" + client_->settings().bucket + "/" + PercentEncode(Full(a), true));
+    r.headers.emplace_back("x-amz-copy-source", CopySource(a));
     if (!src->etag.empty()) r.headers.emplace_back("x-amz-copy-source-if-match", "\"" + src->etag + "\"");
-    // CopyObject may answer 200 and report its failure in the body.
-    auto resp = client_->Send(r, [](const HttpResponse& h) {
-      auto e = ParseError(h.body);
-      if (e.code.empty()) return Status::Ok();
-      return Status(Code::kUnavailable, "CopyObject: " + e.code + ": " + e.message);
-    });
+    auto resp = client_->Send(r, CopyAnswer);
     if (!resp) return resp.error();
     if (resp->status == 412) {
       return Status(Code::kVersionMismatch, client_->UriOf(Full(a)) + " changed while being renamed; try again");
@@ -404,7 +445,29 @@ class S3Store final : public UnderStore {
   }
 
  private:
+  static constexpr uint64_t kMaxCopy = 5ull << 30;  // CopyObject's limit
+
   static std::string Trimmed(std::string_view key) { return TrimSlashes(key); }
+  bool posix_attributes() const { return client_->settings().posix_attributes; }
+  // A HEAD of the object `rel` (`r`, for ErrorFor): any status is an answer.
+  Result<HttpResponse> Head(const std::string& rel, S3Request& r) {
+    r.method = "HEAD";
+    r.key = Full(rel);
+    return client_->Send(r);
+  }
+  std::string CopySource(const std::string& rel) const {
+    return "/" + client_->settings().bucket + "/" + PercentEncode(Full(rel), true);
+  }
+  // CopyObject may answer 200 and report its failure in the body.
+  static Status CopyAnswer(const HttpResponse& h) {
+    auto e = ParseError(h.body);
+    if (e.code.empty()) return Status::Ok();
+    return Status(Code::kUnavailable, "CopyObject: " + e.code + ": " + e.message);
+  }
+  // posix_attributes: the mode, owner and time the object's metadata keeps.
+  void KeptAttributes(const HttpResponse& resp, FileInfo& info) const {
+    if (posix_attributes()) ApplyPosixMetadata(MetadataOfHeaders(resp.headers).user, info);
+  }
 
   Status DeleteObject(const std::string& full_key) {
     S3Request r;

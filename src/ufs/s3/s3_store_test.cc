@@ -97,6 +97,24 @@ INSTANTIATE_TEST_SUITE_P(S3, UnderStoreConformance,
                                            StoreFactory{"gcs", MakeGcs, true, false, true}),
                          [](const auto& info) { return info.param.name; });
 
+// Issue 32 item 10: modes, owners and times kept in user metadata, on S3 and
+// on GCS (its XML API), each next to the same prefix opened without the option.
+TEST(S3Store, PosixAttributesAreKeptInUserMetadata) {
+  if (!Server()) GTEST_FAIL() << "no s3rver";
+  for (std::string scheme : {"s3", "gs"}) {
+    SCOPED_TRACE(scheme);
+    const std::string ufs = scheme + "://" + (scheme == "s3" ? kBucket : kGcsBucket) + "/" + FreshPrefix();
+    const std::map<std::string, std::string> keys = {{"access_key_id", S3rverProcess::kAccessKeyId},
+                                                     {"secret_access_key", S3rverProcess::kSecretAccessKey}};
+    auto with = keys;
+    with["posix_attributes"] = "true";
+    auto store = Open(Mount(ufs, with));
+    auto raw = Open(Mount(ufs, keys));
+    ASSERT_TRUE(store && raw);
+    CheckPosixAttributesInMetadata(*store, *raw);
+  }
+}
+
 TEST(S3Store, RootIsADirectoryAndListsFolders) {
   auto store = MakeS3();
   ASSERT_NE(store, nullptr);

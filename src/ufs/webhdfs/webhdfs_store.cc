@@ -181,7 +181,10 @@ class WebHdfsStore final : public UnderStore {
   Status SetAttributes(std::string_view key, const AttributeChange& change) override {
     std::string path = PathOf(key);
     if (path == root_) return Status(Code::kNotSupported, "the root of " + uri_ + " keeps its own mode and time");
-    if (!change.mode && !change.mtime_ns) return {};
+    if (!change.mode && !change.mtime_ns) {
+      if (change.empty()) return {};
+      return Status(Code::kNotSupported, "owners are not kept by " + uri_ + " (HDFS names its owners, not ids)");
+    }
     if (change.mtime_ns && *change.mtime_ns < 0) {
       // SETTIMES reads -1 as "leave it as it is".
       return Status(Code::kInvalidArgument, "cannot set the time of " + uri_ + std::string(key) +
