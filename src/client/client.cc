@@ -885,9 +885,11 @@ Result<std::unique_ptr<Client>> Client::Open(const std::string& config_path, con
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(path));
-  if (auto o = detail::ClientCallerOptions(*c, token); !o.setup_error.ok()) {
-    return Err(o.setup_error.WithContext(path));
-  }
+  // Kept while the client is made: its TLS context (WorkerCaller::OptionsFor
+  // shares one per CA while one is alive) is then built once, not twice (the
+  // first costs OpenSSL's start, a few ms of a short command's first read).
+  const auto checked = detail::ClientCallerOptions(*c, token);
+  if (!checked.setup_error.ok()) return Err(checked.setup_error.WithContext(path));
   auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m), token);
   // With etcd, the mounts published there join the config's (meta/etcd_mounts.h).
   if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(path));
@@ -900,7 +902,8 @@ Result<std::unique_ptr<Client>> Client::FromYaml(const std::string& yaml, const 
   if (!c) return Err(c.error());
   auto m = OpenMembership(*c);
   if (!m) return Err(m.error().WithContext(source));
-  if (auto o = detail::ClientCallerOptions(*c); !o.setup_error.ok()) return Err(o.setup_error.WithContext(source));
+  const auto checked = detail::ClientCallerOptions(*c);  // kept: see Open
+  if (!checked.setup_error.ok()) return Err(checked.setup_error.WithContext(source));
   auto impl = std::make_unique<detail::ClientImpl>(std::move(*c), std::move(*m));
   if (auto added = impl->mounts().Reload(); !added) return Err(added.error().WithContext(source));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
