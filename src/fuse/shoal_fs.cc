@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 namespace shoal::fuse {
 namespace {
@@ -303,6 +304,7 @@ Result<const std::vector<FsDirEntry>*> ShoalFs::Entries(uint64_t fh, bool restar
       if (st.path == r.ns) continue;  // a file lists as itself
       h->entries.push_back({std::move(name), std::move(st)});
     }
+    if (r.place.rule.stat_each_listed) StatListedFiles(h->entries);
   } else {
     return Err(Code::kNotFound, "no such directory: " + r.ns);
   }
@@ -317,17 +319,31 @@ FsEntry ShoalFs::LookupListed(uint64_t fh, const FsDirEntry& entry) {
   // Below a directory above mounts, an entry may be a mount root with its own rule.
   const CacheRule rule = h->where.place.kind == MountView::Kind::kAboveMount ? view_.Classify(entry.status.path).rule
                                                                              : h->where.place.rule;
-  if (rule.stat_each_listed && !entry.status.is_dir) {
-    // The listing lacks the mode, owner and time the object keeps: its stat has them.
-    if (auto st = client_.Stat(entry.status.path); st && !st->is_dir) {
-      e.attr = Attr(e.ino, *st, rule);
-      e.timeout_s = rule.timeout_s;
-      return e;
-    }
-  }
   e.attr = Attr(e.ino, entry.status, rule);
   e.timeout_s = rule.timeout_s;
   return e;
+}
+
+// The listing of an object store lacks the mode, owner and time each object
+// keeps in its metadata: its stat has them (a request to a worker per file,
+// and a HEAD to the store for each the workers have not seen), so they are
+// asked in parallel, as `ls -l` would otherwise wait for each in turn.
+void ShoalFs::StatListedFiles(std::vector<FsDirEntry>& entries) {
+  constexpr size_t kListStatsInFlight = 16;
+  std::vector<FsDirEntry*> files;
+  for (auto& e : entries) {
+    if (!e.status.is_dir) files.push_back(&e);
+  }
+  std::atomic<size_t> next{0};
+  auto stat_some = [&] {
+    for (size_t k = next.fetch_add(1); k < files.size(); k = next.fetch_add(1)) {
+      // A file the stat cannot reach keeps what the listing said.
+      if (auto st = client_.Stat(files[k]->status.path); st && !st->is_dir) files[k]->status = std::move(*st);
+    }
+  };
+  std::vector<std::jthread> helpers;
+  for (size_t t = 1; t < std::min(kListStatsInFlight, files.size()); ++t) helpers.emplace_back(stat_some);
+  stat_some();
 }
 
 uint64_t ShoalFs::DirIno(uint64_t fh) const { return reinterpret_cast<DirHandle*>(fh)->ino; }

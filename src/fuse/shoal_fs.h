@@ -167,6 +167,9 @@ class ShoalFs {
   InodeTable& inodes() { return inodes_; }
 
  private:
+  // A mount whose listings lack what a stat gives (MountInfo::stat_each_listed):
+  // each listed file's stat, kListStatsInFlight at a time.
+  void StatListedFiles(std::vector<FsDirEntry>& entries);
   struct FileHandle;
   struct DirHandle;
 
