@@ -514,16 +514,18 @@ TEST_F(FuseWriteTest, TarCpAndGitCloneWriteTreesIntoTheMount) {
 // creates through `-o allow_other` is theirs (as on a local file system), so
 // the kernel's checks (default_permissions) let them write it again, and
 // nobody else. The child becomes uid 1234 and answers with an errno per step.
-TEST_F(FuseWriteTest, AllowOtherUsersOwnWhatTheyCreate) {
-  if (::getuid() != 0) GTEST_SKIP() << "needs root to act as another user";
-  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);  // other users must reach the mount point
-  ASSERT_EQ(::chmod(store_.c_str(), 0755), 0);
-  const std::string theirs = store_ + "/theirs";
+// Run on a mount of `config` over the store directory `store_dir` (`test_dir`:
+// the test's own directory). On a write-back mount the chmod, the last step,
+// waits for the file's upload, so the store is checked after it the same way.
+void OthersOwnWhatTheyCreate(const std::string& test_dir, const std::string& store_dir, const std::string& config) {
+  ASSERT_EQ(::chmod(test_dir.c_str(), 0755), 0);  // other users must reach the mount point
+  ASSERT_EQ(::chmod(store_dir.c_str(), 0755), 0);
+  const std::string theirs = store_dir + "/theirs";
   fs::create_directories(theirs);
   ASSERT_EQ(::chown(theirs.c_str(), 1234, 1234), 0) << std::strerror(errno);
-  const std::string mp = dir_ + "/mnt-owners";
+  const std::string mp = test_dir + "/mnt-owners";
   fs::create_directories(mp);
-  auto mounted = Shoal({"fuse", mp, "--config", up_->config, "-o", "allow_other"}, 90s);
+  auto mounted = Shoal({"fuse", mp, "--config", config, "-o", "allow_other"}, 90s);
   ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
   struct Unmount {
     std::string mp;
@@ -601,6 +603,18 @@ TEST_F(FuseWriteTest, AllowOtherUsersOwnWhatTheyCreate) {
   EXPECT_EQ(got[1], EACCES) << std::strerror(got[1]);
   EXPECT_EQ(Slurp(theirs + "/new"), "second");
   EXPECT_FALSE(fs::exists(theirs + "/other"));
+}
+
+TEST_F(FuseWriteTest, AllowOtherUsersOwnWhatTheyCreate) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  OthersOwnWhatTheyCreate(dir_, store_, up_->config);
+}
+
+// The same on a write-back mount: the owner goes with the pending write
+// (its holders keep it in their journals) and the upload gives it to the file.
+TEST_F(FuseWriteBackTest, AllowOtherUsersOwnWhatTheyCreate) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  OthersOwnWhatTheyCreate(dir_, store_, up_->config);
 }
 
 // "UID:GID" of every file and directory under `root` (lstat), by relative path.

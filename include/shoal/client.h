@@ -190,6 +190,11 @@ struct CreateOptions {
   // file://: the file's permission bits (07777); 0 keeps those of
   // the file it replaces, else the store's default. Others keep none.
   uint32_t mode = 0;
+  // The file's owner and group where the store keeps owners (file://, when
+  // this process may give files away; object stores with posix_attributes);
+  // -1: those of the file it replaces on file://, else the writer's.
+  int64_t uid = -1;
+  int64_t gid = -1;
 };
 
 namespace detail {

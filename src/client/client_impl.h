@@ -160,6 +160,11 @@ class ClientImpl {
   // Sends the reads served from held short-circuit pages to their workers.
   void ReportHeldReads() { local_.ReportHeldReads(); }
 
+  // Write-back: returns once neither `rp` nor anything under it has a
+  // pending write (at once on other mounts); kUnavailable naming `what` at
+  // the deadline.
+  Status WaitForUploads(const ResolvedPath& rp, std::string_view what, Deadline deadline);
+
  private:
   Result<FileStatus> StatResolved(const ResolvedPath& rp, Deadline deadline);
   // The directory's owner's listing (or the store's, when no worker answers).
@@ -168,10 +173,6 @@ class ClientImpl {
   // the directories that pending writes deeper down make (best effort: a
   // worker that does not answer adds nothing).
   std::vector<FileStatus> PendingUnder(const ResolvedPath& rp, Deadline deadline);
-  // Write-back: returns once neither `rp` nor anything under it has a
-  // pending write (at once on other mounts); kUnavailable naming `what` at
-  // the deadline.
-  Status WaitForUploads(const ResolvedPath& rp, std::string_view what, Deadline deadline);
   // `rp` as a directory that only pending writes make, else kNotFound.
   Result<FileStatus> StatPendingDir(const ResolvedPath& rp, Deadline deadline);
   // How many workers hold the data of `rp` (its path rule's replicas; 1 when unset).

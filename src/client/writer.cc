@@ -198,6 +198,10 @@ class WriterImpl final : public Writer {
     spdlog::warn("{}: written through instead of write-back ({})", rp_.ns_path, why_through_);
     client_.CountWritebackFallback();
     if (out_) return {};
+    // An older write of this path may still be uploading: this file, written
+    // through now, could land first and be replaced by those older bytes.
+    // So it waits for them, as a delete or rename of a pending file does.
+    if (Status st = client_.WaitForUploads(rp_, "write through", client_.NewDeadline()); !st.ok()) return st;
     auto store = client_.StoreFor(rp_);
     if (!store) return store.error();
     auto out = (*store)->OpenWriter(rp_.key, options_);
@@ -299,16 +303,15 @@ class WriterImpl final : public Writer {
     }
   }
 
-  // The options the write-back holders keep: all but a mode the store would
-  // not keep (file:// and hdfs:// do, object stores with posix_attributes),
-  // which a pending stat would show.
+  // The options the write-back holders keep: all but a mode or owner the
+  // store would not keep (file:// keeps both, hdfs:// modes, object stores
+  // with posix_attributes both), which a pending stat would show.
   // Create checked that they encode.
   std::string HeldAttrs() const {
     WriteOptions held = options_;
-    if (!rp_.mount->ufs.starts_with("file://") && !rp_.mount->ufs.starts_with("hdfs://") &&
-        !KeepsPosixMetadata(*rp_.mount)) {
-      held.mode = 0;
-    }
+    const bool file = rp_.mount->ufs.starts_with("file://"), posix = KeepsPosixMetadata(*rp_.mount);
+    if (!file && !rp_.mount->ufs.starts_with("hdfs://") && !posix) held.mode = 0;
+    if (!file && !posix) held.uid = held.gid = -1;  // only these keep owners
     return EncodeWriteOptions(held).value_or(std::string());
   }
 
@@ -469,6 +472,8 @@ static WriteOptions WriteOptionsOf(const CreateOptions& o) {
   w.metadata.headers = o.headers;
   w.etag = o.etag;
   w.mode = o.mode & 07777;
+  w.uid = o.uid;
+  w.gid = o.gid;
   return w;
 }
 

@@ -55,6 +55,20 @@ struct ShoalFs::FileHandle {
   std::optional<int64_t> set_mtime;
   std::optional<uint32_t> set_uid;
   std::optional<uint32_t> set_gid;
+  // The owner the current writer was made with (CreateOptions), as writer_mode.
+  std::optional<uint32_t> writer_uid;
+  std::optional<uint32_t> writer_gid;
+  // CreateOptions for a writer of this file: its mode and owner so far.
+  CreateOptions WriterOptions() {
+    writer_mode = mode;
+    writer_uid = set_uid;
+    writer_gid = set_gid;
+    CreateOptions o;
+    o.mode = mode;
+    if (set_uid) o.uid = *set_uid;
+    if (set_gid) o.gid = *set_gid;
+    return o;
+  }
   std::mutex write_mu;    // writes, truncates, commits and staged reads
   bool committed = false;
   Status commit_status;

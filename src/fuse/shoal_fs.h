@@ -185,7 +185,8 @@ class ShoalFs {
   // The namespace path of a child to be written: inside a writable mount.
   Result<Resolved> WritableChild(uint64_t parent, std::string_view name) const;
   // `created`: by create(2), a new name, with `mode`.
-  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created, uint32_t mode = 0);
+  Result<FsOpen> OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created, uint32_t mode = 0,
+                            std::optional<Creator> creator = std::nullopt);
   // After a commit: the mode and time set while it was written (FileHandle).
   // REQUIRES: the handle's write_mu is held.
   void KeepAttributesAfterCommit(FileHandle& h);

@@ -50,7 +50,8 @@ Result<ShoalFs::Resolved> ShoalFs::WritableChild(uint64_t parent, std::string_vi
   return r;
 }
 
-Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created, uint32_t mode) {
+Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, bool created, uint32_t mode,
+                                   std::optional<Creator> creator) {
   auto h = std::make_unique<FileHandle>();
   h->ino = ino;
   h->ns = r.ns;
@@ -59,11 +60,17 @@ Result<FsOpen> ShoalFs::OpenWriter(uint64_t ino, const Resolved& r, int flags, b
   h->is_new = created || (flags & O_TRUNC);
   h->mtime_ns = NowNs();
   h->mode = created ? mode & 07777 : 0;  // an existing file keeps its own
+  if (creator) {                         // the creator's, from the writer on (file://: before the file is there)
+    h->set_uid = creator->uid;
+    h->set_gid = creator->gid;
+  }
   h->writer_mode = h->mode;
   if (h->is_new) {
     // A new file (or one replacing the old): the writer now, so that what
     // the store refuses (O_EXCL on an existing name, a directory) fails the open.
-    auto w = client_.Create(r.ns, CreateOptions{.overwrite = !(flags & O_EXCL), .mode = h->mode});
+    CreateOptions create = h->WriterOptions();
+    create.overwrite = !(flags & O_EXCL);
+    auto w = client_.Create(r.ns, create);
     if (!w) return Err(w.error());
     h->writer = std::move(*w);
     h->streamed = (flags & O_ACCMODE) == O_WRONLY && !h->append;
@@ -151,7 +158,7 @@ Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name,
   // The inode first (as lookup would make it), then the writer; a failed
   // writer gives the lookup back.
   c.entry.ino = inodes_.Lookup(parent, name, false);
-  auto o = OpenWriter(c.entry.ino, *r, flags, true, mode);
+  auto o = OpenWriter(c.entry.ino, *r, flags, true, mode, creator);
   if (!o) {
     inodes_.Forget(c.entry.ino, 1);
     return Err(o.error());
@@ -159,11 +166,7 @@ Result<ShoalFs::Created> ShoalFs::Create(uint64_t parent, std::string_view name,
   FileStatus empty;
   empty.path = r->ns;
   empty.mode = mode & 07777;
-  if (creator) {  // given to the store after the commit, with the mode and time
-    auto* h = reinterpret_cast<FileHandle*>(o->fh);
-    std::lock_guard lock(h->write_mu);
-    h->set_uid = creator->uid;
-    h->set_gid = creator->gid;
+  if (creator) {
     empty.uid = creator->uid;
     empty.gid = creator->gid;
   }
@@ -271,8 +274,7 @@ Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std:
     h->dirty = false;
     h->committed = true;
     if (!h->writer) {
-      auto w = client_.Create(h->ns, CreateOptions{.mode = h->mode});
-      h->writer_mode = h->mode;
+      auto w = client_.Create(h->ns, h->WriterOptions());
       if (!w) {
         h->commit_status = w.error();
         spdlog::error("writing {} failed: {}", h->ns, w.error().message());
@@ -305,18 +307,22 @@ Status ShoalFs::CommitLocked(FileHandle* h, bool at_flush, std::unique_lock<std:
 }
 
 void ShoalFs::KeepAttributesAfterCommit(FileHandle& h) {
-  std::optional<uint32_t> mode;
+  std::optional<uint32_t> mode, uid, gid;
   if (h.mode != 0 && h.mode != h.writer_mode) mode = h.mode;
-  if (!mode && !h.set_mtime && !h.set_uid && !h.set_gid) return;
+  if (h.set_uid != h.writer_uid) uid = h.set_uid;  // a chown since the writer was made
+  if (h.set_gid != h.writer_gid) gid = h.set_gid;
+  if (!mode && !h.set_mtime && !uid && !gid) return;
   if (WrittenBack(client_, h.ns)) {
     // Setting them would wait for the upload at every close (tar, cp -p):
     // on write-back mounts only a change after the close is kept (it waits).
     spdlog::debug("{}: mode, time and owner set before the close are not kept on a write-back mount", h.ns);
     return;
   }
-  Status st = client_.SetAttributes(h.ns, mode, h.set_mtime, h.set_uid, h.set_gid);
+  Status st = client_.SetAttributes(h.ns, mode, h.set_mtime, uid, gid);
   if (st.ok()) {
     h.writer_mode = h.mode;
+    h.writer_uid = h.set_uid;
+    h.writer_gid = h.set_gid;
   } else if (st.code() == Code::kNotSupported) {
     spdlog::debug("{}: mode and time not kept: {}", h.ns, st.message());
   } else {

@@ -352,6 +352,18 @@ TEST_P(UnderStoreConformance, OwnersAreKeptWhereTheStoreCan) {
   EXPECT_EQ(d->uid, 99);
   EXPECT_EQ(d->gid, 98);
   EXPECT_EQ(store_->SetAttributes("o/none", {.uid = 1}).code(), Code::kNotFound);
+  // A writer that names the owner (a file created for another user).
+  WriteOptions o;
+  o.uid = 555;
+  o.gid = 556;
+  auto w = store_->OpenWriter("o/given", o);
+  ASSERT_TRUE(w) << w.error().ToString();
+  ASSERT_TRUE((*w)->Append(std::string("theirs")).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  auto given = store_->Stat("o/given");
+  ASSERT_TRUE(given) << given.error().ToString();
+  EXPECT_EQ(given->uid, 555);
+  EXPECT_EQ(given->gid, 556);
 }
 
 TEST_P(UnderStoreConformance, StreamedLargeWrite) {
@@ -564,6 +576,7 @@ void CheckPosixAttributesInMetadata(UnderStore& store, UnderStore& raw) {
   o.mode = 0750;
   o.metadata.content_type = "text/x-shellscript";
   o.metadata.user = {{"k", "v"}};
+  o.uid = 42;  // a file created for another user (FUSE, a root daemon)
   auto w = store.OpenWriter("pa/run.sh", o);
   ASSERT_TRUE(w) << w.error().ToString();
   ASSERT_TRUE((*w)->Append(bytes).ok());
@@ -571,7 +584,8 @@ void CheckPosixAttributesInMetadata(UnderStore& store, UnderStore& raw) {
   auto made = store.Stat("pa/run.sh");
   ASSERT_TRUE(made) << made.error().ToString();
   EXPECT_EQ(made->mode, 0750u) << "a new file keeps the mode it was created with";
-  EXPECT_EQ(made->uid, -1) << "and no owner until one is given";
+  EXPECT_EQ(made->uid, 42) << "and the owner";
+  EXPECT_EQ(made->gid, -1) << "and no group until one is given";
 
   // chmod, touch and chown: each kept, the bytes and metadata stay.
   ASSERT_TRUE(store.SetAttributes("pa/run.sh", {.mode = 0700}).ok());

@@ -99,6 +99,14 @@ void ApplyPosixMetadata(const UserMetadata& user, FileInfo& info) {
   }
 }
 
+UnderStore::AttributeChange PosixChangeOf(const WriteOptions& options) {
+  UnderStore::AttributeChange c;
+  if (options.mode != 0) c.mode = options.mode;
+  if (options.uid >= 0) c.uid = static_cast<uint32_t>(options.uid);
+  if (options.gid >= 0) c.gid = static_cast<uint32_t>(options.gid);
+  return c;
+}
+
 void SetPosixMetadata(const UnderStore::AttributeChange& change, int64_t current_mtime_ns, UserMetadata& user) {
   if (change.mode) Put(user, kMode, std::to_string(S_IFREG | (*change.mode & 07777)));
   if (change.uid) Put(user, kUid, std::to_string(*change.uid));

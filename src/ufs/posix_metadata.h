@@ -39,6 +39,9 @@ void ApplyPosixMetadata(const UserMetadata& user, FileInfo& info);
 // mode would otherwise move its time.
 void SetPosixMetadata(const UnderStore::AttributeChange& change, int64_t current_mtime_ns, UserMetadata& user);
 
+// What a new object keeps of its writer's options: its mode and owner.
+UnderStore::AttributeChange PosixChangeOf(const WriteOptions& options);
+
 // The mtime value for `ns` ("1700000000", "1700000000.5"), and back: nullopt
 // when `text` is not one.
 std::string FormatMetadataTime(int64_t ns);

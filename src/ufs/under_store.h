@@ -98,6 +98,11 @@ struct WriteOptions {
   // the file it replaces, else the store's default (0644 under the umask).
   // Stores that keep no modes ignore it.
   uint32_t mode = 0;
+  // The owner and group of the new file where the store keeps owners
+  // (file://, as root; object stores with posix_attributes); -1: file:// keeps
+  // those of the file it replaces, else the writer's.
+  int64_t uid = -1;
+  int64_t gid = -1;
   // file://: the ETag to keep for the object instead of the MD5 of its bytes
   // (an S3 multipart upload's "<md5 of the part md5s>-<parts>"). Object
   // stores make their own and ignore it.

@@ -47,13 +47,15 @@ Status ReadPairs(const Json& j, const char* what, bool header, std::vector<std::
 }  // namespace
 
 Result<std::string> EncodeWriteOptions(const WriteOptions& o) {
-  if (o.metadata.empty() && o.etag.empty() && o.mode == 0) return std::string();
+  if (o.metadata.empty() && o.etag.empty() && o.mode == 0 && o.uid < 0 && o.gid < 0) return std::string();
   Json j = Json::object();
   if (!o.metadata.content_type.empty()) j["content_type"] = o.metadata.content_type;
   if (!o.metadata.user.empty()) j["metadata"] = Pairs(o.metadata.user);
   if (!o.metadata.headers.empty()) j["headers"] = Pairs(o.metadata.headers);
   if (!o.etag.empty()) j["etag"] = o.etag;
   if (o.mode != 0) j["mode"] = o.mode;
+  if (o.uid >= 0) j["uid"] = o.uid;
+  if (o.gid >= 0) j["gid"] = o.gid;
   std::string text;
   try {
     text = j.dump();
@@ -100,6 +102,11 @@ Result<WriteOptions> DecodeWriteOptions(std::string_view text) {
         return Err(Bad("mode must be a number from 1 to 07777"));
       }
       o.mode = static_cast<uint32_t>(v.get<uint64_t>());
+    } else if (key == "uid" || key == "gid") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() >= kNoOwner) {
+        return Err(Bad(key + " must be a user or group id (below 4294967295)"));
+      }
+      (key == "uid" ? o.uid : o.gid) = static_cast<int64_t>(v.get<uint64_t>());
     } else {
       return Err(Bad("unknown key '" + key + "'"));
     }

@@ -12,6 +12,8 @@ TEST(WriteOptionsCodec, EverythingAWriteKeepsReadsBackEqual) {
   o.metadata.headers = {{"cache-control", "max-age=60"}, {"expires", "Thu, 01 Dec 2044 16:00:00 GMT"}};
   o.etag = "0123456789abcdef0123456789abcdef-3";
   o.mode = 0640;
+  o.uid = 1234;
+  o.gid = 0;
   auto text = EncodeWriteOptions(o);
   ASSERT_TRUE(text) << text.error().message();
   auto back = DecodeWriteOptions(*text);
@@ -21,6 +23,8 @@ TEST(WriteOptionsCodec, EverythingAWriteKeepsReadsBackEqual) {
   EXPECT_EQ(back->metadata.headers, o.metadata.headers);
   EXPECT_EQ(back->etag, o.etag);
   EXPECT_EQ(back->mode, o.mode);
+  EXPECT_EQ(back->uid, 1234);
+  EXPECT_EQ(back->gid, 0);
   EXPECT_EQ(*EncodeWriteOptions(*back), *text);
 }
 
@@ -32,6 +36,8 @@ TEST(WriteOptionsCodec, NothingToKeepIsTheEmptyText) {
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->metadata.empty());
   EXPECT_EQ(back->mode, 0u);
+  EXPECT_EQ(back->uid, -1);
+  EXPECT_EQ(back->gid, -1);
 }
 
 TEST(WriteOptionsCodec, ANameOrValueThatIsNotUtf8CannotBeCarried) {
@@ -59,6 +65,10 @@ TEST(WriteOptionsCodec, UntrustedTextIsCheckedLikeACreate) {
       "{\"mode\":4096}",
       "{\"mode\":-1}",
       "{\"mode\":\"644\"}",
+      "{\"uid\":-1}",
+      "{\"uid\":4294967295}",
+      "{\"gid\":\"0\"}",
+      "{\"gid\":1.5}",
       "{\"content_type\":",
   };
   for (const char* text : bad) {

@@ -1757,7 +1757,10 @@ class Worker::Impl {
     if (!c.attrs.empty()) {
       Json attrs = Json::parse(c.attrs, nullptr, /*allow_exceptions=*/false);
       if (attrs.is_object()) {
-        if (attrs.contains("mode") && attrs["mode"].is_number_unsigned()) j["mode"] = attrs["mode"];
+        // The holder checked them when it took the write (DecodeWriteOptions).
+        for (const char* k : {"mode", "uid", "gid"}) {
+          if (attrs.contains(k) && attrs[k].is_number_unsigned()) j[k] = attrs[k];
+        }
         j["attrs"] = std::move(attrs);
       }
     }

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -198,6 +199,16 @@ class WritebackJournal {
   // Uploaded writes whose data files are kept a while (kRetireAfter) for
   // readers that opened the pending version just before the upload finished.
   std::map<std::string, std::pair<WritebackCommit, std::chrono::steady_clock::time_point>> retired_;
+  // The store version each path's last upload from here made, with the
+  // time of the write it uploaded: a later write of the path that finds that
+  // version in the store, newer than itself, finds its own older write, not
+  // another writer's (Upload). Bounded: kMaxUploadedVersions.
+  struct UploadedVersion {
+    std::string version;
+    int64_t write_mtime_ns = 0;
+  };
+  std::map<std::string, UploadedVersion> uploaded_versions_;  // path -> the last upload's
+  std::deque<std::string> uploaded_order_;                    // its paths, oldest first
   uint64_t next_seq_ = 1;
   uint64_t pending_bytes_ = 0;
   uint64_t open_bytes_ = 0;

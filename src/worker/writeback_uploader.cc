@@ -38,6 +38,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// Paths whose last upload's store version is kept (WritebackJournal::uploaded_versions_).
+constexpr size_t kMaxUploadedVersions = 65536;
+
 constexpr auto kFirstBackoff = std::chrono::milliseconds(500);
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 constexpr auto kPeerRetry = std::chrono::seconds(2);
@@ -224,7 +227,16 @@ Status WritebackJournal::Upload(const Entry& e) {
   if (!store) return store.error();
   CallDeadline bound(Clock::now() + kUploadDeadline);
   auto there = (*store)->Stat(key);
-  if (there && !there->is_dir && there->mtime_ns > c.mtime_ns) {
+  // An object newer than this write is another writer's, which this write
+  // must not replace, unless it is an older write of this path uploaded from
+  // here meanwhile (its upload gave it a later time than this write's).
+  auto ours_and_older = [&] {
+    std::lock_guard lock(mu_);
+    auto it = uploaded_versions_.find(c.path);
+    return it != uploaded_versions_.end() && it->second.version == there->Version() &&
+           it->second.write_mtime_ns <= c.mtime_ns;
+  };
+  if (there && !there->is_dir && there->mtime_ns > c.mtime_ns && !ours_and_older()) {
     spdlog::info(
         "write-back of {} ({}) is not uploaded: the store's object is newer (modified after this write "
         "began)",
@@ -273,9 +285,19 @@ Status WritebackJournal::Upload(const Entry& e) {
     // are cached under the store's new version first, so a read right after
     // the switch is a cache hit. The store names the version; an object of
     // another size is another writer's, not ours to cache.
-    if (hooks_.cache_uploaded) {
-      auto as = (*store)->Stat(key);
-      if (as && !as->is_dir && as->size == c.size) hooks_.cache_uploaded(c, *as, fd);
+    auto as = (*store)->Stat(key);
+    if (as && !as->is_dir && as->size == c.size) {
+      {
+        std::lock_guard lock(mu_);
+        auto [it, added] = uploaded_versions_.insert_or_assign(c.path, UploadedVersion{as->Version(), c.mtime_ns});
+        if (added) uploaded_order_.push_back(c.path);
+        // The oldest go first: a newer write of their path has had the longest to upload.
+        while (uploaded_order_.size() > kMaxUploadedVersions) {
+          uploaded_versions_.erase(uploaded_order_.front());
+          uploaded_order_.pop_front();
+        }
+      }
+      if (hooks_.cache_uploaded) hooks_.cache_uploaded(c, *as, fd);
     }
   }
   ::close(fd);

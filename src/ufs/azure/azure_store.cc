@@ -283,9 +283,9 @@ class AzureStore final : public UnderStore {
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     std::string k = Trimmed(key);
     if (k.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri() + ": name a file");
-    if (client_->settings().posix_attributes && options.mode != 0) {
+    if (client_->settings().posix_attributes && (options.mode != 0 || options.uid >= 0 || options.gid >= 0)) {
       ObjectMetadata m = options.metadata;
-      SetPosixMetadata(AttributeChange{.mode = options.mode}, 0, m.user);
+      SetPosixMetadata(PosixChangeOf(options), 0, m.user);
       return std::unique_ptr<ObjectWriter>(new AzureWriter(client_, Blob(k), m));
     }
     return std::unique_ptr<ObjectWriter>(new AzureWriter(client_, Blob(k), options.metadata));

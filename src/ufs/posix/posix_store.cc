@@ -336,7 +336,14 @@ class PosixWriter final : public ObjectWriter {
   Status KeepMode() {
     mode_t mode = options_.mode & 07777;
     struct stat old_st, tmp_st;
-    if (::stat(dest_.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode)) {
+    if (options_.uid >= 0 || options_.gid >= 0) {
+      // The owner the writer gave (a file created for another user).
+      if (::fchown(fd_, options_.uid >= 0 ? static_cast<uid_t>(options_.uid) : static_cast<uid_t>(-1),
+                   options_.gid >= 0 ? static_cast<gid_t>(options_.gid) : static_cast<gid_t>(-1)) != 0) {
+        return ErrnoStatus(errno, "cannot give its owner to", dest_);
+      }
+      if (mode == 0 && ::stat(dest_.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode)) mode = old_st.st_mode & 07777;
+    } else if (::stat(dest_.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode)) {
       if (mode == 0) mode = old_st.st_mode & 07777;
       if (::fstat(fd_, &tmp_st) == 0 && (tmp_st.st_uid != old_st.st_uid || tmp_st.st_gid != old_st.st_gid) &&
           ::fchown(fd_, old_st.st_uid, old_st.st_gid) != 0 && errno != EPERM) {

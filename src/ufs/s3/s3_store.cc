@@ -222,9 +222,9 @@ class S3Store final : public UnderStore {
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key, const WriteOptions& options = {}) override {
     std::string rel = Trimmed(key);
     if (rel.empty()) return Err(Code::kInvalidArgument, "cannot write the root of " + uri());
-    if (posix_attributes() && options.mode != 0) {
+    if (posix_attributes() && (options.mode != 0 || options.uid >= 0 || options.gid >= 0)) {
       ObjectMetadata m = options.metadata;
-      SetPosixMetadata(AttributeChange{.mode = options.mode}, 0, m.user);
+      SetPosixMetadata(PosixChangeOf(options), 0, m.user);
       return std::make_unique<S3Writer>(client_, Full(rel), MetadataHeaders(m));
     }
     return std::make_unique<S3Writer>(client_, Full(rel), MetadataHeaders(options.metadata));
