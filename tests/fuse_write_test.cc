@@ -729,7 +729,9 @@ TEST(FuseWriteS3Test, PosixAttributesKeepModesOwnersAndTimesInObjectMetadata) {
                &out),
             0)
       << out;
-  if (root) ASSERT_EQ(Sh("chown 1234:2345 '" + src + "/run.sh' && chown 4321:4321 '" + src + "/sub/readonly'"), 0);
+  if (root) {
+    ASSERT_EQ(Sh("chown 1234:2345 '" + src + "/run.sh' && chown 4321:4321 '" + src + "/sub/readonly'"), 0);
+  }
   auto files_only = [](std::map<std::string, std::string> v, const std::string& root_dir) {
     std::erase_if(v, [&](const auto& e) { return fs::is_directory(root_dir + "/" + e.first); });
     return v;
@@ -739,7 +741,9 @@ TEST(FuseWriteS3Test, PosixAttributesKeepModesOwnersAndTimesInObjectMetadata) {
 
   ASSERT_EQ(Sh("rsync -a '" + src + "/' '" + data + "/rs/'", &out), 0) << out << log();
   EXPECT_EQ(files_only(ModesAndTimes(data + "/rs"), data + "/rs"), want) << "the mount shows what the objects keep";
-  if (root) EXPECT_EQ(files_only(Owners(data + "/rs"), data + "/rs"), want_owners);
+  if (root) {
+    EXPECT_EQ(files_only(Owners(data + "/rs"), data + "/rs"), want_owners);
+  }
   // -O: directories' times are not kept.
   ASSERT_EQ(Sh("rsync -aiO --dry-run '" + src + "/' '" + data + "/rs/'", &out), 0) << out;
   EXPECT_EQ(out, "") << "rsync -a finds differences after copying";
@@ -748,24 +752,32 @@ TEST(FuseWriteS3Test, PosixAttributesKeepModesOwnersAndTimesInObjectMetadata) {
   std::map<std::string, std::string> user(meta->user.begin(), meta->user.end());
   EXPECT_EQ(user["mode"], std::to_string(0100750)) << "as s3fs keeps it";
   EXPECT_EQ(user["mtime"], "1577934245.123456789");
-  if (root) EXPECT_EQ(user["uid"], "1234");
+  if (root) {
+    EXPECT_EQ(user["uid"], "1234");
+  }
 
   // A fresh mount lists them (a listing carries no metadata: each file is stated).
   auto mounted = Shoal({"fuse", mnt2, "--config", up.config}, 90s);
   ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
   EXPECT_EQ(Sh("ls -l '" + mnt2 + "/data/rs' > /dev/null", &out), 0) << out;  // readdirplus first
   EXPECT_EQ(files_only(ModesAndTimes(mnt2 + "/data/rs"), mnt2 + "/data/rs"), want);
-  if (root) EXPECT_EQ(files_only(Owners(mnt2 + "/data/rs"), mnt2 + "/data/rs"), want_owners);
+  if (root) {
+    EXPECT_EQ(files_only(Owners(mnt2 + "/data/rs"), mnt2 + "/data/rs"), want_owners);
+  }
 
   // chmod, touch and chown through the mount; the bytes stay.
   ASSERT_EQ(::chmod((data + "/rs/secret").c_str(), 0640), 0) << std::strerror(errno);
   ASSERT_EQ(Sh("touch -d '2001-02-03 04:05:06' '" + data + "/rs/secret'", &out), 0) << out;
-  if (root) ASSERT_EQ(::chown((data + "/rs/secret").c_str(), 77, 78), 0) << std::strerror(errno);
+  if (root) {
+    ASSERT_EQ(::chown((data + "/rs/secret").c_str(), 77, 78), 0) << std::strerror(errno);
+  }
   auto kept = (*store)->Stat("rs/secret");
   ASSERT_TRUE(kept) << kept.error().ToString();
   EXPECT_EQ(kept->mode, 0640u);
   EXPECT_EQ(kept->mtime_ns, 981173106'000'000'000);
-  if (root) EXPECT_EQ(kept->uid, 77);
+  if (root) {
+    EXPECT_EQ(kept->uid, 77);
+  }
   EXPECT_EQ(Slurp(data + "/rs/secret"), Slurp(src + "/secret"));
   // A new file keeps open(2)'s mode.
   int fd = ::open((data + "/made-0600").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
