@@ -206,9 +206,13 @@ class WritebackJournal {
   struct UploadedVersion {
     std::string version;
     int64_t write_mtime_ns = 0;
+    uint64_t order = 0;  // its place in uploaded_order_
   };
   std::map<std::string, UploadedVersion> uploaded_versions_;  // path -> the last upload's
-  std::deque<std::string> uploaded_order_;                    // its paths, oldest first
+  // (path, order) per upload recorded, oldest first; an entry whose record
+  // was replaced since (a later upload of the path) is stale and skipped.
+  std::deque<std::pair<std::string, uint64_t>> uploaded_order_;
+  uint64_t next_upload_order_ = 1;
   uint64_t next_seq_ = 1;
   uint64_t pending_bytes_ = 0;
   uint64_t open_bytes_ = 0;

@@ -289,11 +289,17 @@ Status WritebackJournal::Upload(const Entry& e) {
     if (as && !as->is_dir && as->size == c.size) {
       {
         std::lock_guard lock(mu_);
-        auto [it, added] = uploaded_versions_.insert_or_assign(c.path, UploadedVersion{as->Version(), c.mtime_ns});
-        if (added) uploaded_order_.push_back(c.path);
-        // The oldest go first: a newer write of their path has had the longest to upload.
-        while (uploaded_order_.size() > kMaxUploadedVersions) {
-          uploaded_versions_.erase(uploaded_order_.front());
+        const uint64_t order = next_upload_order_++;
+        uploaded_versions_.insert_or_assign(c.path, UploadedVersion{as->Version(), c.mtime_ns, order});
+        uploaded_order_.emplace_back(c.path, order);
+        // The least recently uploaded paths go first: a newer write of theirs
+        // has had the longest to upload. Stale entries (a path uploaded again
+        // since) only bound the queue.
+        while (uploaded_versions_.size() > kMaxUploadedVersions || uploaded_order_.size() > 2 * kMaxUploadedVersions) {
+          const auto& [path, at] = uploaded_order_.front();
+          if (auto old = uploaded_versions_.find(path); old != uploaded_versions_.end() && old->second.order == at) {
+            uploaded_versions_.erase(old);
+          }
           uploaded_order_.pop_front();
         }
       }
